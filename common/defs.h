@@ -1,0 +1,33 @@
+/* defs — tunables and documented defaults shared by every component
+ * (docs/configuration.md lists them; change both together). */
+#ifndef FG_DEFS_H
+#define FG_DEFS_H
+
+#define FG_VERSION "0.1.0"
+
+#define FG_DEFAULT_LISTEN "127.0.0.1:7400"
+#define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
+#define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
+#define FG_DEFAULT_QUEUE_LENGTH_LIMIT 1000u  /* requests waiting in the level's queue */
+#define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull
+#define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
+#define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull
+#define FG_DEFAULT_RETRY_AFTER_MS 1000u
+#define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
+
+#define FG_LEVEL_NAME "global-default"      /* the single level until the queue-set issue */
+#define FG_SCHEMA_NAME "global-default"
+
+#define FG_MAX_BACKENDS 64u
+#define FG_MAX_SEAT_LIMIT 1000000u
+#define FG_MAX_MAX_REQUESTS (1u << 24)
+#define FG_RX_BURST 32u
+#define FG_IDLE_WAIT_NS 1000000ull           /* socket mode: longest sleep when idle */
+#define FG_FLOW_TABLE_SIZE 1024u             /* per-flow statistics entries (power of two) */
+#define FG_FLOW_NAME_MAX 64u
+
+#define FG_CONTROL_MAX_MSG 65536u            /* one control-socket request line */
+#define FG_CONTROL_MAX_CLIENTS 16u
+#define FG_CONTROL_READ_TIMEOUT_MS 5000u
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * pkt — a datagram buffer owned by an I/O backend (a kernel-socket buffer or a
+ * DPDK mbuf).  `data`/`len` cover the fairgate message only (UDP payload); the
+ * I/O layer adds and strips lower headers.  `peer` is the sender on receive and
+ * the destination on transmit.  Whoever holds a pkt must hand it back through
+ * the I/O layer's tx or free: buffers are counted.
+ */
+#ifndef FG_PKT_H
+#define FG_PKT_H
+
+#include <stdint.h>
+
+#include "endpoint.h"
+
+struct fg_pkt {
+	void *handle;  /* I/O layer's buffer (mbuf, socket buffer) */
+	uint8_t *data;
+	uint32_t len;
+	uint32_t cap;  /* bytes writable at data */
+	struct fg_endpoint peer;
+};
+
+#endif

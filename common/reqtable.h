@@ -1,0 +1,131 @@
+/*
+ * reqtable — a worker's fixed table of request slots, plus O(1) intrusive
+ * lists over them (the waiting FIFO, the executing list).
+ *
+ * A slot's generation changes every time it is freed, so a dispatch id
+ * (worker, generation, slot) names one request for its whole life and a stale
+ * or forged response cannot match a later request that reuses the slot.
+ *
+ * Thread contract: a table belongs to one worker; only that thread touches it.
+ */
+#ifndef FG_REQTABLE_H
+#define FG_REQTABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "pkt.h"
+
+#define FG_REQ_NIL UINT32_MAX
+#define FG_DISPATCH_GEN_BITS 24u
+#define FG_DISPATCH_GEN_MASK ((1u << FG_DISPATCH_GEN_BITS) - 1)
+#define FG_MAX_WORKERS 256u
+
+enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING };
+
+struct fg_req {
+	uint32_t prev, next;   /* links in the list the request is on */
+	uint32_t gen;          /* generation, FG_DISPATCH_GEN_BITS wide */
+	uint8_t state;
+	uint8_t backend;       /* index into the config's backends while executing */
+	uint16_t seats;
+	uint32_t flow;         /* flow statistics slot */
+	uint64_t client_id;    /* the client's own request id, restored on answers */
+	uint64_t arrival_ns;
+	uint64_t deadline_ns;  /* waiting: wait limit; executing: backend timeout */
+	uint64_t client_deadline_ns; /* from the client's deadline hint; UINT64_MAX = none */
+	struct fg_endpoint client;
+	struct fg_pkt pkt;     /* held while waiting; handle NULL otherwise */
+};
+
+struct fg_reqlist {
+	uint32_t head, tail, count;
+};
+
+struct fg_reqtable {
+	struct fg_req *slots;
+	uint32_t cap;
+	uint32_t free_head;
+	uint32_t in_use;
+};
+
+int fg_reqtable_init(struct fg_reqtable *t, uint32_t cap);
+void fg_reqtable_fini(struct fg_reqtable *t);
+
+/* Returns a slot index, or FG_REQ_NIL when the table is full. */
+static inline uint32_t fg_reqtable_alloc(struct fg_reqtable *t)
+{
+	uint32_t i = t->free_head;
+	if (i == FG_REQ_NIL)
+		return i;
+	t->free_head = t->slots[i].next;
+	t->in_use++;
+	return i;
+}
+
+static inline void fg_reqtable_release(struct fg_reqtable *t, uint32_t i)
+{
+	struct fg_req *r = &t->slots[i];
+	r->state = FG_REQ_FREE;
+	r->gen = (r->gen + 1) & FG_DISPATCH_GEN_MASK;
+	r->pkt.handle = NULL;
+	r->next = t->free_head;
+	t->free_head = i;
+	t->in_use--;
+}
+
+static inline uint64_t fg_dispatch_id(unsigned worker, const struct fg_req *r, uint32_t slot)
+{
+	return (uint64_t)worker << 56 | (uint64_t)r->gen << 32 | slot;
+}
+
+static inline unsigned fg_dispatch_id_worker(uint64_t id) { return (unsigned)(id >> 56); }
+
+/* The executing request a dispatch id names, or FG_REQ_NIL if it names none
+ * (wrong worker, out of range, slot not executing, stale generation). */
+static inline uint32_t fg_reqtable_lookup(const struct fg_reqtable *t, unsigned worker, uint64_t id)
+{
+	uint32_t slot = (uint32_t)id;
+	uint32_t gen = (uint32_t)(id >> 32) & FG_DISPATCH_GEN_MASK;
+	if (fg_dispatch_id_worker(id) != worker || slot >= t->cap)
+		return FG_REQ_NIL;
+	const struct fg_req *r = &t->slots[slot];
+	if (r->state != FG_REQ_EXECUTING || r->gen != gen)
+		return FG_REQ_NIL;
+	return slot;
+}
+
+static inline void fg_reqlist_init(struct fg_reqlist *l)
+{
+	l->head = l->tail = FG_REQ_NIL;
+	l->count = 0;
+}
+
+static inline void fg_reqlist_push_tail(struct fg_reqtable *t, struct fg_reqlist *l, uint32_t i)
+{
+	struct fg_req *r = &t->slots[i];
+	r->next = FG_REQ_NIL;
+	r->prev = l->tail;
+	if (l->tail != FG_REQ_NIL)
+		t->slots[l->tail].next = i;
+	else
+		l->head = i;
+	l->tail = i;
+	l->count++;
+}
+
+static inline void fg_reqlist_remove(struct fg_reqtable *t, struct fg_reqlist *l, uint32_t i)
+{
+	struct fg_req *r = &t->slots[i];
+	if (r->prev != FG_REQ_NIL)
+		t->slots[r->prev].next = r->next;
+	else
+		l->head = r->next;
+	if (r->next != FG_REQ_NIL)
+		t->slots[r->next].prev = r->prev;
+	else
+		l->tail = r->prev;
+	l->count--;
+}
+
+#endif

@@ -1,0 +1,250 @@
+/* settings — defaults, FairgateSettings JSON, validation, compilation. */
+#include "settings.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+
+#define SETTINGS_API_VERSION "fairgate.dev/v1alpha1"
+#define SETTINGS_KIND "FairgateSettings"
+
+void fg_errors_add(struct fg_errors *e, const char *path, const char *fmt, ...)
+{
+	e->count++;
+	if (e->len >= sizeof(e->text) - 1)
+		return;
+	int n = snprintf(e->text + e->len, sizeof(e->text) - e->len, "%s: ", path);
+	if (n > 0)
+		e->len = e->len + (size_t)n < sizeof(e->text) ? e->len + (size_t)n : sizeof(e->text) - 1;
+	va_list ap;
+	va_start(ap, fmt);
+	n = vsnprintf(e->text + e->len, sizeof(e->text) - e->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		e->len = e->len + (size_t)n < sizeof(e->text) ? e->len + (size_t)n : sizeof(e->text) - 1;
+	if (e->len < sizeof(e->text) - 1)
+		e->text[e->len++] = '\n';
+	e->text[e->len] = 0;
+}
+
+void fg_settings_defaults(struct fg_settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->io = FG_IO_SOCKET;
+	fg_endpoint_parse(FG_DEFAULT_LISTEN, &s->listen);
+	snprintf(s->control_socket, sizeof(s->control_socket), "%s", FG_DEFAULT_CONTROL_SOCKET);
+	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
+	s->queue_length_limit = FG_DEFAULT_QUEUE_LENGTH_LIMIT;
+	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
+	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
+	s->shutdown_grace_ns = (int64_t)FG_DEFAULT_SHUTDOWN_GRACE_NS;
+	s->retry_after_ms = FG_DEFAULT_RETRY_AFTER_MS;
+	s->max_requests = FG_DEFAULT_MAX_REQUESTS;
+}
+
+int fg_settings_add_backend(struct fg_settings *s, const char *spec)
+{
+	if (s->n_backends >= FG_MAX_BACKENDS)
+		return -ENOSPC;
+	char addr[64];
+	const char *at = strchr(spec, '@');
+	size_t n = at ? (size_t)(at - spec) : strlen(spec);
+	if (n >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, spec, n);
+	addr[n] = 0;
+	struct fg_backend_cfg b = { 0 };
+	if (fg_endpoint_parse(addr, &b.ep))
+		return -EINVAL;
+	if (at) {
+		if (fg_mac_parse(at + 1, b.ep.mac))
+			return -EINVAL;
+		b.static_mac = true;
+	}
+	s->backends[s->n_backends++] = b;
+	return 0;
+}
+
+/* Field helpers: each reports its own error with the field path. */
+static void get_uint(json_t *spec, const char *key, uint32_t lo, uint32_t hi, uint32_t *out,
+		     struct fg_errors *errs)
+{
+	json_t *v = json_object_get(spec, key);
+	char path[96];
+	if (!v)
+		return;
+	snprintf(path, sizeof(path), "spec.%s", key);
+	if (!json_is_integer(v)) {
+		fg_errors_add(errs, path, "must be an integer");
+		return;
+	}
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi) {
+		fg_errors_add(errs, path, "must be in [%u, %u], got %lld", lo, hi, (long long)x);
+		return;
+	}
+	*out = (uint32_t)x;
+}
+
+static void get_duration(json_t *spec, const char *key, int64_t lo, int64_t *out, struct fg_errors *errs)
+{
+	json_t *v = json_object_get(spec, key);
+	char path[96];
+	if (!v)
+		return;
+	snprintf(path, sizeof(path), "spec.%s", key);
+	int64_t ns;
+	if (!json_is_string(v) || fg_duration_parse(json_string_value(v), json_string_length(v), &ns)) {
+		fg_errors_add(errs, path, "must be a duration string such as \"1.5s\" or \"250ms\"");
+		return;
+	}
+	if (ns < lo) {
+		fg_errors_add(errs, path, "must be at least %lldns", (long long)lo);
+		return;
+	}
+	*out = ns;
+}
+
+static void get_backends(json_t *spec, struct fg_settings *s, struct fg_errors *errs)
+{
+	json_t *arr = json_object_get(spec, "backends");
+	if (!arr)
+		return;
+	if (!json_is_array(arr)) {
+		fg_errors_add(errs, "spec.backends", "must be a list of \"ADDR:PORT[@MAC]\" strings");
+		return;
+	}
+	s->n_backends = 0; /* the file's list replaces the defaults */
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v) {
+		char path[64];
+		snprintf(path, sizeof(path), "spec.backends[%zu]", i);
+		if (!json_is_string(v)) {
+			fg_errors_add(errs, path, "must be a string \"ADDR:PORT[@MAC]\"");
+			continue;
+		}
+		int rc = fg_settings_add_backend(s, json_string_value(v));
+		if (rc == -ENOSPC)
+			fg_errors_add(errs, path, "too many backends (at most %u)", FG_MAX_BACKENDS);
+		else if (rc)
+			fg_errors_add(errs, path, "invalid backend \"%s\" (want IPv4:PORT[@aa:bb:cc:dd:ee:ff])",
+				      json_string_value(v));
+	}
+}
+
+int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len, struct fg_errors *errs)
+{
+	unsigned before = errs->count;
+	json_error_t jerr;
+	json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		char path[48];
+		snprintf(path, sizeof(path), "line %d column %d", jerr.line, jerr.column);
+		fg_errors_add(errs, path, "malformed JSON: %s", jerr.text);
+		return -EINVAL;
+	}
+	struct fg_settings next = *s;
+	json_t *av = json_object_get(root, "apiVersion"), *kind = json_object_get(root, "kind");
+	json_t *spec = json_object_get(root, "spec");
+	if (!json_is_object(root)) {
+		fg_errors_add(errs, "(root)", "must be a JSON object");
+		goto out;
+	}
+	if (!json_is_string(av) || strcmp(json_string_value(av), SETTINGS_API_VERSION))
+		fg_errors_add(errs, "apiVersion", "must be \"%s\"", SETTINGS_API_VERSION);
+	if (!json_is_string(kind) || strcmp(json_string_value(kind), SETTINGS_KIND))
+		fg_errors_add(errs, "kind", "must be \"%s\"", SETTINGS_KIND);
+	if (!json_is_object(spec)) {
+		fg_errors_add(errs, "spec", "must be an object");
+		goto out;
+	}
+	json_t *v;
+	if ((v = json_object_get(spec, "io"))) {
+		const char *m = json_is_string(v) ? json_string_value(v) : "";
+		if (!strcmp(m, "socket"))
+			next.io = FG_IO_SOCKET;
+		else if (!strcmp(m, "dpdk"))
+			next.io = FG_IO_DPDK;
+		else
+			fg_errors_add(errs, "spec.io", "must be \"socket\" or \"dpdk\"");
+	}
+	if ((v = json_object_get(spec, "listen"))) {
+		if (!json_is_string(v) || fg_endpoint_parse(json_string_value(v), &next.listen))
+			fg_errors_add(errs, "spec.listen", "must be \"IPv4:PORT\"");
+	}
+	if ((v = json_object_get(spec, "controlSocket"))) {
+		if (!json_is_string(v) || json_string_length(v) == 0 ||
+		    json_string_length(v) >= sizeof(next.control_socket))
+			fg_errors_add(errs, "spec.controlSocket", "must be a path of 1..%zu bytes",
+				      sizeof(next.control_socket) - 1);
+		else
+			snprintf(next.control_socket, sizeof(next.control_socket), "%s", json_string_value(v));
+	}
+	get_backends(spec, &next, errs);
+	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
+	get_uint(spec, "queueLengthLimit", 0, FG_MAX_MAX_REQUESTS, &next.queue_length_limit, errs);
+	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
+	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
+	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
+	get_duration(spec, "backendTimeout", 1000000, &next.backend_timeout_ns, errs);
+	get_duration(spec, "shutdownGrace", 0, &next.shutdown_grace_ns, errs);
+	const char *key;
+	json_object_foreach(spec, key, v) {
+		static const char *const known[] = { "io", "listen", "controlSocket", "backends",
+			"serverConcurrencyLimit", "queueLengthLimit", "maxRequests", "retryAfterMillis",
+			"queueWaitLimit", "backendTimeout", "shutdownGrace" };
+		size_t k = 0;
+		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
+			k++;
+		if (k == sizeof(known) / sizeof(known[0])) {
+			char path[128];
+			snprintf(path, sizeof(path), "spec.%.100s", key);
+			fg_errors_add(errs, path, "unknown field");
+		}
+	}
+out:
+	json_decref(root);
+	if (errs->count != before)
+		return -EINVAL;
+	*s = next;
+	return 0;
+}
+
+int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
+{
+	unsigned before = errs->count;
+	if (s->max_requests < s->queue_length_limit + s->seat_limit)
+		fg_errors_add(errs, "spec.maxRequests",
+			      "must hold the queue and the executing requests: at least "
+			      "queueLengthLimit + serverConcurrencyLimit = %u, got %u",
+			      s->queue_length_limit + s->seat_limit, s->max_requests);
+	for (uint32_t i = 0; i < s->n_backends; i++)
+		if (fg_endpoint_same_addr(&s->backends[i].ep, &s->listen)) {
+			char path[64];
+			snprintf(path, sizeof(path), "spec.backends[%u]", i);
+			fg_errors_add(errs, path, "must differ from spec.listen");
+		}
+	return errs->count == before ? 0 : -EINVAL;
+}
+
+struct fg_config *fg_settings_compile(const struct fg_settings *s, uint64_t generation)
+{
+	struct fg_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->generation = generation;
+	c->seat_limit = s->seat_limit;
+	c->queue_length_limit = s->queue_length_limit;
+	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
+	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;
+	c->retry_after_ms = s->retry_after_ms;
+	c->n_backends = s->n_backends;
+	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
+	return c;
+}

@@ -1,0 +1,62 @@
+/*
+ * settings — everything an operator sets: defaults, then the config file
+ * (a FairgateSettings JSON object, docs/configuration.md), then flags.
+ * Validation reports every problem at once, each with its field path.
+ *
+ * Thread contract: used by the control thread at start-up and by tools.
+ */
+#ifndef FG_SETTINGS_H
+#define FG_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+enum fg_io_mode { FG_IO_SOCKET = 0, FG_IO_DPDK = 1 };
+
+struct fg_settings {
+	enum fg_io_mode io;
+	struct fg_endpoint listen;
+	char control_socket[108];
+	uint32_t seat_limit;
+	uint32_t queue_length_limit;
+	int64_t queue_wait_ns;
+	int64_t backend_timeout_ns;
+	int64_t shutdown_grace_ns;
+	uint32_t retry_after_ms;
+	uint32_t max_requests;
+	uint32_t n_backends;
+	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
+};
+
+/* Collected validation errors: "path: reason" lines. */
+struct fg_errors {
+	char text[4096];
+	size_t len;
+	unsigned count;
+};
+
+void fg_errors_add(struct fg_errors *e, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+void fg_settings_defaults(struct fg_settings *s);
+
+/*
+ * Apply a FairgateSettings object (JSON) on top of *s.  `source` names the
+ * input in messages.  On any error *s is left unchanged and every error is in
+ * *errs; returns 0 or -EINVAL.
+ */
+int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len,
+			   struct fg_errors *errs);
+
+/* Parse "A.B.C.D:PORT[@aa:bb:cc:dd:ee:ff]" and append a backend.  0 or -EINVAL/-ENOSPC. */
+int fg_settings_add_backend(struct fg_settings *s, const char *spec);
+
+/* Cross-field checks after all sources are applied.  0 or -EINVAL. */
+int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
+
+/* Build the dispatch configuration workers read.  NULL on allocation failure. */
+struct fg_config *fg_settings_compile(const struct fg_settings *s, uint64_t generation);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * stats — counters a worker writes and the control thread reads.
+ *
+ * Single writer (the owning worker), any number of readers: the writer does a
+ * relaxed load+store (no atomic read-modify-write on the hot path), readers do
+ * relaxed loads.  Values are eventually consistent snapshots.
+ */
+#ifndef FG_STATS_H
+#define FG_STATS_H
+
+#include <stdint.h>
+
+#include "defs.h"
+#include "proto.h"
+
+#define FG_STAT_ADD(field, n) __atomic_store_n(&(field), (field) + (n), __ATOMIC_RELAXED)
+#define FG_STAT_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+#define FG_STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+struct fg_flow_stats {
+	uint64_t hash; /* 0 = free entry; published last (release) */
+	char name[FG_FLOW_NAME_MAX];
+	uint64_t received, dispatched, responded, rejected;
+	uint32_t waiting, executing;
+};
+
+struct fg_worker_stats {
+	uint64_t rx_datagrams;
+	uint64_t rx_malformed;                 /* failed to decode; by reason below */
+	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];
+	uint64_t rx_unexpected;                /* decodable but not for us (e.g. stray RESPONSE) */
+	uint64_t responses_unmatched;          /* stale, forged or late responses */
+	uint64_t received;                     /* valid REQUESTs */
+	uint64_t dispatched;
+	uint64_t responded;
+	uint64_t rejected[FG_REJECT__COUNT];   /* answers to valid requests, by reason */
+	uint64_t invalid_rejected;             /* REJECT invalid to undecodable datagrams */
+	uint64_t tx_datagrams;
+	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
+	uint32_t waiting, executing, seats_in_use;
+	uint64_t buffers_in_use;               /* I/O buffers out of the pool */
+	uint32_t flows_used;                   /* entries taken in flows[] */
+	uint64_t flows_overflow;               /* requests folded into "(other)" */
+	struct fg_flow_stats flows[FG_FLOW_TABLE_SIZE];
+};
+
+/* The flow entry for `hash` (created with `name` on first sight); entry 0 is
+ * "(other)", used once the table is 3/4 full.  Owner thread only. */
+uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, const char *name, uint16_t name_len);
+
+void fg_stats_init(struct fg_worker_stats *s);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * control — the control thread: the control socket (newline-delimited JSON
+ * over a Unix stream socket, docs/control.md) and configuration publication
+ * with liburcu QSBR.
+ *
+ * Thread contract: fg_control_start/stop are called by main; the control
+ * thread registers with RCU and stays offline except while publishing.  It
+ * reads worker statistics with relaxed loads (stats.h) and never blocks a
+ * worker.
+ */
+#ifndef FG_CONTROL_H
+#define FG_CONTROL_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "settings.h"
+#include "stats.h"
+
+struct fg_worker;
+
+/* What the control thread may look at. */
+struct fg_control_view {
+	const struct fg_settings *settings;
+	struct fg_config **config_ptr;   /* RCU-protected, published here */
+	struct fg_worker_stats **worker_stats;
+	unsigned n_workers;
+	uint64_t start_ns;
+	volatile int *shutting_down;
+};
+
+struct fg_control;
+
+/* Bind the control socket and start the thread.  NULL and *err on failure
+ * (message in errbuf). */
+struct fg_control *fg_control_start(const struct fg_control_view *view, char *errbuf, size_t errlen);
+void fg_control_stop(struct fg_control *c);
+
+/* Publish a new configuration (control thread or main before workers run);
+ * the previous one is freed after a grace period. */
+void fg_config_publish(struct fg_config **slot, struct fg_config *next);
+
+/*
+ * Handle one request line and return the response (a JSON object, no
+ * newline), malloc'd.  Exposed for tests and the fuzz target.
+ */
+char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len);
+
+#endif

@@ -1,0 +1,119 @@
+/* status — aggregate worker statistics into the status document. */
+#include "status.h"
+
+#include <urcu-qsbr.h>
+
+#include "clock.h"
+#include "control.h"
+#include "defs.h"
+#include "proto.h"
+
+struct flow_sum {
+	uint64_t hash;
+	const char *name;
+	uint64_t received, dispatched, responded, rejected;
+	uint64_t waiting, executing;
+};
+
+static json_t *flows_json(const struct fg_control_view *v)
+{
+	json_t *arr = json_array();
+	for (unsigned w = 0; w < v->n_workers; w++) {
+		struct fg_worker_stats *s = v->worker_stats[w];
+		for (unsigned i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
+			struct fg_flow_stats *f = &s->flows[i];
+			uint64_t hash = __atomic_load_n(&f->hash, __ATOMIC_ACQUIRE);
+			uint64_t received = FG_STAT_GET(f->received);
+			if (!hash || !received)
+				continue;
+			json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
+				"priorityLevel", FG_LEVEL_NAME, "flow", f->name,
+				"received", (json_int_t)received,
+				"dispatched", (json_int_t)FG_STAT_GET(f->dispatched),
+				"responded", (json_int_t)FG_STAT_GET(f->responded),
+				"rejected", (json_int_t)FG_STAT_GET(f->rejected),
+				"waiting", (json_int_t)(int32_t)FG_STAT_GET(f->waiting),
+				"executing", (json_int_t)(int32_t)FG_STAT_GET(f->executing),
+				"worker", (int)w));
+		}
+	}
+	return arr;
+}
+
+json_t *fg_status_json(const struct fg_control_view *v)
+{
+	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
+	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
+	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
+	uint64_t waiting = 0, executing = 0, seats = 0, buffers = 0;
+	for (unsigned w = 0; w < v->n_workers; w++) {
+		struct fg_worker_stats *s = v->worker_stats[w];
+		sum_rx += FG_STAT_GET(s->rx_datagrams);
+		sum_malformed += FG_STAT_GET(s->rx_malformed);
+		sum_unexpected += FG_STAT_GET(s->rx_unexpected);
+		sum_unmatched += FG_STAT_GET(s->responses_unmatched);
+		sum_recv += FG_STAT_GET(s->received);
+		sum_disp += FG_STAT_GET(s->dispatched);
+		sum_resp += FG_STAT_GET(s->responded);
+		sum_inv += FG_STAT_GET(s->invalid_rejected);
+		sum_tx += FG_STAT_GET(s->tx_datagrams);
+		sum_txf += FG_STAT_GET(s->tx_failed);
+		sum_overflow += FG_STAT_GET(s->flows_overflow);
+		for (int r = 0; r < FG_REJECT__COUNT; r++)
+			rej[r] += FG_STAT_GET(s->rejected[r]);
+		for (int e = 0; e < FG_PROTO_ERR__COUNT; e++)
+			malformed[e] += FG_STAT_GET(s->malformed_by_err[e]);
+		waiting += FG_STAT_GET(s->waiting);
+		executing += FG_STAT_GET(s->executing);
+		seats += FG_STAT_GET(s->seats_in_use);
+		buffers += FG_STAT_GET(s->buffers_in_use);
+	}
+	json_t *rejected = json_object(), *bad = json_object();
+	uint64_t rej_total = 0;
+	for (int r = 1; r < FG_REJECT__COUNT; r++) {
+		json_object_set_new(rejected, fg_reject_reason_name(r), json_integer((json_int_t)rej[r]));
+		rej_total += rej[r];
+	}
+	for (int e = 1; e < FG_PROTO_ERR__COUNT; e++)
+		if (malformed[e])
+			json_object_set_new(bad, fg_proto_strerror(e), json_integer((json_int_t)malformed[e]));
+
+	rcu_thread_online();
+	struct fg_config *cfg = rcu_dereference(*v->config_ptr);
+	json_t *level = json_pack("{s:s, s:i, s:i, s:I, s:I, s:I}", "name", FG_LEVEL_NAME,
+		"seatLimit", (int)cfg->seat_limit, "queueLengthLimit", (int)cfg->queue_length_limit,
+		"seatsInUse", (json_int_t)seats, "waiting", (json_int_t)waiting, "executing", (json_int_t)executing);
+	json_int_t generation = (json_int_t)cfg->generation;
+	json_int_t n_backends = (json_int_t)cfg->n_backends;
+	rcu_thread_offline();
+
+	char listen[32];
+	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I}, s:[o], s:o}",
+		"version", FG_VERSION,
+		"io", v->settings->io == FG_IO_DPDK ? "dpdk" : "socket",
+		"listen", listen,
+		"uptimeSeconds", (double)(fg_now_ns() - v->start_ns) / 1e9,
+		"configGeneration", generation,
+		"backends", n_backends,
+		"shuttingDown", *v->shutting_down ? 1 : 0,
+		"counters",
+		"datagramsReceived", (json_int_t)sum_rx,
+		"requestsReceived", (json_int_t)sum_recv,
+		"dispatched", (json_int_t)sum_disp,
+		"responded", (json_int_t)sum_resp,
+		"rejectedTotal", (json_int_t)rej_total,
+		"malformed", (json_int_t)sum_malformed,
+		"malformedByReason", bad,
+		"invalidRejected", (json_int_t)sum_inv,
+		"unexpected", (json_int_t)sum_unexpected,
+		"responsesUnmatched", (json_int_t)sum_unmatched,
+		"rejected", rejected,
+		"datagramsSent", (json_int_t)sum_tx,
+		"sendFailed", (json_int_t)sum_txf,
+		"flowsOverflow", (json_int_t)sum_overflow,
+		"buffersInUse", (json_int_t)buffers,
+		"priorityLevels", level,
+		"flows", flows_json(v));
+	return doc;
+}

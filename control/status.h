@@ -1,0 +1,12 @@
+/* status — the daemon's status as a JSON document (control command
+ * "status"; docs/control.md has the schema).  Control thread only. */
+#ifndef FG_STATUS_H
+#define FG_STATUS_H
+
+#include <jansson.h>
+
+struct fg_control_view;
+
+json_t *fg_status_json(const struct fg_control_view *view);
+
+#endif

@@ -1,0 +1,336 @@
+/*
+ * fairgate — the daemon: settings, I/O mode, the worker loop, the control
+ * thread, clean shutdown.  docs/operations.md describes the flags.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-qsbr.h>
+
+#include "clock.h"
+#include "control.h"
+#include "defs.h"
+#include "dpdk_io.h"
+#include "duration.h"
+#include "settings.h"
+#include "sock_io.h"
+#include "worker.h"
+
+static volatile sig_atomic_t stop_signal;
+static volatile int shutting_down;
+static struct fg_config *published_config;
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fairgate [options] [-- EAL args]\n"
+		"\n"
+		"A priority-and-fairness request dispatcher (KEP-1040) for UDP request traffic.\n"
+		"Settings come from the defaults, then --config, then the flags below.\n"
+		"\n"
+		"  --config FILE            FairgateSettings JSON file (docs/configuration.md)\n"
+		"  --io socket|dpdk         I/O mode (default socket)\n"
+		"  --listen ADDR:PORT       where clients send requests (default %s)\n"
+		"  --backend ADDR:PORT[@MAC]  a backend; repeat for several (default none)\n"
+		"  --control-socket PATH    control socket (default %s)\n"
+		"  --seat-limit N           serverConcurrencyLimit in seats (default %u)\n"
+		"  --queue-length N         requests allowed to wait (default %u)\n"
+		"  --queue-wait DURATION    longest wait before REJECT time-out (default 15s)\n"
+		"  --backend-timeout DURATION  longest execution before REJECT backend-timeout (default 30s)\n"
+		"  --shutdown-grace DURATION   wait for executing requests on SIGTERM (default 5s)\n"
+		"  --retry-after-ms N       retry-after hint in REJECTs (default %u)\n"
+		"  --max-requests N         request slots (default %u)\n"
+		"  --check                  validate the settings, print them, exit\n"
+		"  --help, --version\n"
+		"\n"
+		"DPDK mode: EAL arguments follow '--', e.g.\n"
+		"  fairgate --io dpdk --listen 192.0.2.2:7400 -- --no-huge -m 512 --no-pci \\\n"
+		"      --no-shconf --file-prefix=fg1 --vdev=net_tap0,iface=fgtap0\n"
+		"Exit status: 0 clean shutdown, 1 runtime failure, 2 bad settings.\n",
+		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT,
+		FG_DEFAULT_QUEUE_LENGTH_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
+}
+
+static int read_file(const char *path, uint8_t **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	size_t cap = 4096, n = 0;
+	uint8_t *b = malloc(cap);
+	size_t r;
+	while (b && (r = fread(b + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			if (cap >= (16u << 20)) { /* settings files are small */
+				free(b);
+				fclose(f);
+				return -EFBIG;
+			}
+			uint8_t *nb = realloc(b, cap *= 2);
+			if (!nb)
+				free(b);
+			b = nb;
+		}
+	}
+	fclose(f);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || end == s || *s == '-' || v < lo || v > hi)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_dur(const char *s, int64_t *out)
+{
+	int64_t ns;
+	if (fg_duration_parse(s, strlen(s), &ns) || ns < 0)
+		return -EINVAL;
+	*out = ns;
+	return 0;
+}
+
+enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS, OPT_QLEN,
+       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION };
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, 0, OPT_CONFIG }, { "io", required_argument, 0, OPT_IO },
+	{ "listen", required_argument, 0, OPT_LISTEN }, { "backend", required_argument, 0, OPT_BACKEND },
+	{ "control-socket", required_argument, 0, OPT_CONTROL }, { "seat-limit", required_argument, 0, OPT_SEATS },
+	{ "queue-length", required_argument, 0, OPT_QLEN }, { "queue-wait", required_argument, 0, OPT_QWAIT },
+	{ "backend-timeout", required_argument, 0, OPT_BTIMEOUT },
+	{ "shutdown-grace", required_argument, 0, OPT_GRACE }, { "retry-after-ms", required_argument, 0, OPT_RETRY },
+	{ "max-requests", required_argument, 0, OPT_MAXREQ }, { "check", no_argument, 0, OPT_CHECK },
+	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
+};
+
+/* Two passes: --config first (so flags override the file), then the flags. */
+static int load_settings(int argc, char **argv, struct fg_settings *s, int *check_only)
+{
+	struct fg_errors errs = { .len = 0 };
+	fg_settings_defaults(s);
+	int opt;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		if (opt != OPT_CONFIG)
+			continue;
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		int rc = read_file(optarg, &buf, &len);
+		if (rc) {
+			fprintf(stderr, "fairgate: --config %s: %s\n", optarg, strerror(-rc));
+			return 2;
+		}
+		rc = fg_settings_apply_json(s, buf, len, &errs);
+		free(buf);
+		if (rc) {
+			fprintf(stderr, "fairgate: %s: %u error(s):\n%s", optarg, errs.count, errs.text);
+			return 2;
+		}
+	}
+	int backends_from_flags = 0;
+	optind = 1;
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		int bad = 0;
+		switch (opt) {
+		case OPT_CONFIG: break;
+		case OPT_IO:
+			if (!strcmp(optarg, "socket")) s->io = FG_IO_SOCKET;
+			else if (!strcmp(optarg, "dpdk")) s->io = FG_IO_DPDK;
+			else bad = 1;
+			break;
+		case OPT_LISTEN: bad = fg_endpoint_parse(optarg, &s->listen) != 0; break;
+		case OPT_BACKEND:
+			if (!backends_from_flags++)
+				s->n_backends = 0; /* flags replace the file's list */
+			bad = fg_settings_add_backend(s, optarg) != 0;
+			break;
+		case OPT_CONTROL:
+			bad = strlen(optarg) == 0 || strlen(optarg) >= sizeof(s->control_socket);
+			if (!bad)
+				snprintf(s->control_socket, sizeof(s->control_socket), "%s", optarg);
+			break;
+		case OPT_SEATS: bad = parse_u32(optarg, 1, FG_MAX_SEAT_LIMIT, &s->seat_limit) != 0; break;
+		case OPT_QLEN: bad = parse_u32(optarg, 0, FG_MAX_MAX_REQUESTS, &s->queue_length_limit) != 0; break;
+		case OPT_MAXREQ: bad = parse_u32(optarg, 1, FG_MAX_MAX_REQUESTS, &s->max_requests) != 0; break;
+		case OPT_RETRY: bad = parse_u32(optarg, 0, 3600000, &s->retry_after_ms) != 0; break;
+		case OPT_QWAIT: bad = parse_dur(optarg, &s->queue_wait_ns) != 0; break;
+		case OPT_BTIMEOUT: bad = parse_dur(optarg, &s->backend_timeout_ns) != 0 || s->backend_timeout_ns < 1000000; break;
+		case OPT_GRACE: bad = parse_dur(optarg, &s->shutdown_grace_ns) != 0; break;
+		case OPT_CHECK: *check_only = 1; break;
+		case OPT_HELP: usage(stdout); exit(0);
+		case OPT_VERSION: printf("fairgate %s (protocol 1)\n", FG_VERSION); exit(0);
+		default: usage(stderr); return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "fairgate: invalid value for --%s: \"%s\"\n",
+				long_opts[opt - OPT_CONFIG].name, optarg);
+			return 2;
+		}
+	}
+	if (fg_settings_validate(s, &errs)) {
+		fprintf(stderr, "fairgate: invalid settings, %u error(s):\n%s", errs.count, errs.text);
+		return 2;
+	}
+	return 0;
+}
+
+static void print_settings(const struct fg_settings *s)
+{
+	char ep[32], d1[32], d2[32], d3[32];
+	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\nqueueLengthLimit: %u\n"
+	       "queueWaitLimit: %s\nbackendTimeout: %s\nshutdownGrace: %s\nretryAfterMillis: %u\nmaxRequests: %u\nbackends:\n",
+	       s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s->listen, ep, sizeof(ep)),
+	       s->control_socket, s->seat_limit, s->queue_length_limit,
+	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
+	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
+	for (uint32_t i = 0; i < s->n_backends; i++)
+		printf("  - %s\n", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
+}
+
+/* The worker loop: runs until a signal, then drains within the grace period. */
+static void run_worker(struct fg_worker *w, const struct fg_settings *s)
+{
+	uint64_t drain_deadline = 0;
+	for (;;) {
+		rcu_quiescent_state();
+		const struct fg_config *cfg = rcu_dereference(published_config);
+		uint64_t now = fg_now_ns();
+		if (stop_signal && !shutting_down) {
+			shutting_down = 1;
+			drain_deadline = now + (uint64_t)s->shutdown_grace_ns;
+			fg_worker_drain(w, cfg);
+		}
+		unsigned n = fg_worker_poll(w, cfg, now);
+		FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
+		if (shutting_down && (w->executing.count == 0 || now >= drain_deadline)) {
+			fg_worker_abort_executing(w, cfg);
+			return;
+		}
+		if (n == 0 && w->io.ops->wait) {
+			uint64_t next = fg_worker_next_deadline(w);
+			uint64_t sleep = next > now ? next - now : 0;
+			if (sleep > FG_IDLE_WAIT_NS)
+				sleep = FG_IDLE_WAIT_NS;
+			rcu_thread_offline();
+			w->io.ops->wait(w->io.ctx, sleep);
+			rcu_thread_online();
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* EAL arguments are whatever follows "--". */
+	int own_argc = argc;
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			own_argc = i;
+			break;
+		}
+	struct fg_settings s;
+	int check_only = 0;
+	int rc = load_settings(own_argc, argv, &s, &check_only);
+	if (rc)
+		return rc;
+	if (check_only) {
+		print_settings(&s);
+		return 0;
+	}
+	if (s.n_backends == 0)
+		fprintf(stderr, "fairgate: warning: no backends configured; every request gets REJECT no-backend\n");
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct fg_io io;
+	struct fg_sock_io *sio = NULL;
+	struct fg_dpdk_io *dio = NULL;
+	char errbuf[256];
+	int err = 0;
+	uint32_t n_buffers = s.queue_length_limit + FG_RX_BURST * 4;
+	if (s.io == FG_IO_DPDK) {
+		argv[own_argc] = argv[0]; /* EAL wants a program name first */
+		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, errbuf, sizeof(errbuf));
+		if (!dio) {
+			fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
+			return 1;
+		}
+		io = fg_dpdk_io_as_io(dio);
+	} else {
+		sio = fg_sock_io_create(&s.listen, n_buffers, &err);
+		if (!sio) {
+			char ep[32];
+			fprintf(stderr, "fairgate: cannot listen on %s: %s\n",
+				fg_endpoint_format(&s.listen, ep, sizeof(ep)), strerror(-err));
+			return 1;
+		}
+		io = fg_sock_io_as_io(sio);
+	}
+
+	rcu_register_thread();
+	struct fg_worker *w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
+	if (!w || fg_worker_init(w, 0, io, s.max_requests)) {
+		fprintf(stderr, "fairgate: out of memory for %u request slots\n", s.max_requests);
+		return 1;
+	}
+	fg_config_publish(&published_config, fg_settings_compile(&s, 1));
+	if (!published_config) {
+		fprintf(stderr, "fairgate: out of memory\n");
+		return 1;
+	}
+	struct fg_worker_stats *stats[1] = { &w->stats };
+	struct fg_control_view view = {
+		.settings = &s, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
+		.start_ns = fg_now_ns(), .shutting_down = &shutting_down,
+	};
+	struct fg_control *ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
+	if (!ctl) {
+		fprintf(stderr, "fairgate: %s\n", errbuf);
+		return 1;
+	}
+	char ep[32];
+	fprintf(stderr, "fairgate %s: %s mode on %s, %u backend(s), seat limit %u, control socket %s\n",
+		FG_VERSION, s.io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s.listen, ep, sizeof(ep)),
+		s.n_backends, s.seat_limit, s.control_socket);
+
+	run_worker(w, &s);
+
+	fg_control_stop(ctl);
+	struct fg_worker_stats *st = &w->stats;
+	uint64_t rejected = 0;
+	for (int r = 0; r < FG_REJECT__COUNT; r++)
+		rejected += st->rejected[r];
+	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
+		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)st->received,
+		(unsigned long long)st->responded, (unsigned long long)rejected, (unsigned long long)st->rx_malformed);
+	fg_worker_fini(w);
+	free(w);
+	fg_config_publish(&published_config, NULL);
+	rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
+	rcu_barrier();
+	rcu_unregister_thread();
+	fg_sock_io_free(sio);
+	fg_dpdk_io_free(dio);
+	return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * io — what the worker needs from an I/O mode (kernel sockets or DPDK).
+ *
+ * Buffers: rx hands out pkts the worker now owns; tx takes ownership back
+ * (queued and sent on flush); free returns a pkt unsent; alloc gives a fresh
+ * buffer for messages the worker originates (e.g. a backend-timeout REJECT).
+ * All calls come from the worker thread that owns the io context.
+ */
+#ifndef FG_IO_H
+#define FG_IO_H
+
+#include <stdint.h>
+
+#include "pkt.h"
+
+struct fg_io_ops {
+	unsigned (*rx)(void *ctx, struct fg_pkt *pkts, unsigned max);
+	void (*tx)(void *ctx, struct fg_pkt *pkt); /* to pkt->peer */
+	void (*flush)(void *ctx);
+	int (*alloc)(void *ctx, struct fg_pkt *pkt); /* 0 or -ENOBUFS */
+	void (*free)(void *ctx, struct fg_pkt *pkt);
+	/* Block up to timeout_ns for input (socket mode); NULL in poll mode. */
+	void (*wait)(void *ctx, uint64_t timeout_ns);
+	/* Periodic housekeeping (ARP in DPDK mode); may be NULL. */
+	void (*tick)(void *ctx, uint64_t now_ns);
+	/* Buffers currently out of the pool (for leak checks). */
+	uint64_t (*in_use)(void *ctx);
+};
+
+struct fg_io {
+	const struct fg_io_ops *ops;
+	void *ctx;
+};
+
+#endif

@@ -1,0 +1,193 @@
+/* sock_io — kernel UDP sockets with recvmmsg/sendmmsg; see sock_io.h. */
+#include "sock_io.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "defs.h"
+#include "proto.h"
+
+#define SOCK_TX_BATCH 64u
+#define SOCK_BUF_BYTES (4u << 20) /* kernel socket buffers: absorb bursts */
+
+struct fg_sock_io {
+	int fd;
+	uint8_t *bufs;          /* n_bufs × FG_PROTO_MAX_DATAGRAM */
+	uint32_t n_bufs;
+	uint32_t *free_stack;
+	uint32_t n_free;
+	struct mmsghdr tx_msgs[SOCK_TX_BATCH];
+	struct iovec tx_iov[SOCK_TX_BATCH];
+	struct sockaddr_in tx_addr[SOCK_TX_BATCH];
+	uint32_t tx_buf[SOCK_TX_BATCH];
+	unsigned tx_n;
+	uint64_t tx_errors;
+};
+
+static uint8_t *buf_at(struct fg_sock_io *s, uint32_t i) { return s->bufs + (size_t)i * FG_PROTO_MAX_DATAGRAM; }
+static uint32_t buf_index(struct fg_sock_io *s, const void *h)
+{
+	return (uint32_t)(((const uint8_t *)h - s->bufs) / FG_PROTO_MAX_DATAGRAM);
+}
+
+static int sio_alloc(void *ctx, struct fg_pkt *p)
+{
+	struct fg_sock_io *s = ctx;
+	if (!s->n_free)
+		return -ENOBUFS;
+	uint32_t i = s->free_stack[--s->n_free];
+	p->handle = p->data = buf_at(s, i);
+	p->len = 0;
+	p->cap = FG_PROTO_MAX_DATAGRAM;
+	return 0;
+}
+
+static void sio_free(void *ctx, struct fg_pkt *p)
+{
+	struct fg_sock_io *s = ctx;
+	s->free_stack[s->n_free++] = buf_index(s, p->handle);
+	p->handle = NULL;
+}
+
+static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
+{
+	struct fg_sock_io *s = ctx;
+	struct mmsghdr msgs[FG_RX_BURST];
+	struct iovec iov[FG_RX_BURST];
+	struct sockaddr_in from[FG_RX_BURST];
+	if (max > FG_RX_BURST)
+		max = FG_RX_BURST;
+	if (max > s->n_free)
+		max = s->n_free;
+	for (unsigned i = 0; i < max; i++) {
+		sio_alloc(s, &pkts[i]);
+		/* One byte more than the limit, so an oversized datagram is seen as such. */
+		iov[i] = (struct iovec){ pkts[i].data, FG_PROTO_MAX_DATAGRAM };
+		msgs[i].msg_hdr = (struct msghdr){ .msg_name = &from[i], .msg_namelen = sizeof(from[i]),
+						   .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	int n = max ? recvmmsg(s->fd, msgs, max, MSG_DONTWAIT, NULL) : 0;
+	if (n < 0)
+		n = 0;
+	for (unsigned i = 0; i < max; i++) {
+		if (i >= (unsigned)n) {
+			sio_free(s, &pkts[i]);
+			continue;
+		}
+		/* A truncated datagram is longer than the protocol allows. */
+		pkts[i].len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? FG_PROTO_MAX_DATAGRAM + 1 : msgs[i].msg_len;
+		memset(&pkts[i].peer, 0, sizeof(pkts[i].peer));
+		pkts[i].peer.ip = from[i].sin_addr.s_addr;
+		pkts[i].peer.port = from[i].sin_port;
+	}
+	return (unsigned)n;
+}
+
+static void sio_flush(void *ctx)
+{
+	struct fg_sock_io *s = ctx;
+	unsigned done = 0;
+	while (done < s->tx_n) {
+		int n = sendmmsg(s->fd, s->tx_msgs + done, s->tx_n - done, MSG_DONTWAIT);
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			/* The kernel refused (e.g. no route, buffer full): count, drop the head. */
+			s->tx_errors++;
+			n = 1;
+		}
+		done += (unsigned)n;
+	}
+	for (unsigned i = 0; i < s->tx_n; i++)
+		s->free_stack[s->n_free++] = s->tx_buf[i];
+	s->tx_n = 0;
+}
+
+static void sio_tx(void *ctx, struct fg_pkt *p)
+{
+	struct fg_sock_io *s = ctx;
+	if (s->tx_n == SOCK_TX_BATCH)
+		sio_flush(s);
+	unsigned i = s->tx_n++;
+	s->tx_addr[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = p->peer.port,
+					      .sin_addr.s_addr = p->peer.ip };
+	s->tx_iov[i] = (struct iovec){ p->data, p->len };
+	s->tx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &s->tx_addr[i], .msg_namelen = sizeof(s->tx_addr[i]),
+						 .msg_iov = &s->tx_iov[i], .msg_iovlen = 1 };
+	s->tx_buf[i] = buf_index(s, p->handle);
+	p->handle = NULL;
+}
+
+static void sio_wait(void *ctx, uint64_t timeout_ns)
+{
+	struct fg_sock_io *s = ctx;
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
+	ppoll(&pfd, 1, &ts, NULL);
+}
+
+static uint64_t sio_in_use(void *ctx)
+{
+	struct fg_sock_io *s = ctx;
+	return s->n_bufs - s->n_free;
+}
+
+static const struct fg_io_ops sock_ops = {
+	.rx = sio_rx, .tx = sio_tx, .flush = sio_flush, .alloc = sio_alloc, .free = sio_free,
+	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use,
+};
+
+struct fg_io fg_sock_io_as_io(struct fg_sock_io *s) { return (struct fg_io){ &sock_ops, s }; }
+
+struct fg_sock_io *fg_sock_io_create(const struct fg_endpoint *listen, uint32_t n_buffers, int *err)
+{
+	struct fg_sock_io *s = calloc(1, sizeof(*s));
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	s->fd = -1;
+	s->n_bufs = n_buffers + FG_RX_BURST + SOCK_TX_BATCH;
+	s->bufs = malloc((size_t)s->n_bufs * FG_PROTO_MAX_DATAGRAM);
+	s->free_stack = malloc(sizeof(*s->free_stack) * s->n_bufs);
+	if (!s->bufs || !s->free_stack) {
+		*err = -ENOMEM;
+		goto err;
+	}
+	for (uint32_t i = 0; i < s->n_bufs; i++)
+		s->free_stack[i] = s->n_bufs - 1 - i;
+	s->n_free = s->n_bufs;
+	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		*err = -errno;
+		goto err;
+	}
+	int sz = SOCK_BUF_BYTES;
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = listen->port, .sin_addr.s_addr = listen->ip };
+	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		*err = -errno;
+		goto err;
+	}
+	return s;
+err:
+	fg_sock_io_free(s);
+	return NULL;
+}
+
+void fg_sock_io_free(struct fg_sock_io *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->bufs);
+	free(s->free_stack);
+	free(s);
+}

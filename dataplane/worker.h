@@ -1,0 +1,65 @@
+/*
+ * worker — the dispatcher logic of one worker: parse, classify, admit or
+ * reject, queue, dispatch under the seat limit, relay responses, expire.
+ *
+ * It owns its request table, queue and statistics; it reads the published
+ * fg_config passed in for each step and the time passed in (no clock reads),
+ * and talks to the network only through a struct fg_io, so tests drive it with
+ * a fake io and a virtual clock.
+ *
+ * Every valid REQUEST ends in exactly one answer to its client: the backend's
+ * RESPONSE (or backend-sent REJECT) or a REJECT from fairgate.  Accounting
+ * invariant (tests check it):
+ *   received == responded + sum(rejected) + waiting + executing
+ *
+ * Thread contract: all functions are called by the owning worker thread only.
+ */
+#ifndef FG_WORKER_H
+#define FG_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "io.h"
+#include "reqtable.h"
+#include "stats.h"
+
+struct fg_worker {
+	unsigned id;
+	struct fg_io io;
+	struct fg_reqtable reqs;
+	struct fg_reqlist waiting;   /* FIFO, arrival order */
+	struct fg_reqlist executing; /* dispatch order, so the head times out first */
+	uint32_t seats_in_use;
+	uint32_t backend_outstanding[FG_MAX_BACKENDS];
+	bool draining;               /* shutting down: admit nothing new */
+	struct fg_worker_stats stats;
+};
+
+int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests);
+void fg_worker_fini(struct fg_worker *w);
+
+/* Handle one received datagram (takes ownership of pkt). */
+void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now);
+
+/* Time out waiting and executing requests whose limits passed. */
+void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+
+/* Dispatch waiting requests while seats are free. */
+void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+
+/* One poll-loop step: rx burst, handle, expire, dispatch, flush.
+ * Returns the number of datagrams received. */
+unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+
+/* Shutdown, stage 1: stop admitting, answer everything waiting with
+ * shutting-down.  Stage 2 (after the grace period): answer what still
+ * executes with shutting-down. */
+void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg);
+void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg);
+
+/* Time until the next expiry, for an idle socket worker's sleep. */
+uint64_t fg_worker_next_deadline(const struct fg_worker *w);
+
+#endif
