@@ -1,0 +1,35 @@
+/* libFuzzer target: one control-socket request line.  Every input gets a
+ * JSON object back with an "ok" member. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <urcu-qsbr.h>
+
+#include "control.h"
+
+static struct fg_settings settings;
+static struct fg_config *config;
+static struct fg_worker_stats stats;
+static struct fg_worker_stats *stats_list[1] = { &stats };
+static volatile int shutting_down;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int ready;
+	if (!ready) {
+		rcu_register_thread();
+		rcu_thread_offline(); /* as the control thread runs */
+		fg_settings_defaults(&settings);
+		config = fg_settings_compile(&settings, 1);
+		fg_stats_init(&stats);
+		ready = 1;
+	}
+	struct fg_control_view v = { .settings = &settings, .config_ptr = &config, .worker_stats = stats_list,
+				     .n_workers = 1, .shutting_down = &shutting_down };
+	char *out = fg_control_handle_line(&v, data, size);
+	json_t *j = out ? json_loads(out, 0, NULL) : NULL;
+	if (!j || !json_is_boolean(json_object_get(j, "ok")))
+		abort();
+	json_decref(j);
+	free(out);
+	return 0;
+}

@@ -1,0 +1,168 @@
+/* Unit tests of settings (common/settings.c), durations and endpoints. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "duration.h"
+#include "settings.h"
+#include "test.h"
+
+static int apply(struct fg_settings *s, const char *json, struct fg_errors *e)
+{
+	memset(e, 0, sizeof(*e));
+	return fg_settings_apply_json(s, (const uint8_t *)json, strlen(json), e);
+}
+
+TEST(defaults_are_documented_values)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	CHECK_EQ(s.io, FG_IO_SOCKET);
+	CHECK_EQ(s.seat_limit, 600);
+	CHECK_EQ(s.queue_wait_ns, 15000000000LL);
+	CHECK_EQ(ntohs(s.listen.port), 7400);
+	CHECK_STR(s.control_socket, "/run/fairgate/fairgate.sock");
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), 0);
+}
+
+TEST(full_settings_object)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	struct fg_errors e;
+	int rc = apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"io\":\"dpdk\",\"listen\":\"192.0.2.2:9000\",\"controlSocket\":\"/tmp/x.sock\","
+			   "\"backends\":[\"192.0.2.1:7501\",\"192.0.2.3:7502@02:00:00:00:00:03\"],"
+			   "\"serverConcurrencyLimit\":10,\"queueLengthLimit\":5,\"maxRequests\":100,"
+			   "\"retryAfterMillis\":7,\"queueWaitLimit\":\"1.5s\",\"backendTimeout\":\"250ms\","
+			   "\"shutdownGrace\":\"0s\"}}", &e);
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(e.count, 0);
+	CHECK_EQ(s.io, FG_IO_DPDK);
+	CHECK_EQ(ntohs(s.listen.port), 9000);
+	CHECK_STR(s.control_socket, "/tmp/x.sock");
+	CHECK_EQ(s.n_backends, 2);
+	CHECK(s.backends[1].static_mac && s.backends[1].ep.mac[5] == 3);
+	CHECK(!s.backends[0].static_mac);
+	CHECK_EQ(s.seat_limit, 10);
+	CHECK_EQ(s.queue_length_limit, 5);
+	CHECK_EQ(s.max_requests, 100);
+	CHECK_EQ(s.retry_after_ms, 7);
+	CHECK_EQ(s.queue_wait_ns, 1500000000LL);
+	CHECK_EQ(s.backend_timeout_ns, 250000000LL);
+	struct fg_config *c = fg_settings_compile(&s, 4);
+	CHECK(c && c->generation == 4 && c->n_backends == 2 && c->seat_limit == 10);
+	free(c);
+}
+
+TEST(every_error_reported_and_nothing_changed)
+{
+	struct fg_settings s, before;
+	fg_settings_defaults(&s);
+	before = s;
+	struct fg_errors e;
+	int rc = apply(&s, "{\"apiVersion\":\"v1\",\"kind\":\"Other\",\"spec\":{"
+			   "\"io\":\"rdma\",\"listen\":\"nowhere\",\"backends\":[\"1.2.3.4\",7],"
+			   "\"serverConcurrencyLimit\":0,\"queueLengthLimit\":\"x\",\"queueWaitLimit\":\"soon\","
+			   "\"backendTimeout\":\"1us\",\"bogus\":1}}", &e);
+	CHECK_EQ(rc, -EINVAL);
+	CHECK_EQ(e.count, 11);
+	CHECK(strstr(e.text, "apiVersion: must be \"fairgate.dev/v1alpha1\""));
+	CHECK(strstr(e.text, "kind: must be \"FairgateSettings\""));
+	CHECK(strstr(e.text, "spec.io: must be \"socket\" or \"dpdk\""));
+	CHECK(strstr(e.text, "spec.listen: must be \"IPv4:PORT\""));
+	CHECK(strstr(e.text, "spec.backends[0]: invalid backend \"1.2.3.4\""));
+	CHECK(strstr(e.text, "spec.backends[1]: must be a string"));
+	CHECK(strstr(e.text, "spec.serverConcurrencyLimit: must be in [1, 1000000], got 0"));
+	CHECK(strstr(e.text, "spec.queueLengthLimit: must be an integer"));
+	CHECK(strstr(e.text, "spec.queueWaitLimit: must be a duration"));
+	CHECK(strstr(e.text, "spec.backendTimeout: must be at least 1000000ns"));
+	CHECK(strstr(e.text, "spec.bogus: unknown field"));
+	CHECK(!memcmp(&s, &before, sizeof(s)));
+}
+
+TEST(malformed_json)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	struct fg_errors e;
+	CHECK_EQ(apply(&s, "{\"spec\": ", &e), -EINVAL);
+	CHECK(strstr(e.text, "malformed JSON"));
+	CHECK_EQ(apply(&s, "[1,2]", &e), -EINVAL);
+	CHECK(strstr(e.text, "(root): must be a JSON object"));
+	CHECK_EQ(apply(&s, "{\"a\":1,\"a\":2}", &e), -EINVAL); /* duplicate keys */
+	CHECK_EQ(apply(&s, "", &e), -EINVAL);
+}
+
+TEST(cross_field_validation)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	s.max_requests = 10;
+	CHECK_EQ(fg_settings_add_backend(&s, "127.0.0.1:7400"), 0);
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK_EQ(e.count, 2);
+	CHECK(strstr(e.text, "spec.maxRequests: must hold"));
+	CHECK(strstr(e.text, "spec.backends[0]: must differ from spec.listen"));
+}
+
+TEST(backend_specs)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.1:80@aa:bb:cc:dd:ee:ff"), 0);
+	CHECK_EQ(s.backends[0].ep.mac[0], 0xaa);
+	CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.1:80@aa:bb"), -EINVAL);
+	CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.1:0"), -EINVAL);
+	CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.1:65536"), -EINVAL);
+	CHECK_EQ(fg_settings_add_backend(&s, "host:80"), -EINVAL);
+	CHECK_EQ(fg_settings_add_backend(&s, ":80"), -EINVAL);
+	for (unsigned i = 1; i < FG_MAX_BACKENDS; i++)
+		CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.2:80"), 0);
+	CHECK_EQ(fg_settings_add_backend(&s, "10.0.0.2:80"), -ENOSPC);
+}
+
+TEST(durations)
+{
+	int64_t ns;
+	CHECK_EQ(fg_duration_parse("1.5s", 4, &ns), 0); CHECK_EQ(ns, 1500000000LL);
+	CHECK_EQ(fg_duration_parse("2m30s", 5, &ns), 0); CHECK_EQ(ns, 150000000000LL);
+	CHECK_EQ(fg_duration_parse("-1ns", 4, &ns), 0); CHECK_EQ(ns, -1);
+	CHECK_EQ(fg_duration_parse("0", 1, &ns), 0); CHECK_EQ(ns, 0);
+	CHECK_EQ(fg_duration_parse("300ms", 5, &ns), 0); CHECK_EQ(ns, 300000000LL);
+	CHECK_EQ(fg_duration_parse("7us", 3, &ns), 0); CHECK_EQ(ns, 7000);
+	CHECK_EQ(fg_duration_parse("1h", 2, &ns), 0); CHECK_EQ(ns, 3600000000000LL);
+	CHECK_EQ(fg_duration_parse("", 0, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("5", 1, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("s", 1, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("1.2.3s", 6, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("3 s", 3, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("1x", 2, &ns), -EINVAL);
+	CHECK_EQ(fg_duration_parse("99999999999h", 12, &ns), -ERANGE);
+	char buf[32];
+	CHECK_STR(fg_duration_format(1500000000LL, buf, sizeof(buf)), "1.5s");
+	CHECK_STR(fg_duration_format(15000000000LL, buf, sizeof(buf)), "15s");
+	CHECK_STR(fg_duration_format(250000000LL, buf, sizeof(buf)), "250ms");
+	CHECK_STR(fg_duration_format(0, buf, sizeof(buf)), "0s");
+	CHECK_STR(fg_duration_format(-1, buf, sizeof(buf)), "-1ns");
+}
+
+TEST(endpoints)
+{
+	struct fg_endpoint ep;
+	char buf[32];
+	CHECK_EQ(fg_endpoint_parse("127.0.0.1:7400", &ep), 0);
+	CHECK_STR(fg_endpoint_format(&ep, buf, sizeof(buf)), "127.0.0.1:7400");
+	CHECK_EQ(fg_endpoint_parse("127.0.0.1", &ep), -EINVAL);
+	CHECK_EQ(fg_endpoint_parse("127.0.0.1:", &ep), -EINVAL);
+	CHECK_EQ(fg_endpoint_parse("127.0.0.1:7x", &ep), -EINVAL);
+	CHECK_EQ(fg_endpoint_parse("::1:7400", &ep), -EINVAL);
+	uint8_t mac[6];
+	CHECK_EQ(fg_mac_parse("02:00:00:00:00:0a", mac), 0);
+	CHECK_EQ(mac[5], 10);
+	CHECK_EQ(fg_mac_parse("02:00:00:00:00:0a:", mac), -EINVAL);
+}
+
+TEST_MAIN
