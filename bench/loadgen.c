@@ -135,6 +135,12 @@ struct flow_arg {
 	uint64_t start_ns;
 };
 
+/* Outstanding requests live in slots taken from a free stack; the request id
+ * is (sequence << SLOT_BITS | slot), so a late answer for a reused slot
+ * cannot match the new request. */
+#define SLOT_BITS 20u
+#define SCAN_PERIOD_NS 50000000ull
+
 static void *run_flow(void *arg)
 {
 	struct flow_arg *a = arg;
@@ -145,45 +151,45 @@ static void *run_flow(void *arg)
 		return NULL;
 	}
 	/* Room for everything that can be outstanding within one timeout. */
-	uint64_t want = f->rate > 0 ? (uint64_t)(f->rate * ((double)a->run->timeout_ns / 1e9) * 2) + 64 : f->threads * 2u;
-	uint32_t cap = 64;
-	while (cap < want && cap < MAX_OUTSTANDING)
-		cap <<= 1;
+	uint64_t want = f->rate > 0 ? (uint64_t)(f->rate * ((double)a->run->timeout_ns / 1e9) * 2) + 64 : f->threads;
+	uint32_t cap = want < MAX_OUTSTANDING ? (uint32_t)want : MAX_OUTSTANDING;
 	struct pending *pend = calloc(cap, sizeof(*pend));
-	if (!pend) {
+	uint32_t *free_slots = malloc(sizeof(*free_slots) * cap);
+	if (!pend || !free_slots) {
+		free(pend);
+		free(free_slots);
 		close(fd);
 		return NULL;
 	}
+	uint32_t n_free = cap;
+	for (uint32_t i = 0; i < cap; i++)
+		free_slots[i] = cap - 1 - i;
 	unsigned seed = (unsigned)(uintptr_t)f ^ (unsigned)a->start_ns;
-	uint64_t seq = 0, oldest = 1, outstanding = 0;
+	uint64_t seq = 0;
 	uint64_t stop_send = a->start_ns + (uint64_t)a->run->duration_ns;
-	uint64_t next_send = a->start_ns;
+	uint64_t next_send = a->start_ns, next_scan = a->start_ns + SCAN_PERIOD_NS;
 	uint8_t buf[FG_PROTO_MAX_DATAGRAM];
 	uint64_t now = fg_now_ns(), stopped_at = 0;
 	for (;;) {
 		now = fg_now_ns();
+		uint32_t outstanding = cap - n_free;
 		bool sending = !fg_bench_stop && now < stop_send && (!f->count || seq < f->count);
 		if (!sending && !stopped_at)
 			stopped_at = now;
 		if (!sending && (outstanding == 0 || now - stopped_at > (uint64_t)a->run->timeout_ns))
 			break;
 		/* Send what the loop discipline allows now. */
-		while (sending && (f->rate > 0 ? now >= next_send : outstanding < f->threads) &&
-		       outstanding < cap && (!f->count || seq < f->count)) {
-			struct pending *p = &pend[(seq + 1) & (cap - 1)];
-			if (p->seq) { /* wrapped onto a very old request: it is lost */
-				f->lost++;
-				outstanding--;
-			}
-			seq++;
-			p->seq = seq;
+		while (sending && n_free && (f->rate > 0 ? now >= next_send : true) && (!f->count || seq < f->count)) {
+			uint32_t slot = free_slots[--n_free];
+			struct pending *p = &pend[slot];
+			p->seq = ++seq << SLOT_BITS | slot;
 			p->sent_ns = now;
-			if (send_one(fd, f, seq) < 0) {
+			if (send_one(fd, f, p->seq) < 0) {
 				f->send_errors++;
 				p->seq = 0;
+				free_slots[n_free++] = slot;
 			} else {
 				f->sent++;
-				outstanding++;
 			}
 			if (f->rate > 0) {
 				double u = (rand_r(&seed) + 1.0) / ((double)RAND_MAX + 2.0);
@@ -197,45 +203,44 @@ static void *run_flow(void *arg)
 		struct fg_msg m;
 		int n = fg_recv_msg(fd, buf, sizeof(buf), &m, NULL, wait_ms);
 		while (n != -ETIMEDOUT) {
-			if (n < 0) {
+			uint32_t slot = (uint32_t)(m.hdr.request_id & ((1u << SLOT_BITS) - 1));
+			if (n == -EBADMSG) {
 				f->bad++;
+			} else if (n < 0) {
+				/* e.g. ECONNREFUSED once fairgate is gone: nothing to count */
+			} else if (slot >= cap || pend[slot].seq != m.hdr.request_id) {
+				f->bad++; /* an answer for nothing outstanding: duplicate or stray */
 			} else {
-				struct pending *p = &pend[m.hdr.request_id & (cap - 1)];
-				if (!p->seq || p->seq != m.hdr.request_id) {
-					f->bad++; /* an answer for nothing outstanding */
+				struct pending *p = &pend[slot];
+				if (m.hdr.type == FG_MSG_RESPONSE) {
+					f->responses++;
+					fg_hist_add(&f->latency_us, (fg_now_ns() - p->sent_ns) / 1000);
+				} else if (m.hdr.type == FG_MSG_REJECT && m.hdr.reason < FG_REJECT__COUNT) {
+					f->rejects[m.hdr.reason]++;
 				} else {
-					uint64_t t = fg_now_ns();
-					if (m.hdr.type == FG_MSG_RESPONSE) {
-						f->responses++;
-						fg_hist_add(&f->latency_us, (t - p->sent_ns) / 1000);
-					} else if (m.hdr.type == FG_MSG_REJECT && m.hdr.reason < FG_REJECT__COUNT) {
-						f->rejects[m.hdr.reason]++;
-					} else {
-						f->bad++;
-					}
-					p->seq = 0;
-					outstanding--;
+					f->bad++;
 				}
+				p->seq = 0;
+				free_slots[n_free++] = slot;
 			}
 			n = fg_recv_msg(fd, buf, sizeof(buf), &m, NULL, 0);
 		}
 		/* Requests unanswered for a whole timeout are lost. */
 		now = fg_now_ns();
-		while (oldest <= seq) {
-			struct pending *p = &pend[oldest & (cap - 1)];
-			if (p->seq == oldest && now - p->sent_ns <= (uint64_t)a->run->timeout_ns)
-				break;
-			if (p->seq == oldest) {
-				f->lost++;
-				p->seq = 0;
-				outstanding--;
-			}
-			oldest++;
+		if (now >= next_scan) {
+			next_scan = now + SCAN_PERIOD_NS;
+			for (uint32_t i = 0; i < cap; i++)
+				if (pend[i].seq && now - pend[i].sent_ns > (uint64_t)a->run->timeout_ns) {
+					f->lost++;
+					pend[i].seq = 0;
+					free_slots[n_free++] = i;
+				}
 		}
 	}
-	f->lost += outstanding;
+	f->lost += cap - n_free;
 	f->elapsed_s = (double)(now - a->start_ns) / 1e9;
 	free(pend);
+	free(free_slots);
 	close(fd);
 	return NULL;
 }

@@ -40,7 +40,8 @@ struct fg_dpdk_io {
 	struct arp_entry arp[FG_MAX_BACKENDS];
 	unsigned n_arp;
 	uint64_t next_arp_ns;
-	uint64_t dropped_other, dropped_bad, dropped_no_arp, tx_full;
+	uint64_t dropped_other, dropped_bad, dropped_no_arp;
+	unsigned tx_dropped; /* since the last flush */
 	int eal_ready, port_started;
 };
 
@@ -112,24 +113,33 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 	return out;
 }
 
-static void dio_flush(void *ctx)
+/* Send the TX batch; what the ring will not take is freed and counted. */
+static void tx_burst(struct fg_dpdk_io *d)
 {
-	struct fg_dpdk_io *d = ctx;
 	unsigned sent = 0;
 	/* A few retries absorb a momentarily full TX ring; the rest is counted. */
 	for (int tries = 0; sent < d->tx_n && tries < 8; tries++)
 		sent += rte_eth_tx_burst(d->port, 0, d->tx + sent, (uint16_t)(d->tx_n - sent));
 	for (unsigned i = sent; i < d->tx_n; i++) {
-		d->tx_full++;
+		d->tx_dropped++;
 		rte_pktmbuf_free(d->tx[i]);
 	}
 	d->tx_n = 0;
 }
 
+static unsigned dio_flush(void *ctx)
+{
+	struct fg_dpdk_io *d = ctx;
+	tx_burst(d);
+	unsigned dropped = d->tx_dropped;
+	d->tx_dropped = 0;
+	return dropped;
+}
+
 static void queue_tx(struct fg_dpdk_io *d, struct rte_mbuf *m)
 {
 	if (d->tx_n == DPDK_TX_BATCH)
-		dio_flush(d);
+		tx_burst(d);
 	d->tx[d->tx_n++] = m;
 }
 

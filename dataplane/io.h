@@ -2,7 +2,7 @@
  * io — what the worker needs from an I/O mode (kernel sockets or DPDK).
  *
  * Buffers: rx hands out pkts the worker now owns; tx takes ownership back
- * (queued and sent on flush); free returns a pkt unsent; alloc gives a fresh
+ * (queued and sent on flush, which reports what it could not send); free returns a pkt unsent; alloc gives a fresh
  * buffer for messages the worker originates (e.g. a backend-timeout REJECT).
  * All calls come from the worker thread that owns the io context.
  */
@@ -16,7 +16,7 @@
 struct fg_io_ops {
 	unsigned (*rx)(void *ctx, struct fg_pkt *pkts, unsigned max);
 	void (*tx)(void *ctx, struct fg_pkt *pkt); /* to pkt->peer */
-	void (*flush)(void *ctx);
+	unsigned (*flush)(void *ctx); /* returns datagrams it had to drop */
 	int (*alloc)(void *ctx, struct fg_pkt *pkt); /* 0 or -ENOBUFS */
 	void (*free)(void *ctx, struct fg_pkt *pkt);
 	/* Block up to timeout_ns for input (socket mode); NULL in poll mode. */

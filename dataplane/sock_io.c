@@ -14,6 +14,7 @@
 
 #define SOCK_TX_BATCH 64u
 #define SOCK_BUF_BYTES (4u << 20) /* kernel socket buffers: absorb bursts */
+#define SOCK_TX_MAX_WAITS 100u    /* 1 ms polls before a full send buffer drops */
 
 struct fg_sock_io {
 	int fd;
@@ -26,7 +27,7 @@ struct fg_sock_io {
 	struct sockaddr_in tx_addr[SOCK_TX_BATCH];
 	uint32_t tx_buf[SOCK_TX_BATCH];
 	unsigned tx_n;
-	uint64_t tx_errors;
+	unsigned tx_dropped; /* since the last flush */
 };
 
 static uint8_t *buf_at(struct fg_sock_io *s, uint32_t i) { return s->bufs + (size_t)i * FG_PROTO_MAX_DATAGRAM; }
@@ -88,17 +89,23 @@ static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 	return (unsigned)n;
 }
 
-static void sio_flush(void *ctx)
+/* Send the TX batch; datagrams the kernel refuses are counted in tx_dropped. */
+static void tx_batch(struct fg_sock_io *s)
 {
-	struct fg_sock_io *s = ctx;
-	unsigned done = 0;
+	unsigned done = 0, waits = 0;
 	while (done < s->tx_n) {
 		int n = sendmmsg(s->fd, s->tx_msgs + done, s->tx_n - done, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == ENOBUFS) && waits++ < SOCK_TX_MAX_WAITS) {
+			/* Send buffer full: give the kernel a moment rather than drop an answer. */
+			struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+			poll(&pfd, 1, 1);
+			continue;
+		}
 		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			/* The kernel refused (e.g. no route, buffer full): count, drop the head. */
-			s->tx_errors++;
+			/* Refused for good (no route, peer gone): drop the head, count it. */
+			s->tx_dropped++;
 			n = 1;
 		}
 		done += (unsigned)n;
@@ -108,11 +115,20 @@ static void sio_flush(void *ctx)
 	s->tx_n = 0;
 }
 
+static unsigned sio_flush(void *ctx)
+{
+	struct fg_sock_io *s = ctx;
+	tx_batch(s);
+	unsigned dropped = s->tx_dropped;
+	s->tx_dropped = 0;
+	return dropped;
+}
+
 static void sio_tx(void *ctx, struct fg_pkt *p)
 {
 	struct fg_sock_io *s = ctx;
 	if (s->tx_n == SOCK_TX_BATCH)
-		sio_flush(s);
+		tx_batch(s);
 	unsigned i = s->tx_n++;
 	s->tx_addr[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = p->peer.port,
 					      .sin_addr.s_addr = p->peer.ip };

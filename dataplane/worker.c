@@ -31,6 +31,13 @@ void fg_worker_fini(struct fg_worker *w)
 	fg_reqtable_fini(&w->reqs);
 }
 
+static void flush(struct fg_worker *w)
+{
+	unsigned dropped = w->io.ops->flush(w->io.ctx);
+	if (unlikely(dropped))
+		FG_STAT_ADD(w->stats.tx_failed, dropped);
+}
+
 static void send_pkt(struct fg_worker *w, struct fg_pkt *pkt)
 {
 	FG_STAT_ADD(w->stats.tx_datagrams, 1);
@@ -280,7 +287,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	fg_worker_dispatch(w, cfg, now);
 	if (w->io.ops->tick)
 		w->io.ops->tick(w->io.ctx, now);
-	w->io.ops->flush(w->io.ctx);
+	flush(w);
 	return n;
 }
 
@@ -289,7 +296,7 @@ void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg)
 	w->draining = true;
 	while (w->waiting.head != FG_REQ_NIL)
 		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_SHUTTING_DOWN);
-	w->io.ops->flush(w->io.ctx);
+	flush(w);
 }
 
 void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg)
@@ -299,7 +306,7 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg)
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
 		leave_executing(w, slot);
 	}
-	w->io.ops->flush(w->io.ctx);
+	flush(w);
 }
 
 uint64_t fg_worker_next_deadline(const struct fg_worker *w)

@@ -78,7 +78,7 @@ static void fake_tx(void *ctx, struct fg_pkt *p)
 	fake_free(ctx, p);
 }
 
-static void fake_flush(void *ctx) { (void)ctx; }
+static unsigned fake_flush(void *ctx) { (void)ctx; return 0; }
 static uint64_t fake_in_use(void *ctx) { return (uint64_t)((struct fake_io *)ctx)->in_use; }
 
 static const struct fg_io_ops fake_ops = {

@@ -1,0 +1,33 @@
+"""A backend killed mid-run: backend-timeout answers, seats released, and
+requests succeed again once a backend returns on the same address."""
+import time
+
+import fgtest as t
+
+b = f"127.0.0.1:{t.free_port()}"
+bp = t.backend(b, workers=8)
+d = t.Daemon([b], ["--seat-limit", "8", "--backend-timeout", "500ms"])
+res = t.loadgen(d.addr, ["name=warm,user=u,threads=4,service=5ms,count=100"], duration="10s")
+t.check(res["warm"]["responses"] == 100, "requests succeed while the backend is up")
+
+# Requests in flight when the backend dies.
+bp.kill()
+bp.wait()
+res = t.loadgen(d.addr, ["name=dead,user=u,threads=4,service=5ms,count=20"], duration="10s", timeout="5s")
+f = res["dead"]
+t.check(f["rejected"]["backend-timeout"] == 20, f"20 backend-timeout answers (got {f['rejected']['backend-timeout']})")
+t.check(f["lost"] == 0, "no request left unanswered")
+st = d.wait_idle()
+lv = st["priorityLevels"][0]
+t.check(lv["seatsInUse"] == 0 and lv["executing"] == 0, "seats released after the timeouts")
+t.check(st["counters"]["rejected"]["backend-timeout"] == 20, "fairgate counted 20 backend-timeouts")
+
+# The backend comes back on the same address.
+t.backend(b, workers=8)
+res = t.loadgen(d.addr, ["name=back,user=u,threads=4,service=5ms,count=100"], duration="10s")
+t.check(res["back"]["responses"] == 100, f"requests succeed again ({res['back']['responses']}/100)")
+st = d.wait_idle()
+t.check(t.invariant_holds(st) and st["counters"]["buffersInUse"] == 0, "invariant holds, no buffer leaked")
+rc, _ = d.stop()
+t.check(rc == 0, "clean exit")
+t.finish()

@@ -1,0 +1,113 @@
+"""The control socket and the command lines: status and version work;
+malformed JSON, unknown commands, oversized lines and too many clients get
+errors while the daemon stays healthy; bad flags and settings files are
+refused with clear messages (exit 2)."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+
+import fgtest as t
+
+
+def raw(sock_path, payload, read=True):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(sock_path)
+    s.sendall(payload)
+    data = b""
+    while read and not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    return json.loads(data) if data else None
+
+
+b = f"127.0.0.1:{t.free_port()}"
+t.backend(b)
+d = t.Daemon([b], ["--seat-limit", "7"])
+st = d.status()
+t.check(st["priorityLevels"][0]["seatLimit"] == 7 and st["backends"] == 1, "status shows the settings")
+t.check(oct(os.stat(d.sock).st_mode & 0o777) == "0o660", "control socket mode 0660")
+out = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "version"], capture_output=True, text=True)
+t.check(out.returncode == 0 and "fairgate 0.1.0" in out.stdout, "fairgatectl version")
+out = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "status"], capture_output=True, text=True)
+t.check(out.returncode == 0 and "PRIORITY LEVEL" in out.stdout and "global-default" in out.stdout, "status table")
+
+r = raw(d.sock, b"{not json\n")
+t.check(r["ok"] is False and "malformed JSON" in r["error"], "malformed JSON gets an error")
+r = raw(d.sock, b'{"command":"frobnicate"}\n')
+t.check(r["ok"] is False and "unknown command" in r["error"], "unknown command gets an error")
+r = raw(d.sock, b'[1,2,3]\n')
+t.check(r["ok"] is False, "non-object request gets an error")
+r = raw(d.sock, b"x" * 70000)
+t.check(r is not None and r["ok"] is False and "longer than" in r["error"], "oversized line refused")
+# Two requests on one connection, answered in order.
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(d.sock)
+s.sendall(b'{"command":"version"}\n{"command":"status"}\n')
+data = b""
+while data.count(b"\n") < 2:
+    data += s.recv(65536)
+lines = [json.loads(x) for x in data.splitlines()]
+t.check(lines[0]["result"]["version"] == "0.1.0" and "counters" in lines[1]["result"], "pipelined requests")
+s.close()
+# More clients than allowed: the extra ones are told so; the daemon stays up.
+held = []
+for _ in range(20):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(d.sock)
+    held.append(c)
+extra = held[-1]
+extra.settimeout(5)
+msg = extra.recv(4096)
+t.check(b"too many control clients" in msg, "client limit enforced with an error")
+for c in held:
+    c.close()
+t.check(d.status()["counters"]["requestsReceived"] == 0, "daemon healthy after the abuse")
+out = subprocess.run([t.FAIRGATECTL, "--socket", "/nonexistent.sock", "status"], capture_output=True, text=True)
+t.check(out.returncode == 1 and "cannot reach fairgate" in out.stderr, "unreachable daemon: exit 1, clear error")
+out = subprocess.run([t.FAIRGATECTL, "bogus"], capture_output=True, text=True)
+t.check(out.returncode == 2 and "unknown command" in out.stderr, "fairgatectl unknown command: exit 2")
+# A second daemon on the same control socket is refused.
+p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", d.sock],
+                   capture_output=True, text=True, timeout=10)
+t.check(p.returncode == 1 and "in use by another fairgate" in p.stderr, "control socket in use: refused")
+rc, _ = d.stop()
+t.check(rc == 0 and not os.path.exists(d.sock), "clean exit removes the control socket")
+
+# Flags and settings files.
+def run(*args):
+    return subprocess.run([t.FAIRGATE] + list(args), capture_output=True, text=True, timeout=10)
+
+p = run("--help")
+t.check(p.returncode == 0 and "--backend ADDR:PORT" in p.stdout, "--help")
+p = run("--version")
+t.check(p.returncode == 0 and "fairgate 0.1.0" in p.stdout, "--version")
+p = run("--seat-limit", "0")
+t.check(p.returncode == 2 and "invalid value for --seat-limit" in p.stderr, "bad flag value: exit 2")
+p = run("--listen", "localhost")
+t.check(p.returncode == 2 and "--listen" in p.stderr, "bad listen address: exit 2")
+p = run("--no-such-flag")
+t.check(p.returncode == 2, "unknown flag: exit 2")
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    f.write('{"apiVersion":"fairgate.dev/v1alpha1","kind":"FairgateSettings","spec":'
+            '{"serverConcurrencyLimit":-1,"backends":["x"],"queueWaitLimit":"later"}}')
+p = run("--config", f.name)
+t.check(p.returncode == 2 and "3 error(s)" in p.stderr and "spec.backends[0]" in p.stderr
+        and "spec.serverConcurrencyLimit" in p.stderr and "spec.queueWaitLimit" in p.stderr,
+        "settings file: every error reported with its field")
+with open(f.name, "w") as g:
+    g.write('{"apiVersion":"fairgate.dev/v1alpha1","kind":"FairgateSettings","spec":'
+            '{"serverConcurrencyLimit":9,"backends":["127.0.0.1:9001"],"queueWaitLimit":"2s"}}')
+p = run("--config", f.name, "--check", "--queue-length", "3")
+t.check(p.returncode == 0 and "serverConcurrencyLimit: 9" in p.stdout and "queueLengthLimit: 3" in p.stdout
+        and "queueWaitLimit: 2s" in p.stdout and "127.0.0.1:9001" in p.stdout, "file then flags, --check prints them")
+p = run("--config", "/nonexistent.json")
+t.check(p.returncode == 2 and "No such file" in p.stderr, "missing settings file: exit 2")
+os.unlink(f.name)
+t.finish()
