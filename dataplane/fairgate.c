@@ -266,8 +266,11 @@ int main(int argc, char **argv)
 	struct fg_io io;
 	struct fg_sock_io *sio = NULL;
 	struct fg_dpdk_io *dio = NULL;
-	char errbuf[256];
+	struct fg_worker *w = NULL;
+	struct fg_control *ctl = NULL;
+	char errbuf[256], ep[32];
 	int err = 0;
+	rc = 1;
 	uint32_t n_buffers = s.queue_length_limit + FG_RX_BURST * 4;
 	if (s.io == FG_IO_DPDK) {
 		argv[own_argc] = argv[0]; /* EAL wants a program name first */
@@ -280,7 +283,6 @@ int main(int argc, char **argv)
 	} else {
 		sio = fg_sock_io_create(&s.listen, n_buffers, &err);
 		if (!sio) {
-			char ep[32];
 			fprintf(stderr, "fairgate: cannot listen on %s: %s\n",
 				fg_endpoint_format(&s.listen, ep, sizeof(ep)), strerror(-err));
 			return 1;
@@ -289,34 +291,32 @@ int main(int argc, char **argv)
 	}
 
 	rcu_register_thread();
-	struct fg_worker *w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
+	w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
 	if (!w || fg_worker_init(w, 0, io, s.max_requests)) {
 		fprintf(stderr, "fairgate: out of memory for %u request slots\n", s.max_requests);
-		return 1;
+		goto out;
 	}
 	fg_config_publish(&published_config, fg_settings_compile(&s, 1));
 	if (!published_config) {
 		fprintf(stderr, "fairgate: out of memory\n");
-		return 1;
+		goto out;
 	}
 	struct fg_worker_stats *stats[1] = { &w->stats };
 	struct fg_control_view view = {
 		.settings = &s, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
 		.start_ns = fg_now_ns(), .shutting_down = &shutting_down,
 	};
-	struct fg_control *ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
+	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
 	if (!ctl) {
 		fprintf(stderr, "fairgate: %s\n", errbuf);
-		return 1;
+		goto out;
 	}
-	char ep[32];
 	fprintf(stderr, "fairgate %s: %s mode on %s, %u backend(s), seat limit %u, control socket %s\n",
 		FG_VERSION, s.io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s.listen, ep, sizeof(ep)),
 		s.n_backends, s.seat_limit, s.control_socket);
 
 	run_worker(w, &s);
 
-	fg_control_stop(ctl);
 	struct fg_worker_stats *st = &w->stats;
 	uint64_t rejected = 0;
 	for (int r = 0; r < FG_REJECT__COUNT; r++)
@@ -324,7 +324,11 @@ int main(int argc, char **argv)
 	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
 		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)st->received,
 		(unsigned long long)st->responded, (unsigned long long)rejected, (unsigned long long)st->rx_malformed);
-	fg_worker_fini(w);
+	rc = 0;
+out:
+	fg_control_stop(ctl);
+	if (w && w->reqs.slots)
+		fg_worker_fini(w);
 	free(w);
 	fg_config_publish(&published_config, NULL);
 	rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
@@ -332,5 +336,5 @@ int main(int argc, char **argv)
 	rcu_unregister_thread();
 	fg_sock_io_free(sio);
 	fg_dpdk_io_free(dio);
-	return 0;
+	return rc;
 }
