@@ -208,8 +208,10 @@ static int cmd_status(const char *path, int argc, char **argv)
 			json_dumpf(st, stdout, JSON_INDENT(2));
 			printf("\n");
 		} else {
-			if (watch > 0)
-				printf("\033[H\033[2J");
+			if (watch > 0 && isatty(STDOUT_FILENO))
+				printf("\033[H\033[2J"); /* redraw in place on a terminal */
+			else if (watch > 0 && iter)
+				printf("\n");
 			print_table(st, prev, &n_prev, dt);
 		}
 		fflush(stdout);
