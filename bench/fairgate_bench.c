@@ -8,6 +8,7 @@
 #include "bench.h"
 #include "defs.h"
 #include "duration.h"
+#include "sim.h"
 
 volatile int fg_bench_stop;
 
@@ -40,6 +41,7 @@ static void usage(FILE *f)
 		   "commands:\n"
 		   "  backend   emulated backend server (fairgate-bench backend --help)\n"
 		   "  loadgen   load generator with per-flow results (fairgate-bench loadgen --help)\n"
+		   "  sim       deterministic simulation of a scenario (fairgate-bench sim --help)\n"
 		   "  version\n");
 }
 
@@ -53,6 +55,8 @@ int main(int argc, char **argv)
 		return fg_bench_backend(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "loadgen"))
 		return fg_bench_loadgen(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sim"))
+		return fg_bench_sim(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version")) {
 		printf("fairgate-bench %s\n", FG_VERSION);
 		return 0;

@@ -1,0 +1,786 @@
+/* sim — discrete-event simulation of priority levels on a virtual clock;
+ * see sim.h and docs/simulator.md. */
+#include "sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "flowhash.h"
+#include "queueset.h"
+
+#define SIM_MAX_LEVELS 64
+#define SIM_MAX_WINDOWS 64
+#define SIM_NAME_MAX 128
+#define SIM_DEFAULT_DURATION_NS 10000000000LL
+#define SIM_DEFAULT_WAIT_NS 15000000000LL
+#define SIM_DEFAULT_SCL 600
+
+struct level {
+	char name[SIM_NAME_MAX];
+	struct fg_qs_config cfg;
+	int64_t shares;
+	int fixed_cl;   /* concurrency from levelConcurrency */
+	struct fg_queueset qs;
+};
+
+struct window_stats {
+	double seat_ns;              /* integral of executing initial seats */
+	uint64_t dispatched;
+	uint64_t rejected[3];        /* queue-full, time-out, concurrency-limit */
+	double *waits;
+	size_t n_waits, cap_waits;
+};
+
+struct client {
+	char name[SIM_NAME_MAX];
+	int level;
+	uint64_t hash;
+	unsigned threads;
+	uint64_t calls;              /* per thread (closed loop) or in all (open loop); 0 = unbounded */
+	double rate;
+	int64_t exec_ns, think_ns, extra_ns, start_ns, stop_ns;
+	uint16_t initial, final;
+	/* run state */
+	uint64_t issued;             /* open loop */
+	unsigned rng;
+	uint32_t cur_seats;
+	int64_t last_change;
+	struct window_stats win[SIM_MAX_WINDOWS];
+};
+
+struct sim_req {
+	struct fg_qs_req q;          /* first: the queue set hands these back */
+	int client, thread;
+	uint32_t gen;
+};
+
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT };
+
+struct event {
+	int64_t t;
+	uint64_t seq;
+	int type;
+	int client, thread;
+	uint32_t req, gen;
+};
+
+struct fg_sim {
+	int64_t scl, wait_ns, duration_ns;
+	struct level levels[SIM_MAX_LEVELS];
+	int n_levels;
+	int64_t win_from[SIM_MAX_WINDOWS], win_to[SIM_MAX_WINDOWS];
+	int n_windows;
+	struct client *clients;
+	int n_clients;
+	uint64_t **thread_calls;     /* calls made per client thread */
+	/* run state */
+	struct event *heap;
+	size_t n_heap, cap_heap;
+	uint64_t seq;
+	struct sim_req *reqs;
+	uint32_t n_reqs, cap_reqs;
+	uint32_t *free_reqs;
+	uint32_t n_free;
+	int64_t now;
+};
+
+/* --- scenario parsing -------------------------------------------------- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int get_duration(json_t *obj, const char *key, int64_t dflt, int64_t *out, const char *path, char *err,
+			size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v) {
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_string(v) || fg_duration_parse(json_string_value(v), json_string_length(v), out))
+		return fail(err, errlen, "%s%s: must be a duration string such as \"1s\" or \"250ms\"", path, key);
+	return 0;
+}
+
+static int get_int(json_t *obj, const char *key, int64_t dflt, int64_t lo, int64_t hi, int64_t *out,
+		   const char *path, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v) {
+		*out = dflt;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail(err, errlen, "%s%s: must be an integer in [%lld, %lld]", path, key, (long long)lo,
+			    (long long)hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int parse_window(const char *s, int64_t *from, int64_t *to)
+{
+	const char *dash = strchr(s, '-');
+	if (!dash || dash == s)
+		return -EINVAL;
+	if (fg_duration_parse(s, (size_t)(dash - s), from) || fg_duration_parse(dash + 1, strlen(dash + 1), to))
+		return -EINVAL;
+	return *from >= 0 && *to > *from ? 0 : -EINVAL;
+}
+
+/* PriorityLevelConfiguration objects (flowcontrol v1): the fields that shape
+ * a queue set.  FlowSchemas come with the configuration model. */
+static int parse_level(json_t *o, int idx, struct level *l, char *err, size_t errlen)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "objects[%d].", idx);
+	json_t *kind = json_object_get(o, "kind");
+	if (!json_is_string(kind))
+		return fail(err, errlen, "%skind: missing", path);
+	if (strcmp(json_string_value(kind), "PriorityLevelConfiguration"))
+		return fail(err, errlen, "%skind: %s objects are not supported by the simulator yet "
+			    "(give each client a priorityLevel)", path, json_string_value(kind));
+	const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
+		return fail(err, errlen, "%smetadata.name: required", path);
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	json_t *spec = json_object_get(o, "spec");
+	const char *type = json_string_value(json_object_get(spec, "type"));
+	if (!type || (strcmp(type, "Exempt") && strcmp(type, "Limited")))
+		return fail(err, errlen, "%sspec.type: must be Exempt or Limited", path);
+	char sub[160];
+	if (!strcmp(type, "Exempt")) {
+		l->cfg.mode = FG_QS_EXEMPT;
+		snprintf(sub, sizeof(sub), "%sspec.exempt.", path);
+		return get_int(json_object_get(spec, "exempt"), "nominalConcurrencyShares", 0, 0, INT32_MAX, &l->shares,
+			       sub, err, errlen);
+	}
+	json_t *lim = json_object_get(spec, "limited");
+	snprintf(sub, sizeof(sub), "%sspec.limited.", path);
+	if (get_int(lim, "nominalConcurrencyShares", 30, 0, INT32_MAX, &l->shares, sub, err, errlen))
+		return -EINVAL;
+	json_t *lr = json_object_get(lim, "limitResponse");
+	const char *lrt = json_string_value(json_object_get(lr, "type"));
+	if (!lrt || !strcmp(lrt, "Reject")) {
+		l->cfg.mode = FG_QS_REJECT;
+		return 0;
+	}
+	if (strcmp(lrt, "Queue"))
+		return fail(err, errlen, "%sspec.limited.limitResponse.type: must be Queue or Reject", path);
+	l->cfg.mode = FG_QS_QUEUE;
+	json_t *q = json_object_get(lr, "queuing");
+	snprintf(sub, sizeof(sub), "%sspec.limited.limitResponse.queuing.", path);
+	int64_t queues, hand, qll;
+	if (get_int(q, "queues", 64, 1, 10000000, &queues, sub, err, errlen) ||
+	    get_int(q, "handSize", 8, 1, FG_DEALER_MAX_HAND, &hand, sub, err, errlen) ||
+	    get_int(q, "queueLengthLimit", 50, 1, INT32_MAX, &qll, sub, err, errlen))
+		return -EINVAL;
+	struct fg_dealer d;
+	if (fg_dealer_init(&d, (uint32_t)queues, (uint32_t)hand))
+		return fail(err, errlen, "%shandSize: %lld cards of %lld queues need %u bits of entropy; at most 60 "
+			    "(and handSize <= queues <= 2^26)", sub, (long long)hand, (long long)queues,
+			    fg_dealer_required_bits((uint32_t)queues, (uint32_t)hand));
+	l->cfg.queues = (uint32_t)queues;
+	l->cfg.hand_size = (uint32_t)hand;
+	l->cfg.queue_length_limit = (uint32_t)qll;
+	return 0;
+}
+
+static int find_level(const struct fg_sim *s, const char *name)
+{
+	for (int i = 0; i < s->n_levels; i++)
+		if (!strcmp(s->levels[i].name, name))
+			return i;
+	return -1;
+}
+
+static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, char *err, size_t errlen)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "clients[%d].", idx);
+	if (!json_is_object(o))
+		return fail(err, errlen, "clients[%d]: must be an object", idx);
+	const char *name = json_string_value(json_object_get(o, "name"));
+	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
+		return fail(err, errlen, "%sname: required", path);
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	json_t *pl = json_object_get(o, "priorityLevel");
+	if (pl) {
+		if (!json_is_string(pl) || (c->level = find_level(s, json_string_value(pl))) < 0)
+			return fail(err, errlen, "%spriorityLevel: no PriorityLevelConfiguration named %s", path,
+				    json_is_string(pl) ? json_string_value(pl) : "(not a string)");
+	} else if (s->n_levels == 1) {
+		c->level = 0;
+	} else {
+		return fail(err, errlen, "%spriorityLevel: required when the scenario has several levels", path);
+	}
+	int64_t threads, calls, initial, final;
+	if (get_int(o, "threads", 1, 1, 100000, &threads, path, err, errlen) ||
+	    get_int(o, "calls", 0, 0, INT64_MAX, &calls, path, err, errlen) ||
+	    get_int(o, "initialSeats", 1, 1, 65535, &initial, path, err, errlen) ||
+	    get_int(o, "finalSeats", 0, 0, 65535, &final, path, err, errlen) ||
+	    get_duration(o, "execTime", 1000000000LL, &c->exec_ns, path, err, errlen) ||
+	    get_duration(o, "thinkTime", 0, &c->think_ns, path, err, errlen) ||
+	    get_duration(o, "additionalLatency", 0, &c->extra_ns, path, err, errlen) ||
+	    get_duration(o, "startAt", 0, &c->start_ns, path, err, errlen) ||
+	    get_duration(o, "stopAt", INT64_MAX, &c->stop_ns, path, err, errlen))
+		return -EINVAL;
+	if (c->exec_ns < 0)
+		return fail(err, errlen, "%sexecTime: must not be negative", path);
+	if (c->think_ns < -c->exec_ns)
+		return fail(err, errlen, "%sthinkTime: must be at least -execTime", path);
+	if (c->extra_ns < 0 || c->start_ns < 0)
+		return fail(err, errlen, "%s%s: must not be negative", path, c->extra_ns < 0 ? "additionalLatency" : "startAt");
+	json_t *rate = json_object_get(o, "rate");
+	c->rate = rate ? json_number_value(rate) : 0;
+	if (rate && (!json_is_number(rate) || c->rate < 0 || c->rate > 1e9))
+		return fail(err, errlen, "%srate: must be a number in [0, 1e9]", path);
+	c->threads = (unsigned)threads;
+	c->calls = (uint64_t)calls;
+	c->initial = (uint16_t)initial;
+	c->final = (uint16_t)final;
+	json_t *fh = json_object_get(o, "flowHash");
+	if (fh) {
+		if (!json_is_integer(fh))
+			return fail(err, errlen, "%sflowHash: must be an integer", path);
+		c->hash = (uint64_t)json_integer_value(fh);
+	} else {
+		/* Until FlowSchemas are simulated: the level name stands for the schema,
+		 * the user is the distinguisher. */
+		json_t *req = json_object_get(o, "request");
+		const char *user = json_string_value(json_object_get(req, "user"));
+		if (!user)
+			user = c->name;
+		const char *lname = s->levels[c->level].name;
+		c->hash = fg_flow_hash(lname, strlen(lname), user, strlen(user));
+	}
+	c->rng = 0x9e3779b9u * (unsigned)(idx + 1);
+	return 0;
+}
+
+/* Kubernetes' formula: NominalCL = ceil(ServerCL * NCS / sum(NCS)). */
+static void derive_limits(struct fg_sim *s, json_t *fixed)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < s->n_levels; i++)
+		sum += s->levels[i].shares;
+	for (int i = 0; i < s->n_levels; i++) {
+		struct level *l = &s->levels[i];
+		json_t *v = json_object_get(fixed, l->name);
+		if (json_is_integer(v)) {
+			l->cfg.concurrency_limit = (uint32_t)json_integer_value(v);
+			l->fixed_cl = 1;
+		} else {
+			l->cfg.concurrency_limit = sum ? (uint32_t)((s->scl * l->shares + sum - 1) / sum) : 0;
+		}
+	}
+}
+
+struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		fail(err, errlen, "malformed JSON at line %d column %d: %s", je.line, je.column, je.text);
+		return NULL;
+	}
+	struct fg_sim *s = calloc(1, sizeof(*s));
+	if (!s || !json_is_object(root)) {
+		fail(err, errlen, s ? "scenario: must be a JSON object" : "out of memory");
+		goto bad;
+	}
+	if (get_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
+	    get_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
+	    get_duration(root, "duration", SIM_DEFAULT_DURATION_NS, &s->duration_ns, "", err, errlen))
+		goto bad;
+	if (s->duration_ns <= 0 || s->wait_ns < 0) {
+		fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
+		goto bad;
+	}
+	json_t *objects = json_object_get(root, "objects"), *v;
+	size_t i;
+	if (objects && !json_is_array(objects)) {
+		fail(err, errlen, "objects: must be a list");
+		goto bad;
+	}
+	json_array_foreach(objects, i, v) {
+		if (s->n_levels == SIM_MAX_LEVELS) {
+			fail(err, errlen, "objects: at most %d priority levels", SIM_MAX_LEVELS);
+			goto bad;
+		}
+		if (parse_level(v, (int)i, &s->levels[s->n_levels], err, errlen))
+			goto bad;
+		if (find_level(s, s->levels[s->n_levels].name) >= 0) {
+			fail(err, errlen, "objects[%zu].metadata.name: duplicate level %s", i, s->levels[s->n_levels].name);
+			goto bad;
+		}
+		s->n_levels++;
+	}
+	if (s->n_levels == 0) { /* the embedded default: Kubernetes' global-default level */
+		struct level *l = &s->levels[s->n_levels++];
+		snprintf(l->name, sizeof(l->name), "global-default");
+		l->cfg = (struct fg_qs_config){ .mode = FG_QS_QUEUE, .queues = 128, .hand_size = 6, .queue_length_limit = 50 };
+		l->shares = 20;
+	}
+	json_t *fixed = json_object_get(root, "levelConcurrency");
+	if (fixed && !json_is_object(fixed)) {
+		fail(err, errlen, "levelConcurrency: must be an object of level name to seats");
+		goto bad;
+	}
+	const char *key;
+	json_object_foreach(fixed, key, v) {
+		if (find_level(s, key) < 0 || !json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 10000000) {
+			fail(err, errlen, "levelConcurrency.%s: must name a level and be an integer in [0, 1e7]", key);
+			goto bad;
+		}
+	}
+	derive_limits(s, fixed);
+	for (int l = 0; l < s->n_levels; l++)
+		if (s->levels[l].cfg.mode != FG_QS_EXEMPT && s->levels[l].cfg.concurrency_limit == 0) {
+			fail(err, errlen, "level %s: concurrency limit 0 (no shares); set levelConcurrency", s->levels[l].name);
+			goto bad;
+		}
+	json_t *windows = json_object_get(root, "windows");
+	if (windows && (!json_is_array(windows) || json_array_size(windows) == 0 ||
+			json_array_size(windows) > SIM_MAX_WINDOWS)) {
+		fail(err, errlen, "windows: must be a list of 1..%d \"FROM-TO\" strings", SIM_MAX_WINDOWS);
+		goto bad;
+	}
+	json_array_foreach(windows, i, v) {
+		if (!json_is_string(v) || parse_window(json_string_value(v), &s->win_from[i], &s->win_to[i]) ||
+		    s->win_to[i] > s->duration_ns) {
+			fail(err, errlen, "windows[%zu]: must be \"FROM-TO\" durations with FROM < TO <= duration", i);
+			goto bad;
+		}
+		s->n_windows++;
+	}
+	if (!s->n_windows) {
+		s->win_from[0] = 0;
+		s->win_to[0] = s->duration_ns;
+		s->n_windows = 1;
+	}
+	json_t *clients = json_object_get(root, "clients");
+	if (!json_is_array(clients) || json_array_size(clients) == 0 || json_array_size(clients) > 100000) {
+		fail(err, errlen, "clients: must be a non-empty list");
+		goto bad;
+	}
+	s->n_clients = (int)json_array_size(clients);
+	s->clients = calloc((size_t)s->n_clients, sizeof(*s->clients));
+	s->thread_calls = calloc((size_t)s->n_clients, sizeof(*s->thread_calls));
+	if (!s->clients || !s->thread_calls) {
+		fail(err, errlen, "out of memory");
+		goto bad;
+	}
+	json_array_foreach(clients, i, v) {
+		if (parse_client(s, v, (int)i, &s->clients[i], err, errlen))
+			goto bad;
+		s->thread_calls[i] = calloc(s->clients[i].threads, sizeof(uint64_t));
+		if (!s->thread_calls[i]) {
+			fail(err, errlen, "out of memory");
+			goto bad;
+		}
+	}
+	json_decref(root);
+	return s;
+bad:
+	json_decref(root);
+	fg_sim_free(s);
+	return NULL;
+}
+
+void fg_sim_free(struct fg_sim *s)
+{
+	if (!s)
+		return;
+	for (int l = 0; l < s->n_levels; l++)
+		fg_qs_fini(&s->levels[l].qs);
+	for (int c = 0; c < s->n_clients; c++) {
+		for (int w = 0; w < SIM_MAX_WINDOWS; w++)
+			free(s->clients[c].win[w].waits);
+		if (s->thread_calls)
+			free(s->thread_calls[c]);
+	}
+	free(s->thread_calls);
+	free(s->clients);
+	free(s->heap);
+	free(s->reqs);
+	free(s->free_reqs);
+	free(s);
+}
+
+/* --- event heap -------------------------------------------------------- */
+
+static int ev_before(const struct event *a, const struct event *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int push(struct fg_sim *s, struct event e)
+{
+	if (s->n_heap == s->cap_heap) {
+		size_t cap = s->cap_heap ? s->cap_heap * 2 : 1024;
+		struct event *h = realloc(s->heap, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		s->heap = h;
+		s->cap_heap = cap;
+	}
+	e.seq = s->seq++;
+	size_t i = s->n_heap++;
+	while (i > 0 && ev_before(&e, &s->heap[(i - 1) / 2])) {
+		s->heap[i] = s->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	s->heap[i] = e;
+	return 0;
+}
+
+static struct event pop(struct fg_sim *s)
+{
+	struct event top = s->heap[0], last = s->heap[--s->n_heap];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= s->n_heap)
+			break;
+		if (c + 1 < s->n_heap && ev_before(&s->heap[c + 1], &s->heap[c]))
+			c++;
+		if (!ev_before(&s->heap[c], &last))
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (s->n_heap)
+		s->heap[i] = last;
+	return top;
+}
+
+/* --- request pool ------------------------------------------------------ */
+
+static uint32_t req_alloc(struct fg_sim *s)
+{
+	if (s->n_free)
+		return s->free_reqs[--s->n_free];
+	if (s->n_reqs == s->cap_reqs) {
+		uint32_t cap = s->cap_reqs ? s->cap_reqs * 2 : 1024;
+		struct sim_req *r = realloc(s->reqs, cap * sizeof(*r));
+		uint32_t *f = realloc(s->free_reqs, cap * sizeof(*f));
+		if (r)
+			s->reqs = r;
+		if (f)
+			s->free_reqs = f;
+		if (!r || !f)
+			return UINT32_MAX;
+		s->cap_reqs = cap;
+	}
+	s->reqs[s->n_reqs].gen = 0;
+	return s->n_reqs++;
+}
+
+static void req_free(struct fg_sim *s, uint32_t i)
+{
+	s->reqs[i].gen++;
+	s->free_reqs[s->n_free++] = i;
+}
+
+/* --- measurement ------------------------------------------------------- */
+
+static void integrate(struct fg_sim *s, struct client *c, int64_t t)
+{
+	if (c->cur_seats)
+		for (int w = 0; w < s->n_windows; w++) {
+			int64_t a = c->last_change > s->win_from[w] ? c->last_change : s->win_from[w];
+			int64_t b = t < s->win_to[w] ? t : s->win_to[w];
+			if (b > a)
+				c->win[w].seat_ns += (double)c->cur_seats * (double)(b - a);
+		}
+	c->last_change = t;
+}
+
+static int window_of(const struct fg_sim *s, int64_t t)
+{
+	for (int w = 0; w < s->n_windows; w++)
+		if (t >= s->win_from[w] && t < s->win_to[w])
+			return w;
+	return -1;
+}
+
+enum { REJ_QUEUE_FULL, REJ_TIME_OUT, REJ_CONCURRENCY };
+
+static void count_reject(struct fg_sim *s, struct client *c, int kind)
+{
+	int w = window_of(s, s->now);
+	if (w >= 0)
+		c->win[w].rejected[kind]++;
+}
+
+/* --- the simulation ---------------------------------------------------- */
+
+static void schedule_arrival(struct fg_sim *s, int ci, int th, int64_t t)
+{
+	push(s, (struct event){ .t = t, .type = EV_ARRIVE, .client = ci, .thread = th });
+}
+
+/* A closed-loop thread's next call; open-loop arrivals schedule themselves. */
+static void next_call(struct fg_sim *s, int ci, int th, int64_t t)
+{
+	struct client *c = &s->clients[ci];
+	if (c->rate > 0)
+		return;
+	if ((c->calls && s->thread_calls[ci][th] >= c->calls) || t >= c->stop_ns)
+		return;
+	schedule_arrival(s, ci, th, t);
+}
+
+static void start(struct fg_sim *s, uint32_t ri)
+{
+	struct sim_req *r = &s->reqs[ri];
+	struct client *c = &s->clients[r->client];
+	int w = window_of(s, s->now);
+	if (w >= 0) {
+		struct window_stats *ws = &c->win[w];
+		ws->dispatched++;
+		if (ws->n_waits == ws->cap_waits) {
+			size_t cap = ws->cap_waits ? ws->cap_waits * 2 : 64;
+			double *nw = realloc(ws->waits, cap * sizeof(double));
+			if (nw) {
+				ws->waits = nw;
+				ws->cap_waits = cap;
+			}
+		}
+		if (ws->n_waits < ws->cap_waits)
+			ws->waits[ws->n_waits++] = (double)(s->now - (int64_t)r->q.arrival_ns) / 1e9;
+	}
+	integrate(s, c, s->now);
+	c->cur_seats += r->q.initial_seats;
+	push(s, (struct event){ .t = s->now + c->exec_ns, .type = EV_FINISH, .req = ri, .gen = r->gen });
+	int64_t next = s->now + c->exec_ns + c->think_ns;
+	next_call(s, r->client, r->thread, next > s->now ? next : s->now);
+}
+
+static void dispatch(struct fg_sim *s, struct level *l)
+{
+	struct fg_qs_req *q;
+	while ((q = fg_qs_dispatch_next(&l->qs, (uint64_t)s->now)))
+		start(s, (uint32_t)((struct sim_req *)q - s->reqs));
+}
+
+static void after_refusal(struct fg_sim *s, int ci, int th)
+{
+	struct client *c = &s->clients[ci];
+	next_call(s, ci, th, s->now + (c->think_ns > 0 ? c->think_ns : 0));
+}
+
+static void arrive(struct fg_sim *s, const struct event *e)
+{
+	struct client *c = &s->clients[e->client];
+	if (c->rate > 0) {
+		if (c->calls && c->issued >= c->calls)
+			return;
+		c->issued++;
+		double u = (rand_r(&c->rng) + 1.0) / ((double)RAND_MAX + 2.0);
+		int64_t gap = (int64_t)(-log(u) / c->rate * 1e9);
+		if (s->now + gap < s->duration_ns && s->now + gap < c->stop_ns)
+			schedule_arrival(s, e->client, 0, s->now + gap);
+	} else {
+		s->thread_calls[e->client][e->thread]++;
+	}
+	uint32_t ri = req_alloc(s);
+	if (ri == UINT32_MAX)
+		return;
+	struct sim_req *r = &s->reqs[ri];
+	r->client = e->client;
+	r->thread = e->thread;
+	struct level *l = &s->levels[c->level];
+	switch (fg_qs_arrive(&l->qs, &r->q, c->hash, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now)) {
+	case FG_QS_EXECUTE:
+		start(s, ri);
+		break;
+	case FG_QS_QUEUED:
+		if (s->wait_ns > 0)
+			push(s, (struct event){ .t = s->now + s->wait_ns, .type = EV_TIMEOUT, .req = ri, .gen = r->gen });
+		break;
+	case FG_QS_REJECT_QUEUE_FULL:
+	case FG_QS_REJECT_CONCURRENCY: {
+		int queue_full = l->qs.cfg.mode == FG_QS_QUEUE;
+		count_reject(s, c, queue_full ? REJ_QUEUE_FULL : REJ_CONCURRENCY);
+		req_free(s, ri);
+		after_refusal(s, e->client, e->thread);
+		break;
+	}
+	}
+}
+
+static void handle(struct fg_sim *s, const struct event *e)
+{
+	if (e->type == EV_ARRIVE) {
+		arrive(s, e);
+		return;
+	}
+	struct sim_req *r = &s->reqs[e->req];
+	if (r->gen != e->gen)
+		return; /* the request this event was for is gone */
+	struct client *c = &s->clients[r->client];
+	struct level *l = &s->levels[c->level];
+	if (e->type == EV_TIMEOUT) {
+		if (r->q.state != FG_QS_WAITING)
+			return;
+		fg_qs_remove_waiting(&l->qs, &r->q, (uint64_t)s->now);
+		count_reject(s, c, REJ_TIME_OUT);
+		int ci = r->client, th = r->thread;
+		req_free(s, e->req);
+		after_refusal(s, ci, th);
+	} else if (e->type == EV_FINISH) {
+		integrate(s, c, s->now);
+		c->cur_seats -= r->q.initial_seats;
+		uint64_t release = fg_qs_finish(&l->qs, &r->q, (uint64_t)s->now);
+		if (release)
+			push(s, (struct event){ .t = (int64_t)release, .type = EV_RELEASE, .req = e->req, .gen = r->gen });
+		else
+			req_free(s, e->req);
+	} else { /* EV_RELEASE */
+		fg_qs_release(&l->qs, &r->q, (uint64_t)s->now);
+		req_free(s, e->req);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double quantile(double *v, size_t n, double q)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(double), cmp_double);
+	size_t rank = (size_t)ceil(q * (double)n);
+	return v[rank ? rank - 1 : 0];
+}
+
+static json_t *results(struct fg_sim *s)
+{
+	json_t *windows = json_array();
+	for (int w = 0; w < s->n_windows; w++) {
+		char from[32], to[32];
+		json_t *clients = json_array();
+		for (int ci = 0; ci < s->n_clients; ci++) {
+			struct client *c = &s->clients[ci];
+			struct window_stats *ws = &c->win[w];
+			double span = (double)(s->win_to[w] - s->win_from[w]);
+			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f}",
+				"name", c->name, "avgSeats", ws->seat_ns / span, "dispatched", (json_int_t)ws->dispatched,
+				"rejected", "queue-full", (json_int_t)ws->rejected[REJ_QUEUE_FULL],
+				"time-out", (json_int_t)ws->rejected[REJ_TIME_OUT],
+				"concurrency-limit", (json_int_t)ws->rejected[REJ_CONCURRENCY],
+				"waitP50", quantile(ws->waits, ws->n_waits, 0.5),
+				"waitP99", quantile(ws->waits, ws->n_waits, 0.99)));
+		}
+		json_array_append_new(windows, json_pack("{s:s, s:s, s:o}",
+			"from", fg_duration_format(s->win_from[w], from, sizeof(from)),
+			"to", fg_duration_format(s->win_to[w], to, sizeof(to)), "clients", clients));
+	}
+	json_t *levels = json_array();
+	for (int l = 0; l < s->n_levels; l++) {
+		struct fg_qs_stats *st = &s->levels[l].qs.stats;
+		json_array_append_new(levels, json_pack("{s:s, s:i, s:I, s:I}", "name", s->levels[l].name,
+			"concurrencyLimit", (int)s->levels[l].cfg.concurrency_limit,
+			"dispatched", (json_int_t)st->dispatched, "epochs", (json_int_t)st->epochs));
+	}
+	return json_pack("{s:o, s:o}", "windows", windows, "levels", levels);
+}
+
+json_t *fg_sim_run(struct fg_sim *s)
+{
+	for (int l = 0; l < s->n_levels; l++) {
+		s->levels[l].cfg.seed = 1040 + (uint64_t)l;
+		if (fg_qs_init(&s->levels[l].qs, &s->levels[l].cfg, 0))
+			return NULL;
+	}
+	/* Kubernetes' harness staggers thread starts: thread j of client i at
+	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
+	for (int ci = 0; ci < s->n_clients; ci++) {
+		struct client *c = &s->clients[ci];
+		unsigned n = c->rate > 0 ? 1 : c->threads;
+		for (unsigned th = 0; th < n; th++)
+			schedule_arrival(s, ci, (int)th, c->start_ns + 90 * (int64_t)th + 20 * (int64_t)ci);
+	}
+	/* Everything that happens at one instant is handled before dispatching,
+	 * as a worker handles a whole receive burst before it dispatches. */
+	while (s->n_heap && s->heap[0].t <= s->duration_ns) {
+		s->now = s->heap[0].t;
+		while (s->n_heap && s->heap[0].t == s->now) {
+			struct event e = pop(s);
+			handle(s, &e);
+		}
+		for (int l = 0; l < s->n_levels; l++)
+			dispatch(s, &s->levels[l]);
+	}
+	s->now = s->duration_ns;
+	for (int ci = 0; ci < s->n_clients; ci++)
+		integrate(s, &s->clients[ci], s->duration_ns);
+	return results(s);
+}
+
+int fg_bench_sim(int argc, char **argv)
+{
+	if (argc != 2 || !strcmp(argv[1], "--help")) {
+		fprintf(argc == 2 ? stdout : stderr,
+			"usage: fairgate-bench sim SCENARIO.json   (docs/simulator.md; '-' reads stdin)\n");
+		return argc == 2 ? 0 : 2;
+	}
+	FILE *f = strcmp(argv[1], "-") ? fopen(argv[1], "rb") : stdin;
+	if (!f) {
+		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], strerror(errno));
+		return 2;
+	}
+	size_t cap = 1 << 16, len = 0, n;
+	uint8_t *buf = malloc(cap);
+	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
+		len += n;
+		if (len == cap) {
+			uint8_t *nb = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+			}
+			buf = nb;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!buf) {
+		fprintf(stderr, "fairgate-bench sim: scenario too large or out of memory\n");
+		return 2;
+	}
+	char err[512];
+	struct fg_sim *s = fg_sim_load(buf, len, err, sizeof(err));
+	free(buf);
+	if (!s) {
+		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], err);
+		return 2;
+	}
+	json_t *out = fg_sim_run(s);
+	fg_sim_free(s);
+	if (!out) {
+		fprintf(stderr, "fairgate-bench sim: invalid level configuration\n");
+		return 1;
+	}
+	json_dumpf(out, stdout, JSON_INDENT(2));
+	printf("\n");
+	json_decref(out);
+	return 0;
+}

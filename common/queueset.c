@@ -1,0 +1,328 @@
+/* queueset — max-min fair queuing for one priority level; see queueset.h. */
+#include "queueset.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The later of two wrapping virtual times. */
+static inline uint64_t later(uint64_t a, uint64_t b) { return (int64_t)(a - b) >= 0 ? a : b; }
+
+/*
+ * What a queue contributes to the rate of R.  A queue with waiting requests
+ * demands its waiting + executing seats and takes part in the water-filling;
+ * a queue with nothing waiting simply consumes its executing seats (they are
+ * not preemptible, so they are subtracted from the capacity as they are).
+ */
+struct contribution {
+	bool waiting;
+	uint64_t seats;
+};
+
+static inline struct contribution contribution_of(const struct fg_qs_queue *q)
+{
+	if (q->n_waiting)
+		return (struct contribution){ true, (uint64_t)q->seats_waiting + q->seats_executing };
+	return (struct contribution){ false, q->seats_executing };
+}
+
+static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
+
+/* R moves at the current fair share until now. */
+static void advance(struct fg_queueset *qs, uint64_t now)
+{
+	if (now <= qs->last_ns)
+		return;
+	unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
+	uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
+	if (next < qs->r)
+		qs->stats.epochs++;
+	qs->r = next;
+	qs->last_ns = now;
+}
+
+/*
+ * dR/dt: the max-min fair share of the seats that busy-only queues leave,
+ * over the demands of the queues that wait.  When every demand fits, R moves
+ * at the largest consumption of any queue, so that no queue runs ahead of R
+ * (runs ahead = builds debt that would later starve it: the windup of
+ * Kubernetes issue 95979).
+ */
+static void demand_changed(struct fg_queueset *qs, struct contribution before, struct contribution after)
+{
+	if (before.waiting == after.waiting && before.seats == after.seats)
+		return;
+	fg_fairshare_update(before.waiting ? &qs->share : &qs->busy, before.seats, 0);
+	fg_fairshare_update(after.waiting ? &qs->share : &qs->busy, 0, after.seats);
+	uint64_t cap = qs->cfg.concurrency_limit;
+	uint64_t avail = qs->busy.total < cap ? cap - qs->busy.total : 0;
+	if (qs->share.total <= avail) {
+		uint64_t a = fg_fairshare_max(&qs->share), b = fg_fairshare_max(&qs->busy);
+		qs->r_rate = (a > b ? a : b) << FG_FAIRSHARE_FRAC_BITS;
+	} else {
+		qs->r_rate = fg_fairshare_level(&qs->share, avail);
+	}
+}
+
+/* A head's cost uses the guess current when it reached the head: requests
+ * may wait long, and the guess learns meanwhile. */
+static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
+{
+	r->guess_ns = qs->guess_ns;
+	r->cost = (uint64_t)r->initial_seats * qs->guess_ns + (uint64_t)r->final_seats * r->extra_latency_ns;
+}
+
+static inline uint64_t head_finish(const struct fg_qs_queue *q)
+{
+	return later(q->f_prev, q->head->arrival_r) + q->head->cost;
+}
+
+/* Put a queue back in dispatch order after its head or F_prev changed. */
+static void rekey(struct fg_queueset *qs, uint32_t qi)
+{
+	if (fg_skiplist_contains(&qs->order, qi))
+		fg_skiplist_remove(&qs->order, qi);
+	if (qs->queues[qi].head) {
+		price_head(qs, qs->queues[qi].head);
+		fg_skiplist_insert(&qs->order, qi, head_finish(&qs->queues[qi]), ++qs->tie);
+	}
+}
+
+int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now)
+{
+	memset(qs, 0, sizeof(*qs));
+	qs->cfg = *cfg;
+	if (cfg->mode > FG_QS_QUEUE)
+		return -EINVAL;
+	if (cfg->mode != FG_QS_EXEMPT && cfg->concurrency_limit == 0)
+		return -EINVAL;
+	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
+	qs->last_ns = now;
+	if (cfg->mode != FG_QS_QUEUE)
+		return 0;
+	int rc = fg_dealer_init(&qs->dealer, cfg->queues, cfg->hand_size);
+	if (rc || cfg->queue_length_limit == 0)
+		return -EINVAL;
+	qs->queues = calloc(cfg->queues, sizeof(*qs->queues));
+	if (!qs->queues)
+		return -ENOMEM;
+	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) ||
+	    (rc = fg_fairshare_init(&qs->share, cfg->concurrency_limit)) ||
+	    (rc = fg_fairshare_init(&qs->busy, cfg->concurrency_limit))) {
+		fg_qs_fini(qs);
+		return rc;
+	}
+	return 0;
+}
+
+void fg_qs_fini(struct fg_queueset *qs)
+{
+	free(qs->queues);
+	qs->queues = NULL;
+	if (qs->order.nodes)
+		fg_skiplist_fini(&qs->order);
+	if (qs->share.count)
+		fg_fairshare_fini(&qs->share);
+	if (qs->busy.count)
+		fg_fairshare_fini(&qs->busy);
+}
+
+void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards)
+{
+	fg_dealer_deal(&qs->dealer, flow_hash, cards);
+}
+
+/* The hand's queue with the least waiting work; the first card rotates. */
+static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
+{
+	uint32_t cards[FG_DEALER_MAX_HAND];
+	uint32_t hand = qs->cfg.hand_size;
+	fg_dealer_deal(&qs->dealer, flow_hash, cards);
+	uint32_t offset = (uint32_t)(qs->enqueues++ % hand);
+	uint32_t best = cards[offset];
+	for (uint32_t i = 1; i < hand; i++) {
+		uint32_t c = cards[(offset + i) % hand];
+		if (qs->queues[c].waiting_work < qs->queues[best].waiting_work)
+			best = c;
+	}
+	return best;
+}
+
+enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
+				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
+{
+	advance(qs, now);
+	qs->stats.arrived++;
+	uint32_t cap = qs->cfg.max_seats;
+	if (initial_seats == 0)
+		initial_seats = 1;
+	if (cap && initial_seats > cap)
+		initial_seats = (uint16_t)cap;
+	if (cap && final_seats > cap)
+		final_seats = (uint16_t)cap;
+	if (qs->cfg.mode != FG_QS_EXEMPT && final_seats > qs->cfg.concurrency_limit) {
+		/* Keep the final work, spread over the seats the level has. */
+		extra_latency_ns = extra_latency_ns * final_seats / qs->cfg.concurrency_limit;
+		final_seats = (uint16_t)qs->cfg.concurrency_limit;
+	}
+	memset(r, 0, sizeof(*r));
+	r->initial_seats = initial_seats;
+	r->final_seats = final_seats;
+	r->seats = initial_seats > final_seats ? initial_seats : final_seats;
+	r->extra_latency_ns = final_seats ? extra_latency_ns : 0;
+	r->arrival_ns = now;
+	r->queue = FG_QS_NO_QUEUE;
+
+	if (qs->cfg.mode != FG_QS_QUEUE) {
+		if (qs->cfg.mode == FG_QS_REJECT && !fg_qs_fits(qs, r->seats)) {
+			qs->stats.rejected_concurrency++;
+			return FG_QS_REJECT_CONCURRENCY;
+		}
+		r->state = FG_QS_EXECUTING;
+		r->dispatch_ns = now;
+		r->guess_ns = qs->guess_ns;
+		qs->seats_in_use += r->seats;
+		qs->stats.dispatched++;
+		return FG_QS_EXECUTE;
+	}
+
+	uint32_t qi = choose_queue(qs, flow_hash);
+	struct fg_qs_queue *q = &qs->queues[qi];
+	if (qs->seats_in_use >= qs->cfg.concurrency_limit && q->n_waiting >= qs->cfg.queue_length_limit) {
+		qs->stats.rejected_queue_full++;
+		return FG_QS_REJECT_QUEUE_FULL; /* the youngest is the one refused */
+	}
+	/* An idle queue keeps what it owes (F_prev ahead of R: it was served
+	 * ahead of its share) but banks no credit (the start is bumped to R).
+	 * Across a wrap of R its old F_prev can no longer be compared, so it
+	 * restarts at R. */
+	if (!queue_active(q) && q->idle_epoch != qs->stats.epochs)
+		q->f_prev = qs->r;
+	r->queue = qi;
+	r->arrival_r = qs->r;
+	r->guess_ns = qs->guess_ns;
+	r->work = (uint64_t)initial_seats * qs->guess_ns + (uint64_t)final_seats * r->extra_latency_ns;
+	r->state = FG_QS_WAITING;
+
+	struct contribution before = contribution_of(q);
+	r->prev = q->tail;
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	q->n_waiting++;
+	q->seats_waiting += r->seats;
+	q->waiting_work += r->work;
+	qs->n_waiting++;
+	qs->seats_waiting += r->seats;
+	demand_changed(qs, before, contribution_of(q));
+	if (q->head == r)
+		rekey(qs, qi);
+	return FG_QS_QUEUED;
+}
+
+static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct fg_qs_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		q->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		q->tail = r->prev;
+	r->prev = r->next = NULL;
+	q->n_waiting--;
+	q->seats_waiting -= r->seats;
+	q->waiting_work -= r->work;
+	qs->n_waiting--;
+	qs->seats_waiting -= r->seats;
+}
+
+struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
+{
+	if (qs->cfg.mode != FG_QS_QUEUE)
+		return NULL;
+	advance(qs, now);
+	uint32_t qi = fg_skiplist_first(&qs->order);
+	if (qi == FG_SKIP_NIL)
+		return NULL;
+	struct fg_qs_queue *q = &qs->queues[qi];
+	struct fg_qs_req *r = q->head;
+	if (!fg_qs_fits(qs, r->seats)) {
+		qs->stats.blocked_by_width++;
+		return NULL; /* seats accumulate for this head; nothing bypasses it */
+	}
+	uint64_t start = later(q->f_prev, r->arrival_r);
+	q->f_prev = start + r->cost;
+	struct contribution before = contribution_of(q);
+	unlink_waiting(qs, q, r);
+	q->seats_executing += r->seats;
+	q->n_executing++;
+	demand_changed(qs, before, contribution_of(q));
+	rekey(qs, qi);
+	qs->seats_in_use += r->seats;
+	r->state = FG_QS_EXECUTING;
+	r->dispatch_ns = now;
+	qs->stats.dispatched++;
+	return r;
+}
+
+void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
+{
+	advance(qs, now);
+	struct fg_qs_queue *q = &qs->queues[r->queue];
+	bool was_head = q->head == r;
+	struct contribution before = contribution_of(q);
+	unlink_waiting(qs, q, r);
+	demand_changed(qs, before, contribution_of(q));
+	if (was_head)
+		rekey(qs, r->queue);
+	if (!queue_active(q))
+		q->idle_epoch = qs->stats.epochs;
+	r->state = FG_QS_IDLE;
+	qs->stats.removed++;
+}
+
+uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
+{
+	advance(qs, now);
+	int64_t actual = (int64_t)(now - r->dispatch_ns);
+	if (r->queue != FG_QS_NO_QUEUE) {
+		/* Replace the guess inside the work by what the request really took. */
+		struct fg_qs_queue *q = &qs->queues[r->queue];
+		q->f_prev += (uint64_t)((int64_t)r->initial_seats * (actual - (int64_t)r->guess_ns));
+		if (q->head)
+			rekey(qs, r->queue);
+	}
+	if (!qs->cfg.fixed_guess) {
+		/* Running mean over the first samples, then an EWMA (1/8). */
+		int64_t n = qs->guess_samples < 8 ? ++qs->guess_samples : 8;
+		qs->guess_ns += (uint64_t)((actual - (int64_t)qs->guess_ns) / n);
+	}
+	r->state = FG_QS_LINGERING;
+	if (r->extra_latency_ns == 0) {
+		fg_qs_release(qs, r, now);
+		return 0;
+	}
+	return now + r->extra_latency_ns;
+}
+
+void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
+{
+	advance(qs, now);
+	qs->seats_in_use -= r->seats;
+	if (r->queue != FG_QS_NO_QUEUE) {
+		struct fg_qs_queue *q = &qs->queues[r->queue];
+		struct contribution before = contribution_of(q);
+		q->seats_executing -= r->seats;
+		q->n_executing--;
+		demand_changed(qs, before, contribution_of(q));
+		if (!queue_active(q))
+			q->idle_epoch = qs->stats.epochs;
+	}
+	r->state = FG_QS_IDLE;
+	qs->stats.finished++;
+}

@@ -1,0 +1,165 @@
+/*
+ * queueset — one priority level's fair-queuing core (KEP-1040 queuing and
+ * dispatching, with max-min fairness and no windup).  docs/fair-queuing.md
+ * explains the algorithm; this header is the contract.
+ *
+ * - Modes: EXEMPT (never queued or rejected; seats still counted), REJECT (no
+ *   queues: runs now if the seats fit, else concurrency-limit) and QUEUE.
+ * - Arrival: shuffle sharding deals a hand of queues from the flow hash; the
+ *   request joins the hand's queue with the least waiting work (the first
+ *   card rotates per arrival, so ties spread).  It is refused (queue-full)
+ *   when no seat is free and that queue holds queue_length_limit requests.
+ * - Virtual time R advances at the max-min fair share of the seats left by
+ *   queues with nothing waiting (their executing seats are not preemptible)
+ *   over the demands (waiting + executing seats) of the queues that wait;
+ *   when every demand fits, at the largest consumption.  A queue's next
+ *   request starts at S = max(F_prev, R at its arrival) and finishes at
+ *   F = S + cost, cost = initial_seats * guess + final_seats * extra_latency
+ *   (seat-nanoseconds), priced when the request reaches the head.  Dispatch takes the smallest F (skip list; ties in
+ *   round-robin order) while the head's seats fit; a head that does not fit
+ *   blocks the level (nothing bypasses it); a head wider than the limit runs
+ *   alone.  A queue using less than its share is bumped to R on arrival, so
+ *   it banks no credit; a queue served ahead of its share keeps that debt,
+ *   even across idle periods.
+ * - Completion corrects F_prev by initial_seats * (actual - guess); seats stay
+ *   held for the extra latency, then are released.  The guess is learned:
+ *   the mean of the first 8 durations, then an EWMA with weight 1/8
+ *   (fixed_guess keeps Kubernetes' constant).
+ * - R is a uint64 in seat-ns that wraps; comparisons use signed differences
+ *   (`epochs` counts the wraps).
+ *
+ * Costs: O(log N) per arrival, dispatch, completion and removal (N = queues
+ * with waiting requests), plus O(hand^2) for the deal and O(log C) for the
+ * fair share.  No allocation after creation.
+ *
+ * Thread contract: one owner thread; time is passed in (ns, non-decreasing).
+ */
+#ifndef FG_QUEUESET_H
+#define FG_QUEUESET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fairshare.h"
+#include "shuffle.h"
+#include "skiplist.h"
+
+enum fg_qs_mode { FG_QS_EXEMPT = 0, FG_QS_REJECT = 1, FG_QS_QUEUE = 2 };
+
+enum fg_qs_verdict {
+	FG_QS_QUEUED = 0,             /* waiting: dispatch with fg_qs_dispatch_next */
+	FG_QS_EXECUTE,                /* executing now (exempt, or reject mode with room) */
+	FG_QS_REJECT_QUEUE_FULL,
+	FG_QS_REJECT_CONCURRENCY,
+};
+
+enum fg_qs_state { FG_QS_IDLE = 0, FG_QS_WAITING, FG_QS_EXECUTING, FG_QS_LINGERING };
+
+#define FG_QS_NO_QUEUE UINT32_MAX
+#define FG_QS_DEFAULT_GUESS_NS 3000000ull /* Kubernetes' G = 3 ms */
+
+struct fg_qs_config {
+	enum fg_qs_mode mode;
+	uint32_t queues;             /* QUEUE mode: number of queues */
+	uint32_t hand_size;
+	uint32_t queue_length_limit; /* requests per queue */
+	uint32_t concurrency_limit;  /* seats */
+	uint32_t max_seats;          /* width cap; 0 = none */
+	uint64_t initial_guess_ns;   /* first service-time guess; 0 = 3 ms */
+	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
+	uint64_t seed;               /* skip-list levels */
+};
+
+/* A request as the queue set sees it; embed it in the caller's request. */
+struct fg_qs_req {
+	struct fg_qs_req *prev, *next; /* queue links while waiting */
+	uint64_t arrival_ns;
+	uint64_t arrival_r;
+	uint64_t work;                 /* estimated seat-ns at arrival (shortest-queue choice) */
+	uint64_t cost;                 /* estimated seat-ns priced when it became head (ordering) */
+	uint64_t guess_ns;             /* the service-time guess inside cost */
+	uint64_t dispatch_ns;
+	uint64_t extra_latency_ns;
+	uint32_t queue;
+	uint16_t initial_seats, final_seats, seats; /* seats = held for the whole life */
+	uint8_t state;
+};
+
+struct fg_qs_queue {
+	struct fg_qs_req *head, *tail;
+	uint64_t f_prev;         /* virtual finish of the last dispatched request */
+	uint64_t waiting_work;   /* for the shortest-queue choice */
+	uint32_t n_waiting;
+	uint32_t seats_waiting, seats_executing;
+	uint32_t n_executing;    /* executing or lingering requests */
+	uint64_t idle_epoch;     /* wraps of R when the queue last went idle */
+};
+
+struct fg_qs_stats {
+	uint64_t arrived, dispatched, finished, removed;
+	uint64_t rejected_queue_full, rejected_concurrency;
+	uint64_t epochs;            /* wraps of R */
+	uint64_t blocked_by_width;  /* dispatch stopped on a head that did not fit */
+};
+
+struct fg_queueset {
+	struct fg_qs_config cfg;
+	struct fg_dealer dealer;
+	struct fg_qs_queue *queues;
+	struct fg_skiplist order;    /* queues with a waiting head, by head finish */
+	struct fg_fairshare share;   /* demands of queues with waiting requests */
+	struct fg_fairshare busy;    /* executing seats of queues with nothing waiting */
+	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
+	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
+	uint64_t last_ns;
+	uint64_t guess_ns;
+	uint64_t guess_samples;
+	uint64_t tie;                /* round-robin counter for equal finishes */
+	uint64_t enqueues;           /* rotates the first card */
+	uint32_t seats_in_use;
+	uint32_t n_waiting;
+	uint32_t seats_waiting;
+	struct fg_qs_stats stats;
+};
+
+/* 0, or -EINVAL (bad config: see fg_dealer_init for queues/hand) / -ENOMEM. */
+int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now_ns);
+void fg_qs_fini(struct fg_queueset *qs);
+
+/*
+ * A request arrives.  initial/final seats of 0 mean 1/0; widths are capped by
+ * max_seats; extra latency in ns.  On FG_QS_QUEUED call fg_qs_dispatch_next.
+ */
+enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
+				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns,
+				uint64_t now_ns);
+
+/* The next request to start executing, or NULL (nothing waits, or the chosen
+ * head does not fit yet). */
+struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now_ns);
+
+/* Take a waiting request out (time-out, cancel).  O(log N). */
+void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns);
+
+/*
+ * Execution ended (the response arrived).  Corrects the virtual finish by the
+ * real duration.  Returns 0 when the seats were released now, or the time at
+ * which the caller must call fg_qs_release (extra latency).
+ */
+uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns);
+void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns);
+
+/* Would a request of this many seats start now? */
+static inline bool fg_qs_fits(const struct fg_queueset *qs, uint32_t seats)
+{
+	if (qs->cfg.mode == FG_QS_EXEMPT)
+		return true;
+	if (seats > qs->cfg.concurrency_limit)
+		return qs->seats_in_use == 0; /* too wide: runs alone */
+	return qs->seats_in_use + seats <= qs->cfg.concurrency_limit;
+}
+
+/* The flow's hand (for explain and tests); cards must hold hand_size entries. */
+void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * Scenario tests: every tests/scenarios/ *.json runs through the simulator
+ * (the real queue set on a virtual clock) and each client's average seats
+ * are compared with the max-min ideal computed here, independently, from the
+ * scenario itself: demand = threads * initialSeats * exec / (exec + think)
+ * (open loop: rate * exec * initialSeats), water-filled over the level's
+ * concurrency.  The "expect" list of a scenario gives, per window, the
+ * margin and what else must hold.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "duration.h"
+#include "sim.h"
+#include "test.h"
+
+static const char *scenario_dir;
+
+static int64_t dur(json_t *o, const char *key, int64_t dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	int64_t ns;
+	return s && !fg_duration_parse(s, strlen(s), &ns) ? ns : dflt;
+}
+
+static double num(json_t *o, const char *key, double dflt)
+{
+	json_t *v = json_object_get(o, key);
+	return v ? json_number_value(v) : dflt;
+}
+
+/* Max-min water-filling by bisection (deliberately not the code under test). */
+static void water_fill(const double *demand, int n, double cap, double *alloc)
+{
+	double total = 0;
+	for (int i = 0; i < n; i++)
+		total += demand[i];
+	if (total <= cap) {
+		for (int i = 0; i < n; i++)
+			alloc[i] = demand[i];
+		return;
+	}
+	double lo = 0, hi = cap;
+	for (int it = 0; it < 200; it++) {
+		double mid = (lo + hi) / 2, s = 0;
+		for (int i = 0; i < n; i++)
+			s += fmin(demand[i], mid);
+		if (s > cap) hi = mid; else lo = mid;
+	}
+	for (int i = 0; i < n; i++)
+		alloc[i] = fmin(demand[i], lo);
+}
+
+/* The flow a client belongs to: merged groups share one flow. */
+static int flow_of(json_t *merge, const char *name, int own)
+{
+	size_t g, k;
+	json_t *grp, *m;
+	json_array_foreach(merge, g, grp) {
+		json_array_foreach(grp, k, m)
+			if (!strcmp(json_string_value(m), name))
+				return 100000 + (int)g;
+	}
+	return own;
+}
+
+static void check_window(const char *file, json_t *scn, json_t *exp, json_t *result)
+{
+	int w = (int)json_integer_value(json_object_get(exp, "window"));
+	double margin = num(exp, "margin", 0.01);
+	json_t *merge = json_object_get(exp, "merge");
+	json_t *clients = json_object_get(scn, "clients");
+	json_t *win = json_array_get(json_object_get(result, "windows"), (size_t)w);
+	json_t *got = json_object_get(win, "clients");
+	size_t n = json_array_size(clients);
+	int64_t from = 0, to = dur(scn, "duration", 0);
+	json_t *wins = json_object_get(scn, "windows");
+	if (wins) {
+		const char *spec = json_string_value(json_array_get(wins, (size_t)w));
+		const char *dash = strchr(spec, '-');
+		fg_duration_parse(spec, (size_t)(dash - spec), &from);
+		fg_duration_parse(dash + 1, strlen(dash + 1), &to);
+	}
+	/* Flows and their demands; a client counts if active over the whole window. */
+	double *demand = calloc(n, sizeof(double)), *alloc = calloc(n, sizeof(double)), *measured = calloc(n, sizeof(double));
+	int *flow_id = calloc(n, sizeof(int)), *flow_index = calloc(n, sizeof(int));
+	int n_flows = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_array_get(clients, i);
+		int id = flow_of(merge, json_string_value(json_object_get(c, "name")), (int)i);
+		int fi = -1;
+		for (int k = 0; k < n_flows; k++)
+			if (flow_id[k] == id)
+				fi = k;
+		if (fi < 0) {
+			fi = n_flows++;
+			flow_id[fi] = id;
+		}
+		flow_index[i] = fi;
+		double exec = (double)dur(c, "execTime", 1000000000LL), think = (double)dur(c, "thinkTime", 0);
+		double width = num(c, "initialSeats", 1), rate = num(c, "rate", 0);
+		int64_t start = dur(c, "startAt", 0), stop = dur(c, "stopAt", INT64_MAX);
+		if (start <= from && stop >= to)
+			demand[fi] += rate > 0 ? rate * exec / 1e9 * width : num(c, "threads", 1) * width * exec / (exec + think);
+		measured[fi] += json_real_value(json_object_get(json_array_get(got, i), "avgSeats"));
+	}
+	const char *lname = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(scn, "objects"), 0), "metadata"), "name"));
+	json_t *lvl0 = json_array_get(json_object_get(result, "levels"), 0);
+	const char *type = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(scn, "objects"), 0), "spec"), "type"));
+	double cap = type && !strcmp(type, "Exempt") ? INFINITY : (double)json_integer_value(json_object_get(lvl0, "concurrencyLimit"));
+	(void)lname;
+	const char *capacity = json_string_value(json_object_get(exp, "capacity"));
+	if (capacity && !strcmp(capacity, "used")) { /* fairness of the division of the seats actually used */
+		cap = 0;
+		for (int f = 0; f < n_flows; f++)
+			cap += measured[f];
+	}
+	water_fill(demand, n_flows, cap, alloc);
+	json_t *ideal = json_object_get(exp, "ideal");
+	double worst = 0;
+	for (int f = 0; f < n_flows; f++) {
+		double want = ideal ? json_number_value(json_array_get(ideal, (size_t)f)) : alloc[f];
+		double err = want > 0 ? fabs(measured[f] - want) / want : fabs(measured[f]);
+		if (err > worst)
+			worst = err;
+	}
+	int unfair = json_is_true(json_object_get(exp, "unfair"));
+	printf("  %s window %d: %d flows, worst relative error %.4f%% (margin %.4f%%)%s%s\n", file, w, n_flows,
+	       worst * 100, margin * 100, unfair ? " [must exceed]" : "", capacity ? " [of the seats used]" : "");
+	if (unfair)
+		CHECK(worst > margin);
+	else
+		CHECK(worst <= margin + 1e-12);
+	if (!unfair && worst > margin)
+		for (int f = 0; f < n_flows && f < 12; f++)
+			fprintf(stderr, "    flow %d: measured %.5f ideal %.5f\n", f, measured[f],
+				ideal ? json_number_value(json_array_get(ideal, (size_t)f)) : alloc[f]);
+	/* Rejections. */
+	uint64_t rejects = 0, want_reason = 0;
+	const char *reason = json_string_value(json_object_get(exp, "requireRejects"));
+	for (size_t i = 0; i < n; i++) {
+		json_t *rj = json_object_get(json_array_get(got, i), "rejected");
+		const char *k;
+		json_t *v;
+		json_object_foreach(rj, k, v) {
+			rejects += (uint64_t)json_integer_value(v);
+			if (reason && !strcmp(k, reason))
+				want_reason += (uint64_t)json_integer_value(v);
+		}
+	}
+	if (json_is_true(json_object_get(exp, "noRejects")))
+		CHECK_EQ(rejects, 0);
+	if (reason)
+		CHECK(want_reason > 0);
+	json_t *min_epochs = json_object_get(exp, "minEpochs");
+	if (min_epochs) {
+		json_int_t e = json_integer_value(json_object_get(lvl0, "epochs"));
+		printf("  %s: virtual time wrapped %lld times\n", file, (long long)e);
+		CHECK(e >= json_integer_value(min_epochs));
+	}
+	free(demand);
+	free(alloc);
+	free(measured);
+	free(flow_id);
+	free(flow_index);
+}
+
+static void run_file(const char *name)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", scenario_dir, name);
+	json_error_t je;
+	json_t *scn = json_load_file(path, 0, &je);
+	CHECK(scn != NULL);
+	if (!scn)
+		return;
+	char *text = json_dumps(scn, JSON_COMPACT);
+	char err[512];
+	struct fg_sim *s = fg_sim_load((const uint8_t *)text, strlen(text), err, sizeof(err));
+	free(text);
+	if (!s)
+		fprintf(stderr, "  %s: %s\n", name, err);
+	CHECK(s != NULL);
+	if (s) {
+		json_t *result = fg_sim_run(s);
+		CHECK(result != NULL);
+		size_t i;
+		json_t *exp;
+		json_array_foreach(json_object_get(scn, "expect"), i, exp)
+			if (result)
+				check_window(name, scn, exp, result);
+		json_decref(result);
+		fg_sim_free(s);
+	}
+	json_decref(scn);
+}
+
+TEST(all_scenarios)
+{
+	DIR *d = opendir(scenario_dir);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len > 5 && !strcmp(e->d_name + len - 5, ".json")) {
+			run_file(e->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	CHECK(n >= 15);
+}
+
+TEST(determinism)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/k8s_too_wide.json", scenario_dir);
+	json_t *scn = json_load_file(path, 0, NULL);
+	char *text = json_dumps(scn, JSON_COMPACT), err[256];
+	char *out[2];
+	for (int k = 0; k < 2; k++) {
+		struct fg_sim *s = fg_sim_load((const uint8_t *)text, strlen(text), err, sizeof(err));
+		json_t *r = fg_sim_run(s);
+		out[k] = json_dumps(r, JSON_COMPACT);
+		json_decref(r);
+		fg_sim_free(s);
+	}
+	CHECK_STR(out[0], out[1]);
+	free(out[0]);
+	free(out[1]);
+	free(text);
+	json_decref(scn);
+}
+
+static void expect_error(const char *json, const char *fragment)
+{
+	char err[512] = "";
+	struct fg_sim *s = fg_sim_load((const uint8_t *)json, strlen(json), err, sizeof(err));
+	CHECK(s == NULL);
+	if (!strstr(err, fragment)) {
+		fprintf(stderr, "  error \"%s\" lacks \"%s\"\n", err, fragment);
+		CHECK(0);
+	}
+	fg_sim_free(s);
+}
+
+TEST(bad_scenarios_name_the_field)
+{
+	expect_error("{", "malformed JSON");
+	expect_error("[]", "scenario: must be a JSON object");
+	expect_error("{\"clients\": []}", "clients: must be a non-empty list");
+	expect_error("{\"duration\": \"soon\", \"clients\": [{\"name\":\"a\"}]}", "duration: must be a duration");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}", "clients[0].threads: must be an integer");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"execTime\": \"1s\", \"thinkTime\": \"-2s\"}]}",
+		     "clients[0].thinkTime: must be at least -execTime");
+	expect_error("{\"clients\": [{}]}", "clients[0].name: required");
+	expect_error("{\"windows\": [\"5s-1s\"], \"clients\": [{\"name\":\"a\"}]}", "windows[0]");
+	expect_error("{\"objects\": [{\"kind\": \"FlowSchema\"}], \"clients\": [{\"name\":\"a\"}]}",
+		     "objects[0].kind: FlowSchema objects are not supported");
+	expect_error("{\"objects\": [{\"kind\": \"PriorityLevelConfiguration\", \"metadata\": {\"name\": \"p\"},"
+		     "\"spec\": {\"type\": \"Limited\", \"limited\": {\"limitResponse\": {\"type\": \"Queue\","
+		     "\"queuing\": {\"queues\": 512, \"handSize\": 8}}}}}], \"clients\": [{\"name\":\"a\"}]}",
+		     "handSize: 8 cards of 512 queues need 72 bits");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"priorityLevel\": \"nope\"}]}", "clients[0].priorityLevel");
+	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
+}
+
+int main_tests(void);
+#define main main_tests
+TEST_MAIN
+#undef main
+
+int main(int argc, char **argv)
+{
+	scenario_dir = argc > 1 ? argv[1] : "tests/scenarios";
+	return main_tests();
+}

@@ -1,0 +1,67 @@
+/* Unit tests of the skip list (common/skiplist.c) against a brute-force model. */
+#include <stdlib.h>
+
+#include "skiplist.h"
+#include "test.h"
+
+#define N 2000
+
+TEST(random_operations_match_a_model)
+{
+	struct fg_skiplist s;
+	CHECK_EQ(fg_skiplist_init(&s, N, 42), 0);
+	static uint64_t key[N], tie[N];
+	static int in[N];
+	unsigned seed = 9;
+	uint64_t t = 0;
+	for (int step = 0; step < 200000; step++) {
+		uint32_t i = (uint32_t)rand_r(&seed) % N;
+		if (in[i]) {
+			fg_skiplist_remove(&s, i);
+			in[i] = 0;
+		} else {
+			key[i] = (uint64_t)(rand_r(&seed) % 50); /* many equal keys: ties matter */
+			tie[i] = ++t;
+			fg_skiplist_insert(&s, i, key[i], tie[i]);
+			in[i] = 1;
+		}
+		if (step % 97 == 0) {
+			uint32_t best = FG_SKIP_NIL, count = 0;
+			for (uint32_t j = 0; j < N; j++)
+				if (in[j]) {
+					count++;
+					if (best == FG_SKIP_NIL || fg_skip_before(key[j], tie[j], key[best], tie[best]))
+						best = j;
+				}
+			CHECK_EQ(fg_skiplist_first(&s), best);
+			CHECK_EQ(s.count, count);
+		}
+	}
+	/* Walking level 0 gives sorted order. */
+	uint32_t prev = FG_SKIP_NIL;
+	for (uint32_t x = fg_skiplist_first(&s); x != FG_SKIP_NIL; x = s.nodes[x].next[0]) {
+		if (prev != FG_SKIP_NIL)
+			CHECK(fg_skip_before(key[prev], tie[prev], key[x], tie[x]));
+		prev = x;
+	}
+	fg_skiplist_fini(&s);
+}
+
+TEST(wrapping_keys_order_by_signed_difference)
+{
+	struct fg_skiplist s;
+	fg_skiplist_init(&s, 4, 1);
+	fg_skiplist_insert(&s, 0, UINT64_MAX - 10, 1); /* just before the wrap */
+	fg_skiplist_insert(&s, 1, 5, 2);               /* just after it: later */
+	fg_skiplist_insert(&s, 2, UINT64_MAX - 20, 3);
+	CHECK_EQ(fg_skiplist_first(&s), 2);
+	fg_skiplist_remove(&s, 2);
+	CHECK_EQ(fg_skiplist_first(&s), 0);
+	fg_skiplist_remove(&s, 0);
+	CHECK_EQ(fg_skiplist_first(&s), 1);
+	fg_skiplist_remove(&s, 1);
+	CHECK_EQ(fg_skiplist_first(&s), FG_SKIP_NIL);
+	fg_skiplist_fini(&s);
+}
+
+TEST_MAIN
