@@ -1,0 +1,233 @@
+/* Exact-behaviour unit tests of the queue set (common/queueset.c). */
+#include <errno.h>
+
+#include "queueset.h"
+#include "test.h"
+
+#define SEC 1000000000ull
+
+/* Queues = 64, hand 1, so flow hash h lands in queue h % 64. */
+static void init(struct fg_queueset *qs, uint32_t cl, uint32_t qll, uint64_t guess)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = qll,
+				  .concurrency_limit = cl, .initial_guess_ns = guess, .fixed_guess = true, .seed = 7 };
+	CHECK_EQ(fg_qs_init(qs, &c, 0), 0);
+}
+
+TEST(wide_head_blocks_until_seats_free)
+{
+	/* Kubernetes TestFindDispatchQueueLocked: C = 50, 26 seats in use, heads
+	 * of widths 25 (smallest finish) and 10: nothing dispatches until 25 are
+	 * in use; the narrow head never bypasses the wide one. */
+	struct fg_queueset qs;
+	init(&qs, 50, 10, SEC);
+	struct fg_qs_req a, b, wide, narrow;
+	CHECK_EQ(fg_qs_arrive(&qs, &a, 1, 25, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &a);
+	CHECK_EQ(fg_qs_arrive(&qs, &b, 1, 1, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &b);
+	CHECK_EQ(qs.seats_in_use, 26);
+	CHECK_EQ(fg_qs_arrive(&qs, &wide, 2, 25, 0, 0, 0), FG_QS_QUEUED);   /* F = 0 + 25 */
+	CHECK_EQ(fg_qs_arrive(&qs, &narrow, 1, 10, 0, 0, 0), FG_QS_QUEUED); /* F = 26 + 10 */
+	CHECK(fg_qs_dispatch_next(&qs, 0) == NULL);
+	CHECK_EQ(qs.stats.blocked_by_width, 1);
+	fg_qs_finish(&qs, &b, SEC); /* 25 in use now */
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &wide);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == NULL); /* 50 in use: the narrow one waits */
+	fg_qs_fini(&qs);
+}
+
+TEST(too_wide_runs_alone)
+{
+	struct fg_queueset qs;
+	init(&qs, 6, 10, SEC);
+	struct fg_qs_req small, wide;
+	fg_qs_arrive(&qs, &small, 1, 1, 0, 0, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &small);
+	fg_qs_arrive(&qs, &wide, 2, 7, 0, 0, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == NULL);
+	fg_qs_finish(&qs, &small, SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &wide);
+	CHECK_EQ(qs.seats_in_use, 7);
+	fg_qs_fini(&qs);
+}
+
+TEST(cancel_and_time_out_remove_in_place)
+{
+	/* Kubernetes TestContextCancel: C = 1, one executing, one queued behind it
+	 * and removed; the queue set is consistent afterwards. */
+	struct fg_queueset qs;
+	init(&qs, 1, 10, SEC);
+	struct fg_qs_req run, a, b, c;
+	fg_qs_arrive(&qs, &run, 5, 1, 0, 0, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &run);
+	fg_qs_arrive(&qs, &a, 5, 1, 0, 0, 0);
+	fg_qs_arrive(&qs, &b, 5, 1, 0, 0, 0);
+	fg_qs_arrive(&qs, &c, 5, 1, 0, 0, 0);
+	fg_qs_remove_waiting(&qs, &b, SEC);       /* from the middle */
+	fg_qs_remove_waiting(&qs, &a, SEC);       /* the head: the queue is re-keyed */
+	CHECK_EQ(qs.n_waiting, 1);
+	CHECK_EQ(qs.queues[5].n_waiting, 1);
+	CHECK(qs.queues[5].head == &c && qs.queues[5].tail == &c);
+	CHECK_EQ(qs.stats.removed, 2);
+	CHECK_EQ(a.state, FG_QS_IDLE);
+	fg_qs_finish(&qs, &run, SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &c);
+	fg_qs_fini(&qs);
+}
+
+TEST(request_work_arithmetic)
+{
+	/* Kubernetes TestRequestWork: G = 2s, {3 initial, 50 final, 70s}:
+	 * cost = 3*2s + 50*70s. */
+	struct fg_queueset qs;
+	init(&qs, 100, 10, 2 * SEC);
+	struct fg_qs_req busy, r;
+	fg_qs_arrive(&qs, &busy, 9, 100, 0, 0, 0);
+	fg_qs_dispatch_next(&qs, 0);
+	fg_qs_arrive(&qs, &r, 1, 3, 50, 70 * SEC, 0);
+	CHECK(r.cost == 3 * 2 * SEC + 50 * 70 * SEC);
+	CHECK_EQ(r.seats, 50);
+	fg_qs_fini(&qs);
+}
+
+TEST(queue_full_only_when_no_seat_is_free)
+{
+	struct fg_queueset qs;
+	init(&qs, 1, 2, SEC);
+	struct fg_qs_req r[5];
+	CHECK_EQ(fg_qs_arrive(&qs, &r[0], 3, 1, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &r[0]);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[1], 3, 1, 0, 0, 0), FG_QS_QUEUED);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[2], 3, 1, 0, 0, 0), FG_QS_QUEUED);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[3], 3, 1, 0, 0, 0), FG_QS_REJECT_QUEUE_FULL); /* the youngest */
+	CHECK_EQ(fg_qs_arrive(&qs, &r[4], 4, 1, 0, 0, 0), FG_QS_QUEUED);           /* another queue */
+	CHECK_EQ(qs.stats.rejected_queue_full, 1);
+	fg_qs_fini(&qs);
+}
+
+TEST(exempt_and_reject_modes)
+{
+	struct fg_queueset ex, rj;
+	struct fg_qs_config c = { .mode = FG_QS_EXEMPT };
+	CHECK_EQ(fg_qs_init(&ex, &c, 0), 0);
+	struct fg_qs_req r[4];
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(fg_qs_arrive(&ex, &r[i], 1, 1000, 0, 0, 0), FG_QS_EXECUTE);
+	CHECK_EQ(ex.seats_in_use, 4000);
+	fg_qs_finish(&ex, &r[0], SEC);
+	CHECK_EQ(ex.seats_in_use, 3000);
+	fg_qs_fini(&ex);
+
+	c = (struct fg_qs_config){ .mode = FG_QS_REJECT, .concurrency_limit = 4 };
+	CHECK_EQ(fg_qs_init(&rj, &c, 0), 0);
+	CHECK_EQ(fg_qs_arrive(&rj, &r[0], 1, 3, 0, 0, 0), FG_QS_EXECUTE);
+	CHECK_EQ(fg_qs_arrive(&rj, &r[1], 1, 2, 0, 0, 0), FG_QS_REJECT_CONCURRENCY);
+	CHECK_EQ(fg_qs_arrive(&rj, &r[1], 1, 1, 0, 0, 0), FG_QS_EXECUTE);
+	fg_qs_finish(&rj, &r[0], SEC);
+	fg_qs_finish(&rj, &r[1], SEC);
+	CHECK_EQ(fg_qs_arrive(&rj, &r[2], 1, 9, 0, 0, SEC), FG_QS_EXECUTE); /* too wide, alone */
+	CHECK_EQ(fg_qs_arrive(&rj, &r[3], 1, 1, 0, 0, SEC), FG_QS_REJECT_CONCURRENCY);
+	CHECK_EQ(rj.stats.rejected_concurrency, 2);
+	fg_qs_fini(&rj);
+	struct fg_queueset bad;
+	c = (struct fg_qs_config){ .mode = FG_QS_QUEUE, .queues = 512, .hand_size = 8, .queue_length_limit = 1,
+				   .concurrency_limit = 1 };
+	CHECK_EQ(fg_qs_init(&bad, &c, 0), -EINVAL);
+}
+
+TEST(extra_latency_holds_seats)
+{
+	struct fg_queueset qs;
+	init(&qs, 2, 10, SEC);
+	struct fg_qs_req r, w;
+	fg_qs_arrive(&qs, &r, 1, 1, 2, SEC / 2, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == &r);
+	CHECK_EQ(qs.seats_in_use, 2); /* max(initial, final) for the whole life */
+	fg_qs_arrive(&qs, &w, 2, 1, 0, 0, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == NULL);
+	uint64_t release = fg_qs_finish(&qs, &r, SEC);
+	CHECK(release == SEC + SEC / 2);
+	CHECK_EQ(r.state, FG_QS_LINGERING);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == NULL);
+	fg_qs_release(&qs, &r, release);
+	CHECK(fg_qs_dispatch_next(&qs, release) == &w);
+	fg_qs_fini(&qs);
+}
+
+TEST(guess_is_learned_and_corrects_finish)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 100,
+				  .concurrency_limit = 1, .seed = 1 };
+	struct fg_queueset qs;
+	fg_qs_init(&qs, &c, 0);
+	uint64_t now = 0;
+	for (int i = 0; i < 40; i++) {
+		struct fg_qs_req r;
+		fg_qs_arrive(&qs, &r, 1, 1, 0, 0, now);
+		CHECK(fg_qs_dispatch_next(&qs, now) == &r);
+		now += 10000000; /* 10 ms */
+		fg_qs_finish(&qs, &r, now);
+	}
+	CHECK(qs.guess_ns == 10000000);
+	/* The queue's virtual finish counts real durations, not the first guess. */
+	CHECK(qs.queues[1].f_prev >= 39 * 10000000ull);
+	fg_qs_fini(&qs);
+}
+
+TEST(shortest_queue_of_the_hand)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 16, .hand_size = 2, .queue_length_limit = 100,
+				  .concurrency_limit = 1, .fixed_guess = true, .initial_guess_ns = SEC, .seed = 1 };
+	struct fg_queueset qs;
+	fg_qs_init(&qs, &c, 0);
+	uint32_t hand[2];
+	fg_qs_hand(&qs, 12345, hand);
+	struct fg_qs_req r[3];
+	fg_qs_arrive(&qs, &r[0], 12345, 1, 0, 0, 0);
+	fg_qs_arrive(&qs, &r[1], 12345, 1, 0, 0, 0);
+	fg_qs_arrive(&qs, &r[2], 12345, 1, 0, 0, 0);
+	CHECK(r[0].queue == hand[0] || r[0].queue == hand[1]);
+	CHECK(r[1].queue != r[0].queue);                 /* the emptier card */
+	CHECK(r[2].queue == hand[0] || r[2].queue == hand[1]);
+	CHECK_EQ(qs.queues[hand[0]].n_waiting + qs.queues[hand[1]].n_waiting, 3);
+	fg_qs_fini(&qs);
+}
+
+TEST(virtual_time_wraps_after_91_days)
+{
+	/* Two flows of 500-seat, 91-day requests on 2000 seats: R passes 2^64
+	 * seat-ns, and the two flows still alternate evenly. */
+	struct fg_queueset qs;
+	init(&qs, 2000, 100, 3000000);
+	uint64_t day = 86400 * SEC, now = 0;
+	struct fg_qs_req r[2][8];
+	unsigned got[2] = { 0, 0 };
+	for (int f = 0; f < 2; f++)
+		for (int i = 0; i < 8; i++)
+			fg_qs_arrive(&qs, &r[f][i], (uint64_t)(f + 1), 500, 0, 0, now);
+	struct fg_qs_req *running[4];
+	unsigned n_run = 0;
+	for (int step = 0; step < 60; step++) {
+		struct fg_qs_req *d;
+		while ((d = fg_qs_dispatch_next(&qs, now))) {
+			running[n_run++] = d;
+			got[d->queue == 1 ? 0 : 1]++;
+		}
+		now += 91 * day;
+		for (unsigned i = 0; i < n_run; i++) {
+			struct fg_qs_req *x = running[i];
+			uint32_t q = x->queue;
+			fg_qs_finish(&qs, x, now);
+			fg_qs_arrive(&qs, x, q, 500, 0, 0, now); /* closed loop, same flow */
+		}
+		n_run = 0;
+	}
+	CHECK(qs.stats.epochs >= 1);
+	CHECK(got[0] + got[1] == 240);
+	CHECK(got[0] == got[1]);
+	printf("  %llu wraps of R; dispatches %u / %u\n", (unsigned long long)qs.stats.epochs, got[0], got[1]);
+	fg_qs_fini(&qs);
+}
+
+TEST_MAIN
