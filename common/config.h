@@ -26,7 +26,9 @@ struct fg_config {
 	struct rcu_head rcu;
 	uint64_t generation;
 	uint32_t seat_limit;
-	uint32_t queue_length_limit;
+	uint32_t queues;             /* the level's queue set */
+	uint32_t hand_size;
+	uint32_t queue_length_limit; /* per queue */
 	uint64_t queue_wait_ns;
 	uint64_t backend_timeout_ns;
 	uint32_t retry_after_ms;

@@ -8,7 +8,10 @@
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
 #define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
-#define FG_DEFAULT_QUEUE_LENGTH_LIMIT 1000u  /* requests waiting in the level's queue */
+#define FG_DEFAULT_QUEUES 128u              /* Kubernetes' global-default level */
+#define FG_DEFAULT_HAND_SIZE 6u
+#define FG_DEFAULT_QUEUE_LENGTH_LIMIT 50u    /* requests per queue */
+#define FG_MAX_QUEUE_LENGTH_LIMIT (1u << 20)
 #define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
 #define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull

@@ -15,27 +15,30 @@
 #include <stdint.h>
 
 #include "pkt.h"
+#include "queueset.h"
 
 #define FG_REQ_NIL UINT32_MAX
 #define FG_DISPATCH_GEN_BITS 24u
 #define FG_DISPATCH_GEN_MASK ((1u << FG_DISPATCH_GEN_BITS) - 1)
 #define FG_MAX_WORKERS 256u
 
-enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING };
+/* LINGERING: answered, but its seats stay held for the extra latency. */
+enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING, FG_REQ_LINGERING };
 
 struct fg_req {
 	uint32_t prev, next;   /* links in the list the request is on */
 	uint32_t gen;          /* generation, FG_DISPATCH_GEN_BITS wide */
 	uint8_t state;
 	uint8_t backend;       /* index into the config's backends while executing */
-	uint16_t seats;
 	uint32_t flow;         /* flow statistics slot */
 	uint64_t client_id;    /* the client's own request id, restored on answers */
 	uint64_t arrival_ns;
 	uint64_t deadline_ns;  /* waiting: wait limit; executing: backend timeout */
 	uint64_t client_deadline_ns; /* from the client's deadline hint; UINT64_MAX = none */
 	struct fg_endpoint client;
+	uint64_t release_ns;   /* lingering: when the seats are released */
 	struct fg_pkt pkt;     /* held while waiting; handle NULL otherwise */
+	struct fg_qs_req qs;   /* the queue set's view of the request */
 };
 
 struct fg_reqlist {

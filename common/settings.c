@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "shuffle.h"
 
 #define SETTINGS_API_VERSION "fairgate.dev/v1alpha1"
 #define SETTINGS_KIND "FairgateSettings"
@@ -39,6 +40,8 @@ void fg_settings_defaults(struct fg_settings *s)
 	fg_endpoint_parse(FG_DEFAULT_LISTEN, &s->listen);
 	snprintf(s->control_socket, sizeof(s->control_socket), "%s", FG_DEFAULT_CONTROL_SOCKET);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
+	s->queues = FG_DEFAULT_QUEUES;
+	s->hand_size = FG_DEFAULT_HAND_SIZE;
 	s->queue_length_limit = FG_DEFAULT_QUEUE_LENGTH_LIMIT;
 	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
@@ -188,7 +191,9 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	}
 	get_backends(spec, &next, errs);
 	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
-	get_uint(spec, "queueLengthLimit", 0, FG_MAX_MAX_REQUESTS, &next.queue_length_limit, errs);
+	get_uint(spec, "queues", 1, FG_DEALER_MAX_DECK, &next.queues, errs);
+	get_uint(spec, "handSize", 1, FG_DEALER_MAX_HAND, &next.hand_size, errs);
+	get_uint(spec, "queueLengthLimit", 1, FG_MAX_QUEUE_LENGTH_LIMIT, &next.queue_length_limit, errs);
 	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
 	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
 	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
@@ -197,7 +202,7 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	const char *key;
 	json_object_foreach(spec, key, v) {
 		static const char *const known[] = { "io", "listen", "controlSocket", "backends",
-			"serverConcurrencyLimit", "queueLengthLimit", "maxRequests", "retryAfterMillis",
+			"serverConcurrencyLimit", "queues", "handSize", "queueLengthLimit", "maxRequests", "retryAfterMillis",
 			"queueWaitLimit", "backendTimeout", "shutdownGrace" };
 		size_t k = 0;
 		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
@@ -219,11 +224,17 @@ out:
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 {
 	unsigned before = errs->count;
-	if (s->max_requests < s->queue_length_limit + s->seat_limit)
+	uint64_t need = (uint64_t)s->queues * s->queue_length_limit + s->seat_limit;
+	if (s->max_requests < need)
 		fg_errors_add(errs, "spec.maxRequests",
-			      "must hold the queue and the executing requests: at least "
-			      "queueLengthLimit + serverConcurrencyLimit = %u, got %u",
-			      s->queue_length_limit + s->seat_limit, s->max_requests);
+			      "must hold the queued and the executing requests: at least "
+			      "queues * queueLengthLimit + serverConcurrencyLimit = %llu, got %u",
+			      (unsigned long long)need, s->max_requests);
+	struct fg_dealer d;
+	if (fg_dealer_init(&d, s->queues, s->hand_size))
+		fg_errors_add(errs, "spec.handSize",
+			      "%u cards of %u queues need %u bits of entropy; at most %u (and handSize <= queues)",
+			      s->hand_size, s->queues, fg_dealer_required_bits(s->queues, s->hand_size), FG_DEALER_MAX_BITS);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (fg_endpoint_same_addr(&s->backends[i].ep, &s->listen)) {
 			char path[64];
@@ -240,6 +251,8 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, uint64_t gene
 		return NULL;
 	c->generation = generation;
 	c->seat_limit = s->seat_limit;
+	c->queues = s->queues;
+	c->hand_size = s->hand_size;
 	c->queue_length_limit = s->queue_length_limit;
 	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
 	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;

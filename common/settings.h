@@ -20,7 +20,9 @@ struct fg_settings {
 	struct fg_endpoint listen;
 	char control_socket[108];
 	uint32_t seat_limit;
-	uint32_t queue_length_limit;
+	uint32_t queues;
+	uint32_t hand_size;
+	uint32_t queue_length_limit; /* per queue */
 	int64_t queue_wait_ns;
 	int64_t backend_timeout_ns;
 	int64_t shutdown_grace_ns;

@@ -80,8 +80,9 @@ json_t *fg_status_json(const struct fg_control_view *v)
 
 	rcu_thread_online();
 	struct fg_config *cfg = rcu_dereference(*v->config_ptr);
-	json_t *level = json_pack("{s:s, s:i, s:i, s:I, s:I, s:I}", "name", FG_LEVEL_NAME,
-		"seatLimit", (int)cfg->seat_limit, "queueLengthLimit", (int)cfg->queue_length_limit,
+	json_t *level = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "name", FG_LEVEL_NAME,
+		"seatLimit", (int)cfg->seat_limit, "queues", (int)cfg->queues, "handSize", (int)cfg->hand_size,
+		"queueLengthLimit", (int)cfg->queue_length_limit,
 		"seatsInUse", (json_int_t)seats, "waiting", (json_int_t)waiting, "executing", (json_int_t)executing);
 	json_int_t generation = (json_int_t)cfg->generation;
 	json_int_t n_backends = (json_int_t)cfg->n_backends;

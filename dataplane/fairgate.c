@@ -15,6 +15,7 @@
 #include "defs.h"
 #include "dpdk_io.h"
 #include "duration.h"
+#include "shuffle.h"
 #include "settings.h"
 #include "sock_io.h"
 #include "worker.h"
@@ -39,7 +40,9 @@ static void usage(FILE *f)
 		"  --backend ADDR:PORT[@MAC]  a backend; repeat for several (default none)\n"
 		"  --control-socket PATH    control socket (default %s)\n"
 		"  --seat-limit N           serverConcurrencyLimit in seats (default %u)\n"
-		"  --queue-length N         requests allowed to wait (default %u)\n"
+		"  --queues N               queues of the level (default %u)\n"
+		"  --hand-size N            shuffle-sharding hand size (default %u)\n"
+		"  --queue-length N         requests allowed to wait per queue (default %u)\n"
 		"  --queue-wait DURATION    longest wait before REJECT time-out (default 15s)\n"
 		"  --backend-timeout DURATION  longest execution before REJECT backend-timeout (default 30s)\n"
 		"  --shutdown-grace DURATION   wait for executing requests on SIGTERM (default 5s)\n"
@@ -52,8 +55,8 @@ static void usage(FILE *f)
 		"  fairgate --io dpdk --listen 192.0.2.2:7400 -- --no-huge -m 512 --no-pci \\\n"
 		"      --no-shconf --file-prefix=fg1 --vdev=net_tap0,iface=fgtap0\n"
 		"Exit status: 0 clean shutdown, 1 runtime failure, 2 bad settings.\n",
-		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT,
-		FG_DEFAULT_QUEUE_LENGTH_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
+		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT, FG_DEFAULT_QUEUES,
+		FG_DEFAULT_HAND_SIZE, FG_DEFAULT_QUEUE_LENGTH_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
 }
 
 static int read_file(const char *path, uint8_t **buf, size_t *len)
@@ -107,7 +110,8 @@ static int parse_dur(const char *s, int64_t *out)
 }
 
 enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS, OPT_QLEN,
-       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION };
+       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION,
+       OPT_QUEUES, OPT_HAND };
 
 static const struct option long_opts[] = {
 	{ "config", required_argument, 0, OPT_CONFIG }, { "io", required_argument, 0, OPT_IO },
@@ -117,7 +121,8 @@ static const struct option long_opts[] = {
 	{ "backend-timeout", required_argument, 0, OPT_BTIMEOUT },
 	{ "shutdown-grace", required_argument, 0, OPT_GRACE }, { "retry-after-ms", required_argument, 0, OPT_RETRY },
 	{ "max-requests", required_argument, 0, OPT_MAXREQ }, { "check", no_argument, 0, OPT_CHECK },
-	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
+	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION },
+	{ "queues", required_argument, 0, OPT_QUEUES }, { "hand-size", required_argument, 0, OPT_HAND }, { 0, 0, 0, 0 },
 };
 
 /* Two passes: --config first (so flags override the file), then the flags. */
@@ -169,7 +174,9 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 				snprintf(s->control_socket, sizeof(s->control_socket), "%s", optarg);
 			break;
 		case OPT_SEATS: bad = parse_u32(optarg, 1, FG_MAX_SEAT_LIMIT, &s->seat_limit) != 0; break;
-		case OPT_QLEN: bad = parse_u32(optarg, 0, FG_MAX_MAX_REQUESTS, &s->queue_length_limit) != 0; break;
+		case OPT_QLEN: bad = parse_u32(optarg, 1, FG_MAX_QUEUE_LENGTH_LIMIT, &s->queue_length_limit) != 0; break;
+		case OPT_QUEUES: bad = parse_u32(optarg, 1, FG_DEALER_MAX_DECK, &s->queues) != 0; break;
+		case OPT_HAND: bad = parse_u32(optarg, 1, FG_DEALER_MAX_HAND, &s->hand_size) != 0; break;
 		case OPT_MAXREQ: bad = parse_u32(optarg, 1, FG_MAX_MAX_REQUESTS, &s->max_requests) != 0; break;
 		case OPT_RETRY: bad = parse_u32(optarg, 0, 3600000, &s->retry_after_ms) != 0; break;
 		case OPT_QWAIT: bad = parse_dur(optarg, &s->queue_wait_ns) != 0; break;
@@ -196,10 +203,10 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 static void print_settings(const struct fg_settings *s)
 {
 	char ep[32], d1[32], d2[32], d3[32];
-	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\nqueueLengthLimit: %u\n"
+	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\nqueues: %u\nhandSize: %u\nqueueLengthLimit: %u\n"
 	       "queueWaitLimit: %s\nbackendTimeout: %s\nshutdownGrace: %s\nretryAfterMillis: %u\nmaxRequests: %u\nbackends:\n",
 	       s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s->listen, ep, sizeof(ep)),
-	       s->control_socket, s->seat_limit, s->queue_length_limit,
+	       s->control_socket, s->seat_limit, s->queues, s->hand_size, s->queue_length_limit,
 	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
 	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
 	for (uint32_t i = 0; i < s->n_backends; i++)
@@ -217,12 +224,12 @@ static void run_worker(struct fg_worker *w, const struct fg_settings *s)
 		if (stop_signal && !shutting_down) {
 			shutting_down = 1;
 			drain_deadline = now + (uint64_t)s->shutdown_grace_ns;
-			fg_worker_drain(w, cfg);
+			fg_worker_drain(w, cfg, now);
 		}
 		unsigned n = fg_worker_poll(w, cfg, now);
 		FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
 		if (shutting_down && (w->executing.count == 0 || now >= drain_deadline)) {
-			fg_worker_abort_executing(w, cfg);
+			fg_worker_abort_executing(w, cfg, now);
 			return;
 		}
 		if (n == 0 && w->io.ops->wait) {
@@ -271,7 +278,8 @@ int main(int argc, char **argv)
 	char errbuf[256], ep[32];
 	int err = 0;
 	rc = 1;
-	uint32_t n_buffers = s.queue_length_limit + FG_RX_BURST * 4;
+	/* Waiting requests hold their datagram: room for every queue full. */
+	uint32_t n_buffers = s.queues * s.queue_length_limit + FG_RX_BURST * 4;
 	if (s.io == FG_IO_DPDK) {
 		argv[own_argc] = argv[0]; /* EAL wants a program name first */
 		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, errbuf, sizeof(errbuf));
@@ -297,8 +305,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	fg_config_publish(&published_config, fg_settings_compile(&s, 1));
-	if (!published_config) {
-		fprintf(stderr, "fairgate: out of memory\n");
+	if (!published_config || fg_worker_configure(w, published_config, fg_now_ns())) {
+		fprintf(stderr, "fairgate: out of memory for the queue set\n");
 		goto out;
 	}
 	struct fg_worker_stats *stats[1] = { &w->stats };

@@ -2,12 +2,19 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "flowhash.h"
 #include "proto.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
+
+static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req *q)
+{
+	const struct fg_req *r = (const struct fg_req *)((const char *)q - offsetof(struct fg_req, qs));
+	return (uint32_t)(r - w->reqs.slots);
+}
 
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests)
 {
@@ -19,7 +26,15 @@ int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t m
 	fg_reqlist_init(&w->waiting);
 	fg_reqlist_init(&w->executing);
 	fg_stats_init(&w->stats);
-	return fg_reqtable_init(&w->reqs, max_requests);
+	w->lingering = malloc(sizeof(*w->lingering) * max_requests);
+	if (!w->lingering)
+		return -ENOMEM;
+	int rc = fg_reqtable_init(&w->reqs, max_requests);
+	if (rc) {
+		free(w->lingering);
+		w->lingering = NULL;
+	}
+	return rc;
 }
 
 void fg_worker_fini(struct fg_worker *w)
@@ -29,7 +44,63 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt.handle)
 			w->io.ops->free(w->io.ctx, &w->reqs.slots[i].pkt);
 	fg_reqtable_fini(&w->reqs);
+	fg_qs_fini(&w->level);
+	free(w->lingering);
+	w->lingering = NULL;
 }
+
+int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	struct fg_qs_config qc = {
+		.mode = FG_QS_QUEUE, .queues = cfg->queues, .hand_size = cfg->hand_size,
+		.queue_length_limit = cfg->queue_length_limit, .concurrency_limit = cfg->seat_limit,
+		.seed = 0x1040 + w->id,
+	};
+	fg_qs_fini(&w->level);
+	w->level_generation = cfg->generation;
+	return fg_qs_init(&w->level, &qc, now);
+}
+
+/* --- lingering seats: a binary min-heap on release_ns ------------------ */
+
+static inline uint64_t linger_key(const struct fg_worker *w, uint32_t i)
+{
+	return w->reqs.slots[w->lingering[i]].release_ns;
+}
+
+static void linger_push(struct fg_worker *w, uint32_t slot)
+{
+	uint32_t i = w->n_lingering++;
+	w->lingering[i] = slot;
+	while (i && linger_key(w, (i - 1) / 2) > linger_key(w, i)) {
+		uint32_t p = (i - 1) / 2, t = w->lingering[p];
+		w->lingering[p] = w->lingering[i];
+		w->lingering[i] = t;
+		i = p;
+	}
+}
+
+static uint32_t linger_pop(struct fg_worker *w)
+{
+	uint32_t top = w->lingering[0];
+	w->lingering[0] = w->lingering[--w->n_lingering];
+	for (uint32_t i = 0;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= w->n_lingering)
+			break;
+		if (c + 1 < w->n_lingering && linger_key(w, c + 1) < linger_key(w, c))
+			c++;
+		if (linger_key(w, i) <= linger_key(w, c))
+			break;
+		uint32_t t = w->lingering[c];
+		w->lingering[c] = w->lingering[i];
+		w->lingering[i] = t;
+		i = c;
+	}
+	return top;
+}
+
+/* --- sending ----------------------------------------------------------- */
 
 static void flush(struct fg_worker *w)
 {
@@ -59,7 +130,7 @@ static void count_reject(struct fg_worker *w, uint32_t flow, enum fg_reject_reas
 	FG_STAT_ADD(w->stats.flows[flow].rejected, 1);
 }
 
-/* Answer a request whose packet is gone (executing): a fresh buffer. */
+/* Answer a request whose packet is gone (it went to a backend): a fresh buffer. */
 static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, struct fg_req *r,
 			     enum fg_reject_reason reason)
 {
@@ -73,24 +144,40 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 	reject_in_place(w, cfg, &pkt, r->client_id, reason);
 }
 
+/* --- state changes ----------------------------------------------------- */
+
+static void publish_level(struct fg_worker *w)
+{
+	FG_STAT_SET(w->stats.waiting, w->waiting.count);
+	FG_STAT_SET(w->stats.executing, w->executing.count);
+	FG_STAT_SET(w->stats.seats_in_use, w->level.seats_in_use);
+}
+
 static void leave_waiting(struct fg_worker *w, uint32_t slot)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->waiting, slot);
-	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_ADD(w->stats.flows[r->flow].waiting, -1);
 }
 
-static void leave_executing(struct fg_worker *w, uint32_t slot)
+/* The request stops executing; its seats go back now or after its extra latency. */
+static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bool answered)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
-	w->seats_in_use -= r->seats;
-	w->backend_outstanding[r->backend] -= r->seats;
-	FG_STAT_SET(w->stats.executing, w->executing.count);
-	FG_STAT_SET(w->stats.seats_in_use, w->seats_in_use);
+	w->backend_outstanding[r->backend] -= r->qs.seats;
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
-	fg_reqtable_release(&w->reqs, slot);
+	uint64_t release = fg_qs_finish(&w->level, &r->qs, now);
+	if (release && answered) {
+		r->state = FG_REQ_LINGERING;
+		r->release_ns = release;
+		linger_push(w, slot);
+	} else {
+		if (release)
+			fg_qs_release(&w->level, &r->qs, now); /* a failed request holds nothing longer */
+		fg_reqtable_release(&w->reqs, slot);
+	}
+	publish_level(w);
 }
 
 /* Least outstanding seats wins; ties go to the lowest index. */
@@ -103,7 +190,7 @@ static unsigned pick_backend(const struct fg_worker *w, const struct fg_config *
 	return best;
 }
 
-/* Send a waiting (or just admitted) request to a backend.  The packet's id
+/* Send a request the queue set just admitted to a backend.  The packet's id
  * becomes the dispatch id; the client's id stays in the slot. */
 static void start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
 {
@@ -112,14 +199,12 @@ static void start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->state = FG_REQ_EXECUTING;
 	r->backend = (uint8_t)b;
 	r->deadline_ns = now + cfg->backend_timeout_ns;
-	w->seats_in_use += r->seats;
-	w->backend_outstanding[b] += r->seats;
+	w->backend_outstanding[b] += r->qs.seats;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
-	FG_STAT_SET(w->stats.executing, w->executing.count);
-	FG_STAT_SET(w->stats.seats_in_use, w->seats_in_use);
 	FG_STAT_ADD(w->stats.dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
+	publish_level(w);
 
 	struct fg_pkt pkt = r->pkt;
 	r->pkt.handle = NULL;
@@ -128,59 +213,64 @@ static void start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	send_pkt(w, &pkt);
 }
 
-static uint16_t request_seats(const struct fg_msg *m, const struct fg_config *cfg)
-{
-	uint32_t seats = m->hdr.seats ? m->hdr.seats : 1;
-	return (uint16_t)(seats < cfg->seat_limit ? seats : cfg->seat_limit);
-}
+/* --- arrivals and answers ---------------------------------------------- */
 
 static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
 			   const struct fg_msg *m, uint64_t now)
 {
 	FG_STAT_ADD(w->stats.received, 1);
-	uint64_t hash = fg_flow_hash(FG_SCHEMA_NAME, sizeof(FG_SCHEMA_NAME) - 1,
-				     m->user.ptr ? m->user.ptr : "", m->user.len);
-	uint32_t flow = fg_stats_flow(&w->stats, hash, m->user.ptr ? m->user.ptr : "", m->user.len);
+	const char *user = m->user.ptr ? m->user.ptr : "";
+	uint64_t hash = fg_flow_hash(FG_SCHEMA_NAME, sizeof(FG_SCHEMA_NAME) - 1, user, m->user.len);
+	uint32_t flow = fg_stats_flow(&w->stats, hash, user, m->user.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
 
 	enum fg_reject_reason reason = FG_REJECT_NONE;
-	uint16_t seats = request_seats(m, cfg);
-	bool runs_now = w->waiting.count == 0 && w->seats_in_use + seats <= cfg->seat_limit;
+	uint32_t slot = FG_REQ_NIL;
 	if (unlikely(w->draining))
 		reason = FG_REJECT_SHUTTING_DOWN;
 	else if (unlikely(cfg->n_backends == 0))
 		reason = FG_REJECT_NO_BACKEND;
-	else if (!runs_now && w->waiting.count >= cfg->queue_length_limit)
-		reason = FG_REJECT_QUEUE_FULL;
-	uint32_t slot = reason ? FG_REQ_NIL : fg_reqtable_alloc(&w->reqs);
-	if (reason == FG_REJECT_NONE && slot == FG_REQ_NIL)
-		reason = FG_REJECT_QUEUE_FULL; /* table sized by validation; defensive */
+	else if (unlikely((slot = fg_reqtable_alloc(&w->reqs)) == FG_REQ_NIL))
+		reason = FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
+	if (!reason) {
+		struct fg_req *r = &w->reqs.slots[slot];
+		switch (fg_qs_arrive(&w->level, &r->qs, hash, m->hdr.seats, m->hdr.final_seats,
+				     (uint64_t)m->hdr.extra_latency_us * 1000, now)) {
+		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
+		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
+		default: break;
+		}
+		if (reason)
+			fg_reqtable_release(&w->reqs, slot);
+	}
 	if (reason) {
 		count_reject(w, flow, reason);
 		reject_in_place(w, cfg, pkt, m->hdr.request_id, reason);
 		return;
 	}
 	struct fg_req *r = &w->reqs.slots[slot];
-	r->seats = seats;
 	r->flow = flow;
 	r->client_id = m->hdr.request_id;
 	r->client = pkt->peer;
 	r->arrival_ns = now;
 	r->client_deadline_ns = m->hdr.deadline_ms ? now + m->hdr.deadline_ms * 1000000ull : UINT64_MAX;
 	r->pkt = *pkt;
-	if (runs_now) {
+	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
 		start_executing(w, cfg, slot, now);
 		return;
 	}
 	r->state = FG_REQ_WAITING;
 	r->deadline_ns = now + cfg->queue_wait_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->waiting, slot);
-	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_ADD(w->stats.flows[flow].waiting, 1);
+	publish_level(w);
+	/* Dispatch at once, so that the next arrival's queue-full test sees the
+	 * seats this one took (KEP "Queuing"). */
+	fg_worker_dispatch(w, cfg, now);
 }
 
 static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			  const struct fg_msg *m)
+			  const struct fg_msg *m, uint64_t now)
 {
 	uint32_t slot = fg_reqtable_lookup(&w->reqs, w->id, m->hdr.request_id);
 	struct fg_req *r = slot == FG_REQ_NIL ? NULL : &w->reqs.slots[slot];
@@ -199,7 +289,7 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	}
 	fg_proto_set_request_id(pkt->data, r->client_id);
 	pkt->peer = r->client;
-	leave_executing(w, slot);
+	leave_executing(w, slot, now, true);
 	send_pkt(w, pkt);
 }
 
@@ -225,22 +315,26 @@ void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct f
 	if (m.hdr.type == FG_MSG_REQUEST)
 		handle_request(w, cfg, pkt, &m, now);
 	else if (fg_dispatch_id_worker(m.hdr.request_id) == w->id)
-		handle_answer(w, cfg, pkt, &m);
+		handle_answer(w, cfg, pkt, &m, now);
 	else {
 		FG_STAT_ADD(w->stats.rx_unexpected, 1);
 		w->io.ops->free(w->io.ctx, pkt);
 	}
 }
 
+/* --- expiry, dispatch, shutdown ---------------------------------------- */
+
 static void reject_waiting(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot,
-			   enum fg_reject_reason reason)
+			   enum fg_reject_reason reason, uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	struct fg_pkt pkt = r->pkt;
 	uint64_t id = r->client_id;
 	count_reject(w, r->flow, reason);
 	leave_waiting(w, slot);
+	fg_qs_remove_waiting(&w->level, &r->qs, now);
 	fg_reqtable_release(&w->reqs, slot);
+	publish_level(w);
 	reject_in_place(w, cfg, &pkt, id, reason);
 }
 
@@ -249,30 +343,39 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 	/* Both lists are in deadline order as long as the limits stay put; after
 	 * a limit change an entry waits at most until the older head expires. */
 	while (w->waiting.head != FG_REQ_NIL && w->reqs.slots[w->waiting.head].deadline_ns <= now)
-		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_TIME_OUT);
+		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_TIME_OUT, now);
 	while (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns <= now) {
 		uint32_t slot = w->executing.head;
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT);
-		leave_executing(w, slot);
+		leave_executing(w, slot, now, false);
+	}
+	while (w->n_lingering && linger_key(w, 0) <= now) {
+		uint32_t slot = linger_pop(w);
+		fg_qs_release(&w->level, &w->reqs.slots[slot].qs, now);
+		fg_reqtable_release(&w->reqs, slot);
+		publish_level(w);
 	}
 }
 
 void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
-	while (w->waiting.head != FG_REQ_NIL) {
-		uint32_t slot = w->waiting.head;
+	struct fg_qs_req *q;
+	while ((q = fg_qs_dispatch_next(&w->level, now))) {
+		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
-		if (r->client_deadline_ns <= now) { /* the client gave up already */
-			reject_waiting(w, cfg, slot, FG_REJECT_TIME_OUT);
-			continue;
-		}
-		if (cfg->n_backends == 0) {
-			reject_waiting(w, cfg, slot, FG_REJECT_NO_BACKEND);
-			continue;
-		}
-		if (w->seats_in_use + r->seats > cfg->seat_limit)
-			break; /* FIFO: nothing bypasses the head */
 		leave_waiting(w, slot);
+		if (r->client_deadline_ns <= now || cfg->n_backends == 0) {
+			/* The client gave up already (or no backend is left): the
+			 * queue keeps the cost of its turn, the seats come back now. */
+			struct fg_pkt pkt = r->pkt;
+			enum fg_reject_reason reason = cfg->n_backends ? FG_REJECT_TIME_OUT : FG_REJECT_NO_BACKEND;
+			count_reject(w, r->flow, reason);
+			fg_qs_release(&w->level, &r->qs, now);
+			fg_reqtable_release(&w->reqs, slot);
+			publish_level(w);
+			reject_in_place(w, cfg, &pkt, r->client_id, reason);
+			continue;
+		}
 		start_executing(w, cfg, slot, now);
 	}
 }
@@ -291,21 +394,27 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	return n;
 }
 
-void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg)
+void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	w->draining = true;
 	while (w->waiting.head != FG_REQ_NIL)
-		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_SHUTTING_DOWN);
+		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_SHUTTING_DOWN, now);
 	flush(w);
 }
 
-void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg)
+void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	while (w->executing.head != FG_REQ_NIL) {
 		uint32_t slot = w->executing.head;
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
-		leave_executing(w, slot);
+		leave_executing(w, slot, now, false);
 	}
+	while (w->n_lingering) {
+		uint32_t slot = linger_pop(w);
+		fg_qs_release(&w->level, &w->reqs.slots[slot].qs, now);
+		fg_reqtable_release(&w->reqs, slot);
+	}
+	publish_level(w);
 	flush(w);
 }
 
@@ -316,5 +425,7 @@ uint64_t fg_worker_next_deadline(const struct fg_worker *w)
 		d = w->reqs.slots[w->waiting.head].deadline_ns;
 	if (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns < d)
 		d = w->reqs.slots[w->executing.head].deadline_ns;
+	if (w->n_lingering && linger_key(w, 0) < d)
+		d = linger_key(w, 0);
 	return d;
 }

@@ -1,11 +1,12 @@
 /*
  * worker — the dispatcher logic of one worker: parse, classify, admit or
- * reject, queue, dispatch under the seat limit, relay responses, expire.
+ * reject, queue with the fair-queuing core (common/queueset), dispatch under
+ * the seat limit, relay responses, hold seats for the extra latency, expire.
  *
- * It owns its request table, queue and statistics; it reads the published
- * fg_config passed in for each step and the time passed in (no clock reads),
- * and talks to the network only through a struct fg_io, so tests drive it with
- * a fake io and a virtual clock.
+ * It owns its request table, its queue set and its statistics; it reads the
+ * published fg_config passed in for each step and the time passed in (no
+ * clock reads), and talks to the network only through a struct fg_io, so
+ * tests drive it with a fake io and a virtual clock.
  *
  * Every valid REQUEST ends in exactly one answer to its client: the backend's
  * RESPONSE (or backend-sent REJECT) or a REJECT from fairgate.  Accounting
@@ -22,6 +23,7 @@
 
 #include "config.h"
 #include "io.h"
+#include "queueset.h"
 #include "reqtable.h"
 #include "stats.h"
 
@@ -29,9 +31,12 @@ struct fg_worker {
 	unsigned id;
 	struct fg_io io;
 	struct fg_reqtable reqs;
-	struct fg_reqlist waiting;   /* FIFO, arrival order */
-	struct fg_reqlist executing; /* dispatch order, so the head times out first */
-	uint32_t seats_in_use;
+	struct fg_queueset level;    /* the one priority level, global-default */
+	uint64_t level_generation;   /* config generation the queue set was built from */
+	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
+	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
+	uint32_t *lingering;         /* min-heap of slots by release_ns */
+	uint32_t n_lingering;
 	uint32_t backend_outstanding[FG_MAX_BACKENDS];
 	bool draining;               /* shutting down: admit nothing new */
 	struct fg_worker_stats stats;
@@ -40,13 +45,18 @@ struct fg_worker {
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests);
 void fg_worker_fini(struct fg_worker *w);
 
+/* Build the queue set from the configuration (before the first poll).
+ * 0 or -EINVAL / -ENOMEM. */
+int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+
 /* Handle one received datagram (takes ownership of pkt). */
 void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now);
 
-/* Time out waiting and executing requests whose limits passed. */
+/* Time out waiting and executing requests whose limits passed; release
+ * lingering seats whose extra latency is over. */
 void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
-/* Dispatch waiting requests while seats are free. */
+/* Dispatch waiting requests in fair order while seats are free. */
 void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
 /* One poll-loop step: rx burst, handle, expire, dispatch, flush.
@@ -56,10 +66,10 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 /* Shutdown, stage 1: stop admitting, answer everything waiting with
  * shutting-down.  Stage 2 (after the grace period): answer what still
  * executes with shutting-down. */
-void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg);
-void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg);
+void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
-/* Time until the next expiry, for an idle socket worker's sleep. */
+/* The next instant something expires, for an idle socket worker's sleep. */
 uint64_t fg_worker_next_deadline(const struct fg_worker *w);
 
 #endif

@@ -25,6 +25,8 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 	fake_init(&r->io);
 	fg_worker_init(&r->w, 3, (struct fg_io){ &fake_ops, &r->io }, 256);
 	r->cfg.seat_limit = seats;
+	r->cfg.queues = 64;
+	r->cfg.hand_size = 1; /* a flow always lands in the same queue */
 	r->cfg.queue_length_limit = qlen;
 	r->cfg.queue_wait_ns = 1000 * MS;
 	r->cfg.backend_timeout_ns = 5000 * MS;
@@ -38,6 +40,7 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 	for (unsigned i = 0; i < n_backends; i++)
 		r->cfg.backends[i].ep = r->backend[i];
 	r->now = 1000 * MS;
+	CHECK_EQ(fg_worker_configure(&r->w, &r->cfg, r->now), 0);
 }
 
 static void rig_fini(struct rig *r)
@@ -118,40 +121,46 @@ TEST(request_dispatched_and_response_relayed)
 	CHECK(m.hdr.request_id == 42);                  /* the client's id restored */
 	CHECK_EQ(m.payload_len, 6);
 	CHECK_EQ(r.w.stats.responded, 1);
-	CHECK_EQ(r.w.seats_in_use, 0);
+	CHECK_EQ(r.w.level.seats_in_use, 0);
 	CHECK_EQ(r.w.reqs.in_use, 0);
 	check_invariant(&r);
 	rig_fini(&r);
 }
 
-TEST(fifo_order_under_the_seat_limit)
+TEST(fair_order_between_flows)
 {
+	/* One seat; "a" queues four requests before "b" sends one.  A FIFO would
+	 * serve b last; the fair queue set serves it right after a's first. */
 	struct rig r;
-	rig_init(&r, 2, 10, 1);
-	for (uint64_t id = 1; id <= 5; id++)
-		send_request(&r, (int)(id % 2), id, id % 2 ? "a" : "b", 1);
+	rig_init(&r, 1, 10, 1);
+	for (uint64_t id = 1; id <= 4; id++)
+		send_request(&r, 0, id, "a", 1);
+	send_request(&r, 1, 100, "b", 1);
 	step(&r);
-	CHECK_EQ(r.w.stats.executing, 2);
-	CHECK_EQ(r.w.stats.waiting, 3);
+	CHECK_EQ(r.w.stats.executing, 1);
+	CHECK_EQ(r.w.stats.waiting, 4);
 	check_invariant(&r);
-	uint64_t dispatch[8];
+	uint64_t order[8];
+	unsigned n_order = 0;
 	struct fg_msg m;
 	struct fg_endpoint to;
-	unsigned nd = 0;
-	while (next_sent(&r, &m, &to))
-		dispatch[nd++] = m.hdr.request_id;
-	CHECK_EQ(nd, 2);
-	/* Complete one at a time; the next in arrival order follows. */
 	for (unsigned k = 0; k < 5; k++) {
-		respond_from(&r, 0, dispatch[k], "ok");
-		step(&r);
+		uint64_t dispatch = 0;
 		while (next_sent(&r, &m, &to)) {
-			if (m.hdr.type == FG_MSG_RESPONSE)
-				CHECK(m.hdr.request_id == k + 1);
-			else
-				dispatch[nd++] = m.hdr.request_id;
+			if (m.hdr.type == FG_MSG_REQUEST)
+				dispatch = m.hdr.request_id;
+			else if (m.hdr.type == FG_MSG_RESPONSE && n_order < 8)
+				order[n_order++] = m.hdr.request_id;
 		}
+		r.now += 10 * MS;
+		respond_from(&r, 0, dispatch, "ok");
+		step(&r);
 	}
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_RESPONSE && n_order < 8)
+			order[n_order++] = m.hdr.request_id;
+	CHECK_EQ(n_order, 5);
+	CHECK(order[0] == 1 && order[1] == 100); /* b is not stuck behind a's backlog */
 	CHECK_EQ(r.w.stats.responded, 5);
 	check_invariant(&r);
 	rig_fini(&r);
@@ -179,8 +188,8 @@ TEST(queue_full_rejects_the_youngest)
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_QUEUE_FULL], 1);
 	CHECK_EQ(r.w.stats.waiting, 2);
 	check_invariant(&r);
-	fg_worker_drain(&r.w, &r.cfg);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -208,7 +217,7 @@ TEST(wait_limit_times_out)
 	CHECK(found);
 	CHECK_EQ(r.w.stats.waiting, 0);
 	check_invariant(&r);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -357,13 +366,13 @@ TEST(shutdown_answers_everything)
 	for (uint64_t id = 1; id <= 3; id++)
 		send_request(&r, 0, id, "a", 1);
 	step(&r);
-	fg_worker_drain(&r.w, &r.cfg);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 2);
 	send_request(&r, 1, 9, "b", 1);
 	step(&r);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 3);
 	CHECK_EQ(r.w.stats.executing, 1);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 4);
 	CHECK_EQ(r.w.stats.executing, 0);
 	check_invariant(&r);
@@ -377,14 +386,14 @@ TEST(wide_request_blocks_the_head)
 	send_request(&r, 0, 1, "a", 3);
 	send_request(&r, 0, 2, "a", 2); /* does not fit: waits */
 	send_request(&r, 0, 3, "a", 1); /* would fit, but FIFO: nothing bypasses the head */
-	send_request(&r, 0, 4, "a", 99); /* wider than the limit: clamped to the limit */
+	send_request(&r, 0, 4, "a", 99); /* wider than the limit: will run alone */
 	step(&r);
-	CHECK_EQ(r.w.seats_in_use, 3);
+	CHECK_EQ(r.w.level.seats_in_use, 3);
 	CHECK_EQ(r.w.stats.executing, 1);
 	CHECK_EQ(r.w.stats.waiting, 3);
-	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].seats, 4);
-	fg_worker_drain(&r.w, &r.cfg);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].qs.seats, 99);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	check_invariant(&r);
 	rig_fini(&r);
 }
@@ -398,7 +407,7 @@ TEST(least_outstanding_backend)
 	step(&r);
 	CHECK_EQ(r.w.backend_outstanding[0], 2);
 	CHECK_EQ(r.w.backend_outstanding[1], 2);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -425,8 +434,8 @@ TEST(per_flow_statistics)
 		}
 	}
 	CHECK_EQ(found, 2);
-	fg_worker_drain(&r.w, &r.cfg);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -479,8 +488,8 @@ TEST(randomized_exactly_once)
 			}
 		}
 	}
-	fg_worker_drain(&r.w, &r.cfg);
-	fg_worker_abort_executing(&r.w, &r.cfg);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	struct fg_msg m;
 	struct fg_endpoint to;
 	while (next_sent(&r, &m, &to))
