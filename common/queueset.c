@@ -28,11 +28,15 @@ static inline struct contribution contribution_of(const struct fg_qs_queue *q)
 
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
+static void update_rate(struct fg_queueset *qs);
+
 /* R moves at the current fair share until now. */
 static void advance(struct fg_queueset *qs, uint64_t now)
 {
 	if (now <= qs->last_ns)
 		return;
+	if (qs->rate_stale)
+		update_rate(qs);
 	unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
 	uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
 	if (next < qs->r)
@@ -48,12 +52,9 @@ static void advance(struct fg_queueset *qs, uint64_t now)
  * (runs ahead = builds debt that would later starve it: the windup of
  * Kubernetes issue 95979).
  */
-static void demand_changed(struct fg_queueset *qs, struct contribution before, struct contribution after)
+static void update_rate(struct fg_queueset *qs)
 {
-	if (before.waiting == after.waiting && before.seats == after.seats)
-		return;
-	fg_fairshare_update(before.waiting ? &qs->share : &qs->busy, before.seats, 0);
-	fg_fairshare_update(after.waiting ? &qs->share : &qs->busy, 0, after.seats);
+	qs->rate_stale = false;
 	uint64_t cap = qs->cfg.concurrency_limit;
 	uint64_t avail = qs->busy.total < cap ? cap - qs->busy.total : 0;
 	if (qs->share.total <= avail) {
@@ -62,6 +63,17 @@ static void demand_changed(struct fg_queueset *qs, struct contribution before, s
 	} else {
 		qs->r_rate = fg_fairshare_level(&qs->share, avail);
 	}
+}
+
+/* Demands change often within one instant (a receive burst); the rate is
+ * recomputed once, when R next moves. */
+static void demand_changed(struct fg_queueset *qs, struct contribution before, struct contribution after)
+{
+	if (before.waiting == after.waiting && before.seats == after.seats)
+		return;
+	fg_fairshare_update(before.waiting ? &qs->share : &qs->busy, before.seats, 0);
+	fg_fairshare_update(after.waiting ? &qs->share : &qs->busy, 0, after.seats);
+	qs->rate_stale = true;
 }
 
 /* A head's cost uses the guess current when it reached the head: requests
@@ -293,8 +305,9 @@ uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 	if (r->queue != FG_QS_NO_QUEUE) {
 		/* Replace the guess inside the work by what the request really took. */
 		struct fg_qs_queue *q = &qs->queues[r->queue];
-		q->f_prev += (uint64_t)((int64_t)r->initial_seats * (actual - (int64_t)r->guess_ns));
-		if (q->head)
+		int64_t correction = (int64_t)r->initial_seats * (actual - (int64_t)r->guess_ns);
+		q->f_prev += (uint64_t)correction;
+		if (correction && q->head)
 			rekey(qs, r->queue);
 	}
 	if (!qs->cfg.fixed_guess) {

@@ -111,6 +111,7 @@ struct fg_queueset {
 	struct fg_fairshare busy;    /* executing seats of queues with nothing waiting */
 	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
 	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
+	bool rate_stale;             /* demands changed since r_rate was computed */
 	uint64_t last_ns;
 	uint64_t guess_ns;
 	uint64_t guess_samples;

@@ -14,16 +14,16 @@ static uint64_t splitmix64(uint64_t *x)
 
 int fg_skiplist_init(struct fg_skiplist *s, uint32_t capacity, uint64_t seed)
 {
-	if (capacity == 0 || capacity == FG_SKIP_NIL)
+	if (capacity == 0 || capacity >= FG_SKIP_NIL - 2)
 		return -EINVAL;
-	s->nodes = malloc(sizeof(*s->nodes) * ((size_t)capacity + 1));
+	s->nodes = malloc(sizeof(*s->nodes) * ((size_t)capacity + 2));
 	if (!s->nodes)
 		return -ENOMEM;
 	s->capacity = capacity;
+	s->head = capacity;
+	s->tail = capacity + 1;
 	s->count = 0;
-	s->top = 1;
-	for (uint32_t i = 0; i <= capacity; i++) {
-		struct fg_skipnode *n = &s->nodes[i];
+	for (uint32_t i = 0; i < capacity; i++) {
 		/* Geometric levels with p = 1/4: two random bits per level. */
 		uint64_t r = splitmix64(&seed);
 		uint8_t lvl = 1;
@@ -31,11 +31,16 @@ int fg_skiplist_init(struct fg_skiplist *s, uint32_t capacity, uint64_t seed)
 			lvl++;
 			r >>= 2;
 		}
-		n->level = i == capacity ? FG_SKIP_MAX_LEVEL : lvl;
-		n->linked = false;
-		for (int l = 0; l < FG_SKIP_MAX_LEVEL; l++)
-			n->next[l] = FG_SKIP_NIL;
+		s->nodes[i].level = lvl;
+		s->nodes[i].linked = false;
 	}
+	for (int l = 0; l < FG_SKIP_MAX_LEVEL; l++) {
+		s->nodes[s->head].next[l] = s->tail;
+		s->nodes[s->head].prev[l] = FG_SKIP_NIL;
+		s->nodes[s->tail].prev[l] = s->head;
+		s->nodes[s->tail].next[l] = FG_SKIP_NIL;
+	}
+	s->nodes[s->head].level = s->nodes[s->tail].level = FG_SKIP_MAX_LEVEL;
 	return 0;
 }
 
@@ -45,33 +50,51 @@ void fg_skiplist_fini(struct fg_skiplist *s)
 	s->nodes = NULL;
 }
 
-/* Fill pred[l] with the last node before (key, tie) on each level. */
-static void find_preds(const struct fg_skiplist *s, uint64_t key, uint64_t tie, uint32_t *pred)
+/* Is node x (not a sentinel) before (key, tie)? */
+static inline bool node_before(const struct fg_skiplist *s, uint32_t x, uint64_t key, uint64_t tie)
 {
-	uint32_t x = s->capacity;
-	for (int l = s->top - 1; l >= 0; l--) {
-		for (;;) {
-			uint32_t nx = s->nodes[x].next[l];
-			if (nx == FG_SKIP_NIL || !fg_skip_before(s->nodes[nx].key, s->nodes[nx].tie, key, tie))
-				break;
-			x = nx;
-		}
-		pred[l] = x;
-	}
+	return fg_skip_before(s->nodes[x].key, s->nodes[x].tie, key, tie);
 }
 
 void fg_skiplist_insert(struct fg_skiplist *s, uint32_t item, uint64_t key, uint64_t tie)
 {
-	struct fg_skipnode *n = &s->nodes[item];
+	struct fg_skipnode *nodes = s->nodes, *n = &nodes[item];
 	uint32_t pred[FG_SKIP_MAX_LEVEL];
 	n->key = key;
 	n->tie = tie;
-	while (s->top < n->level)
-		s->nodes[s->capacity].next[s->top++] = FG_SKIP_NIL;
-	find_preds(s, key, tie, pred);
+	uint32_t first = nodes[s->head].next[0], last = nodes[s->tail].prev[0];
+	bool from_tail = first != s->tail &&
+			 (int64_t)(key - nodes[first].key) > (int64_t)(nodes[last].key - key);
+	if (from_tail) {
+		/* Walk back from the tail: stop before the first node not after us. */
+		uint32_t x = s->tail;
+		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
+			for (;;) {
+				uint32_t p = nodes[x].prev[l];
+				if (p == s->head || node_before(s, p, key, tie))
+					break;
+				x = p;
+			}
+			pred[l] = nodes[x].prev[l];
+		}
+	} else {
+		uint32_t x = s->head;
+		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
+			for (;;) {
+				uint32_t nx = nodes[x].next[l];
+				if (nx == s->tail || !node_before(s, nx, key, tie))
+					break;
+				x = nx;
+			}
+			pred[l] = x;
+		}
+	}
 	for (int l = 0; l < n->level; l++) {
-		n->next[l] = s->nodes[pred[l]].next[l];
-		s->nodes[pred[l]].next[l] = item;
+		uint32_t p = pred[l], nx = nodes[p].next[l];
+		n->next[l] = nx;
+		n->prev[l] = p;
+		nodes[p].next[l] = item;
+		nodes[nx].prev[l] = item;
 	}
 	n->linked = true;
 	s->count++;
@@ -79,14 +102,11 @@ void fg_skiplist_insert(struct fg_skiplist *s, uint32_t item, uint64_t key, uint
 
 void fg_skiplist_remove(struct fg_skiplist *s, uint32_t item)
 {
-	struct fg_skipnode *n = &s->nodes[item];
-	uint32_t pred[FG_SKIP_MAX_LEVEL];
-	find_preds(s, n->key, n->tie, pred);
-	for (int l = 0; l < n->level && l < s->top; l++)
-		if (s->nodes[pred[l]].next[l] == item)
-			s->nodes[pred[l]].next[l] = n->next[l];
+	struct fg_skipnode *nodes = s->nodes, *n = &nodes[item];
+	for (int l = 0; l < n->level; l++) {
+		nodes[n->prev[l]].next[l] = n->next[l];
+		nodes[n->next[l]].prev[l] = n->prev[l];
+	}
 	n->linked = false;
 	s->count--;
-	while (s->top > 1 && s->nodes[s->capacity].next[s->top - 1] == FG_SKIP_NIL)
-		s->top--;
 }
