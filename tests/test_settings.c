@@ -108,6 +108,30 @@ TEST(cross_field_validation)
 	CHECK(strstr(e.text, "spec.backends[0]: must differ from spec.listen"));
 }
 
+TEST(queue_set_shape_is_validated)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	struct fg_errors e;
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"queues\":512,\"handSize\":8,\"queueLengthLimit\":10}}", &e), 0);
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.handSize: 8 cards of 512 queues need 72 bits of entropy; at most 60"));
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"queues\":0,\"handSize\":33,\"queueLengthLimit\":0}}", &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.queues: must be in [1, 67108864], got 0"));
+	CHECK(strstr(e.text, "spec.handSize: must be in [1, 32], got 33"));
+	CHECK(strstr(e.text, "spec.queueLengthLimit: must be in [1, 1048576], got 0"));
+	fg_settings_defaults(&s);
+	s.queues = 1000;
+	s.queue_length_limit = 100; /* 100k waiting + 600 seats > 16384 slots */
+	memset(&e, 0, sizeof(e));
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.maxRequests: must hold the queued and the executing requests: at least "
+			     "queues * queueLengthLimit + serverConcurrencyLimit = 100600, got 16384"));
+}
+
 TEST(backend_specs)
 {
 	struct fg_settings s;

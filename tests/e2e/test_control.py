@@ -92,6 +92,9 @@ p = run("--seat-limit", "0")
 t.check(p.returncode == 2 and "invalid value for --seat-limit" in p.stderr, "bad flag value: exit 2")
 p = run("--listen", "localhost")
 t.check(p.returncode == 2 and "--listen" in p.stderr, "bad listen address: exit 2")
+p = run("--queues", "512", "--hand-size", "8")
+t.check(p.returncode == 2 and "spec.handSize: 8 cards of 512 queues need 72 bits" in p.stderr,
+        "a hand too large for the queues is refused")
 p = run("--no-such-flag")
 t.check(p.returncode == 2, "unknown flag: exit 2")
 with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
