@@ -1,0 +1,126 @@
+/*
+ * flowcontrol — Kubernetes flowcontrol.apiserver.k8s.io/v1 FlowSchema and
+ * PriorityLevelConfiguration objects: validation with the Kubernetes rules,
+ * the mandatory and bootstrap objects, derived concurrency limits, and a
+ * compiled classifier (docs/configuration.md, apf-facts.md §1, §7).
+ *
+ * An fg_fc_set is a set of objects keyed by (kind, name), kept as JSON.
+ * fg_fc_compile turns a valid set into an immutable fg_fc_config: schemas in
+ * matching order with pre-hashed strings, levels with derived limits.
+ * Classification allocates nothing and reads only the compiled config.
+ *
+ * Thread contract: sets are used by one thread (the control thread or a
+ * tool); a compiled config is immutable and may be read by any thread.
+ */
+#ifndef FG_FLOWCONTROL_H
+#define FG_FLOWCONTROL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+#include "settings.h"
+
+#define FG_FC_API_VERSION "flowcontrol.apiserver.k8s.io/v1"
+#define FG_FC_MAX_PRECEDENCE 10000
+#define FG_FC_MAX_OBJECTS 4096
+
+enum fg_fc_kind { FG_FC_FLOWSCHEMA = 0, FG_FC_PRIORITYLEVEL = 1 };
+
+/* --- the object set ---------------------------------------------------- */
+
+struct fg_fc_set;
+
+/* An empty set. */
+struct fg_fc_set *fg_fc_set_new(void);
+void fg_fc_set_free(struct fg_fc_set *s);
+struct fg_fc_set *fg_fc_set_copy(const struct fg_fc_set *s);
+
+/* Kubernetes' bootstrap objects (mandatory + suggested), the default config. */
+struct fg_fc_set *fg_fc_set_bootstrap(void);
+
+/*
+ * Parse a document (JSON, or YAML with one or more documents; single objects
+ * or List kinds) and add or replace its FlowSchema and PriorityLevelConfiguration
+ * objects in the set.  A FairgateSettings object is applied to *settings when
+ * settings is not NULL (and refused otherwise).  Every problem goes to errs,
+ * each naming the object and the field path; on any error nothing changes.
+ * Returns the number of objects applied, or -EINVAL.
+ */
+int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
+		    struct fg_errors *errs);
+
+/* Remove an object; 0 or -ENOENT. */
+int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
+
+/* Add the mandatory objects (exempt and catch-all) that are missing. */
+void fg_fc_set_add_mandatory(struct fg_fc_set *s);
+
+/* The objects of one kind (or one object when name is not NULL) as a JSON
+ * array; NULL if the named object does not exist. */
+json_t *fg_fc_set_get(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
+
+/* Parse "FlowSchema", "flowschemas", "fs", "PriorityLevelConfiguration",
+ * "prioritylevelconfigurations", "plc", "pl" ... ; -1 if unknown. */
+int fg_fc_kind_parse(const char *s);
+const char *fg_fc_kind_name(enum fg_fc_kind k);
+
+/* --- the compiled configuration ---------------------------------------- */
+
+enum fg_fc_distinguisher { FG_FC_DIST_NONE = 0, FG_FC_DIST_BY_USER, FG_FC_DIST_BY_NAMESPACE };
+
+struct fg_fc_level {
+	char *name;
+	bool exempt, reject;
+	uint32_t shares, lendable_percent;
+	int32_t borrowing_percent;          /* -1: unlimited */
+	uint32_t queues, hand_size, queue_length_limit;
+	/* Derived (apf-facts.md §1.3): */
+	uint32_t nominal, lendable, borrowing, min, max;
+	uint32_t max_seats;                 /* per-request width cap (queue levels) */
+	uint32_t limit;                     /* seats in force: nominal until borrowing */
+};
+
+struct fg_fc_schema;                         /* compiled rules, opaque */
+
+struct fg_fc_config {
+	uint32_t server_limit;
+	uint32_t n_levels, n_schemas;
+	struct fg_fc_level *levels;
+	struct fg_fc_schema **schemas;           /* matching order */
+	char **schema_names;
+	uint32_t *schema_level;
+	enum fg_fc_distinguisher *schema_dist;
+	uint32_t catch_all_schema;
+};
+
+/* Validate the whole set (every error at once) and compile it with the
+ * server concurrency limit.  NULL on error (errs filled) or out of memory. */
+struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *s, uint32_t server_limit, struct fg_errors *errs);
+void fg_fc_config_free(struct fg_fc_config *c);
+
+/* A request as classification sees it. */
+struct fg_fc_request {
+	struct fg_str user, ns, verb, api_group, resource, subresource, path;
+	const struct fg_str *groups;
+	unsigned n_groups;
+};
+
+struct fg_fc_match {
+	uint32_t schema, level;
+	struct fg_str distinguisher;
+	uint64_t flow_hash;                 /* 0 for levels without queues */
+};
+
+/* Classify: first matching schema in (precedence, name) order, catch-all if
+ * none.  Never fails on a compiled config. */
+void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m);
+
+/* A request from a decoded message. */
+void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r);
+
+int fg_fc_level_index(const struct fg_fc_config *c, const char *name);
+
+#endif
