@@ -1,0 +1,379 @@
+/* Unit tests of the flowcontrol model (common/flowcontrol.c): matching
+ * tables for every rule and wildcard edge case, validation with the error
+ * texts, JSON/YAML parity, bootstrap derived limits (apf-facts.md §7.1). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "flowcontrol.h"
+#include "test.h"
+
+static struct fg_fc_config *compile_text(const char *text, struct fg_errors *e)
+{
+	struct fg_fc_set *s = fg_fc_set_new();
+	memset(e, 0, sizeof(*e));
+	struct fg_fc_config *c = NULL;
+	if (fg_fc_set_apply(s, (const uint8_t *)text, strlen(text), NULL, e) >= 0)
+		c = fg_fc_compile(s, 600, e);
+	fg_fc_set_free(s);
+	return c;
+}
+
+/* A one-schema configuration ("fs", precedence 500) sending to level "pl". */
+static struct fg_fc_config *one_schema(const char *rules, const char *dist)
+{
+	char text[4096];
+	snprintf(text, sizeof(text),
+		 "{\"kind\":\"List\",\"items\":["
+		 "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+		 "\"metadata\":{\"name\":\"pl\"},\"spec\":{\"type\":\"Limited\",\"limited\":{\"limitResponse\":"
+		 "{\"type\":\"Queue\",\"queuing\":{\"queues\":64,\"handSize\":6,\"queueLengthLimit\":50}}}}},"
+		 "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"fs\"},"
+		 "\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"pl\"},\"matchingPrecedence\":500%s%s%s,\"rules\":%s}}]}",
+		 dist ? ",\"distinguisherMethod\":{\"type\":\"" : "", dist ? dist : "", dist ? "\"}" : "", rules);
+	struct fg_errors e;
+	struct fg_fc_config *c = compile_text(text, &e);
+	if (!c)
+		fprintf(stderr, "  config refused:\n%s", e.text);
+	return c;
+}
+
+struct req {
+	const char *user, *groups[3], *ns, *verb, *group, *resource, *sub, *path;
+};
+
+static const char *match_name(const struct fg_fc_config *c, const struct req *q, struct fg_fc_match *m)
+{
+	struct fg_str groups[3];
+	unsigned n = 0;
+	while (n < 3 && q->groups[n]) {
+		groups[n] = fg_str_of(q->groups[n]);
+		n++;
+	}
+	struct fg_fc_request r = {
+		.user = fg_str_of(q->user ? q->user : ""), .ns = fg_str_of(q->ns ? q->ns : ""),
+		.verb = fg_str_of(q->verb ? q->verb : "get"), .api_group = fg_str_of(q->group ? q->group : ""),
+		.resource = fg_str_of(q->resource ? q->resource : ""), .subresource = fg_str_of(q->sub ? q->sub : ""),
+		.path = q->path ? fg_str_of(q->path) : (struct fg_str){ NULL, 0 }, .groups = groups, .n_groups = n,
+	};
+	fg_fc_classify(c, &r, m);
+	return c->schema_names[m->schema];
+}
+
+static int matches(const struct fg_fc_config *c, struct req q)
+{
+	struct fg_fc_match m;
+	return !strcmp(match_name(c, &q, &m), "fs");
+}
+
+#define ALL_RES "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"clusterScope\":true,\"namespaces\":[\"*\"]}]"
+
+TEST(subjects)
+{
+	struct fg_fc_config *c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"alice\"}},"
+		"{\"kind\":\"Group\",\"group\":{\"name\":\"devs\"}},"
+		"{\"kind\":\"ServiceAccount\",\"serviceAccount\":{\"namespace\":\"ci\",\"name\":\"builder\"}},"
+		"{\"kind\":\"ServiceAccount\",\"serviceAccount\":{\"namespace\":\"ops\",\"name\":\"*\"}}]," ALL_RES "}]", NULL);
+	CHECK(c);
+	CHECK(matches(c, (struct req){ .user = "alice", .ns = "x" }));
+	CHECK(!matches(c, (struct req){ .user = "alicex", .ns = "x" }));
+	CHECK(matches(c, (struct req){ .user = "bob", .groups = { "a", "devs" }, .ns = "x" }));
+	CHECK(!matches(c, (struct req){ .user = "bob", .groups = { "dev" }, .ns = "x" }));
+	CHECK(matches(c, (struct req){ .user = "system:serviceaccount:ci:builder", .ns = "x" }));
+	CHECK(!matches(c, (struct req){ .user = "system:serviceaccount:ci:builder2", .ns = "x" }));
+	CHECK(matches(c, (struct req){ .user = "system:serviceaccount:ops:anything", .ns = "x" }));
+	CHECK(!matches(c, (struct req){ .user = "system:serviceaccount:opsx:a", .ns = "x" }));
+	CHECK(!matches(c, (struct req){ .user = "system:serviceaccount:ops", .ns = "x" }));
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}]," ALL_RES "}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "anyone", .ns = "x" }));
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"*\"}}]," ALL_RES "}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .ns = "x" })); /* '*' group: everyone */
+	fg_fc_config_free(c);
+}
+
+TEST(resource_rules)
+{
+	struct fg_fc_config *c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}],"
+		"\"resourceRules\":[{\"verbs\":[\"get\",\"list\"],\"apiGroups\":[\"\",\"apps\"],"
+		"\"resources\":[\"pods\",\"deployments/scale\"],\"namespaces\":[\"team-a\"]}]}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "get", .resource = "pods" }));
+	CHECK(matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "list", .group = "apps",
+				      .resource = "deployments", .sub = "scale" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "list", .group = "apps", .resource = "deployments" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "get", .resource = "pods", .sub = "log" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "watch", .resource = "pods" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "team-a", .verb = "get", .group = "batch", .resource = "pods" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "team-b", .verb = "get", .resource = "pods" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .resource = "pods" })); /* cluster-scoped */
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .path = "/pods" }));    /* non-resource */
+	fg_fc_config_free(c);
+	/* '*' namespaces do not cover cluster-scoped requests; clusterScope does. */
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}],"
+		"\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"namespaces\":[\"*\"]}]}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .ns = "any", .verb = "delete", .group = "x", .resource = "y", .sub = "z" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .resource = "nodes" }));
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}],"
+		"\"resourceRules\":[{\"verbs\":[\"get\"],\"apiGroups\":[\"\"],\"resources\":[\"nodes\"],\"clusterScope\":true}]}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .verb = "get", .resource = "nodes" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .ns = "a", .verb = "get", .resource = "nodes" }));
+	fg_fc_config_free(c);
+}
+
+TEST(nonresource_rules)
+{
+	struct fg_fc_config *c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}],"
+		"\"nonResourceRules\":[{\"verbs\":[\"get\"],\"nonResourceURLs\":[\"/healthz\",\"/metrics/*\",\"/hea\"]}]}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .verb = "get", .path = "/healthz" }));
+	CHECK(matches(c, (struct req){ .user = "u", .verb = "get", .path = "/healthz/etcd" })); /* prefix + '/' */
+	CHECK(matches(c, (struct req){ .user = "u", .verb = "get", .path = "/metrics/cadvisor" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .path = "/metricsx" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .path = "/healthzz" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "post", .path = "/healthz" }));
+	CHECK(!matches(c, (struct req){ .user = "u", .verb = "get", .ns = "x", .resource = "healthz" }));
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}],"
+		"\"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]}]", NULL);
+	CHECK(matches(c, (struct req){ .user = "u", .verb = "put", .path = "/anything/at/all" }));
+	fg_fc_config_free(c);
+}
+
+TEST(order_precedence_then_name_and_catch_all)
+{
+	struct fg_errors e;
+	const char *text =
+		"apiVersion: v1\nkind: List\nitems:\n"
+		"- apiVersion: flowcontrol.apiserver.k8s.io/v1\n  kind: FlowSchema\n  metadata: {name: zeta}\n"
+		"  spec:\n    priorityLevelConfiguration: {name: global-default}\n    matchingPrecedence: 100\n"
+		"    rules:\n    - subjects: [{kind: User, user: {name: alice}}]\n"
+		"      resourceRules: [{verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*']}]\n"
+		"- apiVersion: flowcontrol.apiserver.k8s.io/v1\n  kind: FlowSchema\n  metadata: {name: alpha}\n"
+		"  spec:\n    priorityLevelConfiguration: {name: global-default}\n    matchingPrecedence: 100\n"
+		"    rules:\n    - subjects: [{kind: User, user: {name: alice}}]\n"
+		"      resourceRules: [{verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*']}]\n"
+		"- apiVersion: flowcontrol.apiserver.k8s.io/v1\n  kind: FlowSchema\n  metadata: {name: dangling}\n"
+		"  spec:\n    priorityLevelConfiguration: {name: nowhere}\n    matchingPrecedence: 50\n"
+		"    rules:\n    - subjects: [{kind: User, user: {name: alice}}]\n"
+		"      resourceRules: [{verbs: ['*'], apiGroups: ['*'], resources: ['*'], namespaces: ['*']}]\n"
+		"- apiVersion: flowcontrol.apiserver.k8s.io/v1\n  kind: PriorityLevelConfiguration\n"
+		"  metadata: {name: global-default}\n  spec: {type: Limited, limited: {nominalConcurrencyShares: 20,"
+		" limitResponse: {type: Queue, queuing: {queues: 128, handSize: 6, queueLengthLimit: 50}}}}\n";
+	struct fg_fc_config *c = compile_text(text, &e);
+	CHECK(c);
+	if (!c) {
+		fprintf(stderr, "%s", e.text);
+		return;
+	}
+	struct fg_fc_match m;
+	CHECK_STR(match_name(c, &(struct req){ .user = "alice", .ns = "x" }, &m), "alpha"); /* tie: name order */
+	CHECK_STR(match_name(c, &(struct req){ .user = "bob", .ns = "x", .groups = { "system:authenticated" } }, &m),
+		  "catch-all");
+	CHECK_STR(match_name(c, &(struct req){ .user = "bob", .ns = "x" }, &m), "catch-all"); /* nothing: catch-all */
+	CHECK_STR(match_name(c, &(struct req){ .user = "x", .groups = { "system:masters" }, .path = "/x" }, &m), "exempt");
+	CHECK_EQ(fg_fc_level_index(c, "nowhere"), -1);
+	fg_fc_config_free(c);
+}
+
+TEST(distinguisher_and_flow_hash)
+{
+	struct fg_fc_config *c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}]," ALL_RES "}]",
+					    "ByNamespace");
+	struct fg_fc_match m, m2;
+	match_name(c, &(struct req){ .user = "a", .ns = "n1" }, &m);
+	match_name(c, &(struct req){ .user = "b", .ns = "n1" }, &m2);
+	CHECK(m.flow_hash == m2.flow_hash && m.flow_hash != 0);
+	CHECK(m.distinguisher.len == 2 && !memcmp(m.distinguisher.ptr, "n1", 2));
+	match_name(c, &(struct req){ .user = "a", .verb = "get", .resource = "nodes" }, &m2); /* cluster-scoped */
+	CHECK(m2.distinguisher.len == 0);
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}]," ALL_RES "}]", "ByUser");
+	match_name(c, &(struct req){ .user = "a", .ns = "n1" }, &m);
+	match_name(c, &(struct req){ .user = "b", .ns = "n1" }, &m2);
+	CHECK(m.flow_hash != m2.flow_hash);
+	fg_fc_config_free(c);
+	c = one_schema("[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"*\"}}]," ALL_RES "}]", NULL);
+	match_name(c, &(struct req){ .user = "a", .ns = "n1" }, &m);
+	match_name(c, &(struct req){ .user = "b", .ns = "n2" }, &m2);
+	CHECK(m.flow_hash == m2.flow_hash); /* no distinguisher: one flow */
+	fg_fc_config_free(c);
+}
+
+TEST(bootstrap_derived_limits_for_600)
+{
+	struct fg_fc_set *s = fg_fc_set_bootstrap();
+	struct fg_errors e = { .len = 0 };
+	struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
+	const struct { const char *name; unsigned nominal, min, max_seats, max; } want[] = {
+		{ "exempt", 0, 0, 0, 600 }, { "catch-all", 13, 13, 0, 613 }, { "system", 74, 50, 12, 674 },
+		{ "node-high", 98, 73, 15, 698 }, { "leader-election", 25, 25, 4, 625 },
+		{ "workload-high", 98, 49, 15, 698 }, { "workload-low", 245, 24, 37, 845 },
+		{ "global-default", 49, 24, 8, 649 },
+	};
+	CHECK_EQ(c->n_levels, 8);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		int k = fg_fc_level_index(c, want[i].name);
+		CHECK(k >= 0);
+		if (k < 0)
+			continue;
+		CHECK_EQ(c->levels[k].nominal, want[i].nominal);
+		CHECK_EQ(c->levels[k].min, want[i].min);
+		CHECK_EQ(c->levels[k].max_seats, want[i].max_seats);
+		CHECK_EQ(c->levels[k].max, want[i].max);
+	}
+	CHECK_EQ(c->n_schemas, 11);
+	struct fg_fc_match m;
+	CHECK_STR(match_name(c, &(struct req){ .user = "system:serviceaccount:kube-system:foo", .ns = "kube-system",
+					      .verb = "update", .group = "coordination.k8s.io", .resource = "leases" }, &m),
+		  "system-leader-election");
+	CHECK_STR(match_name(c, &(struct req){ .user = "system:node:n1", .groups = { "system:nodes" }, .verb = "patch",
+					      .resource = "nodes", .sub = "status" }, &m), "system-node-high");
+	CHECK_STR(match_name(c, &(struct req){ .user = "u", .groups = { "system:unauthenticated" }, .path = "/readyz" }, &m),
+		  "probes");
+	CHECK_STR(match_name(c, &(struct req){ .user = "system:serviceaccount:ns1:app",
+					      .groups = { "system:serviceaccounts", "system:authenticated" }, .ns = "ns1" }, &m),
+		  "service-accounts");
+	CHECK_STR(match_name(c, &(struct req){ .user = "alice", .groups = { "system:authenticated" }, .ns = "ns1" }, &m),
+		  "global-default");
+	fg_fc_config_free(c);
+	fg_fc_set_free(s);
+}
+
+static void expect_errors(const char *text, const char *const *fragments)
+{
+	struct fg_fc_set *s = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_fc_set_apply(s, (const uint8_t *)text, strlen(text), NULL, &e), -EINVAL);
+	unsigned n = 0;
+	for (; fragments[n]; n++)
+		if (!strstr(e.text, fragments[n])) {
+			fprintf(stderr, "  missing \"%s\" in:\n%s", fragments[n], e.text);
+			CHECK(0);
+		}
+	CHECK_EQ(e.count, n);
+	json_t *all = fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL);
+	CHECK_EQ(json_array_size(all), 0); /* nothing applied */
+	json_decref(all);
+	fg_fc_set_free(s);
+}
+
+TEST(flowschema_validation_reports_everything)
+{
+	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"bad\"},"
+		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"\"},\"matchingPrecedence\":10001,"
+		"\"distinguisherMethod\":{\"type\":\"ByGroup\"},\"rules\":["
+		"{\"subjects\":[],\"resourceRules\":[{\"verbs\":[\"get\",\"fly\"],\"apiGroups\":[\"*\",\"apps\"],"
+		"\"resources\":[],\"namespaces\":[]}]},"
+		"{\"subjects\":[{\"kind\":\"Robot\"},{\"kind\":\"User\",\"user\":{\"name\":\"\"}},"
+		"{\"kind\":\"ServiceAccount\",\"serviceAccount\":{\"namespace\":\"\",\"name\":\"Bad_Name\"}}]},"
+		"{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"g\"}}],\"nonResourceRules\":[{\"verbs\":[],"
+		"\"nonResourceURLs\":[\"healthz\",\"/a//b\",\"/x*\",\"/ok/*\",\"/s p\"]}]}]}}",
+		(const char *const[]){
+			"FlowSchema/bad: spec.priorityLevelConfiguration.name: must not be empty",
+			"spec.matchingPrecedence: must be between 1 and 10000, inclusive",
+			"spec.distinguisherMethod.type: must be ByUser or ByNamespace",
+			"spec.rules[0].subjects: must have at least one subject",
+			"spec.rules[0].resourceRules[0].verbs[1]: unsupported verb \"fly\"",
+			"spec.rules[0].resourceRules[0].apiGroups: if '*' is present, it must be the only entry",
+			"spec.rules[0].resourceRules[0].resources: must not be empty",
+			"spec.rules[0].resourceRules[0].namespaces: must not be empty",
+			"spec.rules[1].subjects[0].kind: must be User, Group or ServiceAccount",
+			"spec.rules[1].subjects[1].user.name: must not be empty",
+			"spec.rules[1].subjects[2].serviceAccount.namespace: must not be empty",
+			"spec.rules[1].subjects[2].serviceAccount.name: must be '*' or a valid service account name",
+			"spec.rules[1]: at least one of resourceRules and nonResourceRules must be non-empty",
+			"spec.rules[2].nonResourceRules[0].verbs: must not be empty",
+			"nonResourceURLs[0]: must start with '/'",
+			"nonResourceURLs[1]: must not contain '//'",
+			"nonResourceURLs[2]: the only wildcard allowed is a trailing '/*'",
+			"nonResourceURLs[4]: must not contain whitespace",
+			NULL });
+	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"x\"},"
+		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"p\"},\"matchingPrecedence\":1,\"rules\":[]}}",
+		(const char *const[]){ "spec.matchingPrecedence: only the schema named \"exempt\" may have precedence 1", NULL });
+	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"Upper\"}}",
+		(const char *const[]){ "metadata.name: must be a DNS-1123 subdomain", NULL });
+	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1beta3\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"a\"},"
+		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"p\"}}}",
+		(const char *const[]){ "apiVersion: must be \"flowcontrol.apiserver.k8s.io/v1\"", NULL });
+	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"catch-all\"},"
+		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"global-default\"},\"matchingPrecedence\":10000,\"rules\":[]}}",
+		(const char *const[]){ "the mandatory FlowSchema \"catch-all\" must keep its built-in spec", NULL });
+}
+
+TEST(level_validation_reports_everything)
+{
+	expect_errors("{\"kind\":\"List\",\"items\":["
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"a\"},"
+		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"nominalConcurrencyShares\":-1,\"lendablePercent\":101,"
+		"\"borrowingLimitPercent\":-1,\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":512,\"handSize\":8,"
+		"\"queueLengthLimit\":0}}}}},"
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"b\"},"
+		"\"spec\":{\"type\":\"Exempt\"}},"
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"c\"},"
+		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":4,\"handSize\":5}}}}},"
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"d\"},"
+		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"limitResponse\":{\"type\":\"Drop\"}}}},"
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"catch-all\"},"
+		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"nominalConcurrencyShares\":50,\"limitResponse\":{\"type\":\"Reject\"}}}}]}",
+		(const char *const[]){
+			"item 0 PriorityLevelConfiguration/a: spec.limited.nominalConcurrencyShares: must be a non-negative integer",
+			"spec.limited.lendablePercent: must be between 0 and 100, inclusive",
+			"spec.limited.borrowingLimitPercent: if specified, must be a non-negative integer",
+			"spec.limited.limitResponse.queuing.queueLengthLimit: must be positive",
+			"spec.limited.limitResponse.queuing.handSize: falls foul of the entropy limit: ceil(log2(512) * 8) = 72 bits > 60",
+			"PriorityLevelConfiguration/b: spec.type: only the level named \"exempt\" may be Exempt",
+			"PriorityLevelConfiguration/c: spec.limited.limitResponse.queuing.handSize: should not be greater than queues (4)",
+			"PriorityLevelConfiguration/d: spec.limited.limitResponse.type: must be Queue or Reject",
+			"the mandatory PriorityLevelConfiguration \"catch-all\" must keep its built-in spec",
+			NULL });
+	/* The exempt level may change its shares and lendable percent only. */
+	struct fg_fc_set *s = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	const char *ok = "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+			 "\"metadata\":{\"name\":\"exempt\"},\"spec\":{\"type\":\"Exempt\",\"exempt\":{\"nominalConcurrencyShares\":7}}}";
+	CHECK_EQ(fg_fc_set_apply(s, (const uint8_t *)ok, strlen(ok), NULL, &e), 1);
+	fg_fc_set_free(s);
+}
+
+TEST(json_and_yaml_are_the_same)
+{
+	const char *json = "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+		"\"metadata\":{\"name\":\"p\",\"uid\":\"123\",\"resourceVersion\":\"9\"},\"status\":{\"conditions\":[]},"
+		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"nominalConcurrencyShares\":10,\"lendablePercent\":5,"
+		"\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":16,\"handSize\":4,\"queueLengthLimit\":20}}}}}";
+	const char *yaml = "# as kubectl prints it\napiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\n"
+		"metadata:\n  name: p\n  uid: \"123\"\n  resourceVersion: \"9\"\nstatus:\n  conditions: []\nspec:\n  type: Limited\n"
+		"  limited:\n    nominalConcurrencyShares: 10\n    lendablePercent: 5\n    limitResponse:\n      type: Queue\n"
+		"      queuing:\n        queues: 16\n        handSize: 4\n        queueLengthLimit: 20\n---\n";
+	struct fg_fc_set *a = fg_fc_set_new(), *b = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_fc_set_apply(a, (const uint8_t *)json, strlen(json), NULL, &e), 1);
+	CHECK_EQ(fg_fc_set_apply(b, (const uint8_t *)yaml, strlen(yaml), NULL, &e), 1);
+	json_t *ja = fg_fc_set_get(a, FG_FC_PRIORITYLEVEL, "p"), *jb = fg_fc_set_get(b, FG_FC_PRIORITYLEVEL, "p");
+	CHECK(ja && jb && json_equal(ja, jb));
+	json_decref(ja);
+	json_decref(jb);
+	/* Multi-document YAML with a FairgateSettings object. */
+	const char *multi = "apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec:\n  serverConcurrencyLimit: 42\n"
+		"---\napiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: f}\n"
+		"spec:\n  priorityLevelConfiguration: {name: p}\n  rules: []\n";
+	struct fg_settings st;
+	fg_settings_defaults(&st);
+	CHECK_EQ(fg_fc_set_apply(a, (const uint8_t *)multi, strlen(multi), &st, &e), 2);
+	CHECK_EQ(st.seat_limit, 42);
+	json_t *f = fg_fc_set_get(a, FG_FC_FLOWSCHEMA, "f");
+	CHECK(f && json_integer_value(json_object_get(json_object_get(json_array_get(f, 0), "spec"), "matchingPrecedence")) == 1000);
+	json_decref(f);
+	/* Malformed inputs. */
+	const char *bad[] = { "{\"kind\":", "a: [1, 2\n", "a: &x 1\nb: *x\n", "- - - - -\n", "" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		int rc = fg_fc_set_apply(b, (const uint8_t *)bad[i], strlen(bad[i]), NULL, &e);
+		CHECK(rc == -EINVAL || rc == 0);
+	}
+	fg_fc_set_free(a);
+	fg_fc_set_free(b);
+}
+
+TEST_MAIN
