@@ -28,6 +28,12 @@ static inline struct contribution contribution_of(const struct fg_qs_queue *q)
 
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
+/* Demands are clamped to the seat limit (at least 1, for a jailed level). */
+static inline uint32_t share_size(const struct fg_qs_config *c)
+{
+	return c->concurrency_limit ? c->concurrency_limit : 1;
+}
+
 static void update_rate(struct fg_queueset *qs);
 
 /* R moves at the current fair share until now. */
@@ -106,8 +112,6 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	qs->cfg = *cfg;
 	if (cfg->mode > FG_QS_QUEUE)
 		return -EINVAL;
-	if (cfg->mode != FG_QS_EXEMPT && cfg->concurrency_limit == 0)
-		return -EINVAL;
 	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
 	qs->last_ns = now;
 	if (cfg->mode != FG_QS_QUEUE)
@@ -118,13 +122,87 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	qs->queues = calloc(cfg->queues, sizeof(*qs->queues));
 	if (!qs->queues)
 		return -ENOMEM;
+	qs->n_alloc = cfg->queues;
 	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) ||
-	    (rc = fg_fairshare_init(&qs->share, cfg->concurrency_limit)) ||
-	    (rc = fg_fairshare_init(&qs->busy, cfg->concurrency_limit))) {
+	    (rc = fg_fairshare_init(&qs->share, share_size(cfg))) ||
+	    (rc = fg_fairshare_init(&qs->busy, share_size(cfg)))) {
 		fg_qs_fini(qs);
 		return rc;
 	}
 	return 0;
+}
+
+/* Grow the queue array and the skip list to n queues, keeping every entry. */
+static int grow(struct fg_queueset *qs, uint32_t n)
+{
+	struct fg_qs_queue *q = realloc(qs->queues, sizeof(*q) * n);
+	if (!q)
+		return -ENOMEM;
+	memset(q + qs->n_alloc, 0, sizeof(*q) * (n - qs->n_alloc));
+	qs->queues = q;
+	struct fg_skiplist order;
+	int rc = fg_skiplist_init(&order, n, qs->cfg.seed);
+	if (rc)
+		return rc;
+	if (qs->order.nodes) {
+		for (uint32_t i = fg_skiplist_first(&qs->order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs->order, i))
+			fg_skiplist_insert(&order, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
+		fg_skiplist_fini(&qs->order);
+	}
+	qs->order = order;
+	qs->n_alloc = n;
+	return 0;
+}
+
+/* Rebuild the fair-share trees for a new seat limit from every queue. */
+static int rebuild_share(struct fg_queueset *qs, uint32_t size)
+{
+	struct fg_fairshare share, busy;
+	int rc = fg_fairshare_init(&share, size);
+	if (rc)
+		return rc;
+	if ((rc = fg_fairshare_init(&busy, size))) {
+		fg_fairshare_fini(&share);
+		return rc;
+	}
+	for (uint32_t i = 0; i < qs->n_alloc; i++) {
+		struct contribution c = contribution_of(&qs->queues[i]);
+		fg_fairshare_update(c.waiting ? &share : &busy, 0, c.seats);
+	}
+	if (qs->share.count)
+		fg_fairshare_fini(&qs->share);
+	if (qs->busy.count)
+		fg_fairshare_fini(&qs->busy);
+	qs->share = share;
+	qs->busy = busy;
+	return 0;
+}
+
+int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now)
+{
+	advance(qs, now);
+	struct fg_dealer dealer = qs->dealer;
+	if (cfg->mode > FG_QS_QUEUE ||
+	    (cfg->mode == FG_QS_QUEUE && (fg_dealer_init(&dealer, cfg->queues, cfg->hand_size) || !cfg->queue_length_limit)))
+		return -EINVAL;
+	struct fg_qs_config next = *cfg;
+	next.seed = qs->cfg.seed;
+	uint32_t old_size = qs->share.size;
+	qs->cfg = next;
+	int rc = 0;
+	if (cfg->mode == FG_QS_QUEUE && cfg->queues > qs->n_alloc)
+		rc = grow(qs, cfg->queues); /* more queues: at once */
+	/* Fewer queues: the dealer stops choosing the extra ones, which drain. */
+	if (!rc && qs->n_alloc && share_size(&next) != old_size)
+		rc = rebuild_share(qs, share_size(&next));
+	qs->dealer = dealer;
+	qs->rate_stale = true;
+	return rc;
+}
+
+bool fg_qs_idle(const struct fg_queueset *qs)
+{
+	return qs->n_waiting == 0 && qs->seats_in_use == 0;
 }
 
 void fg_qs_fini(struct fg_queueset *qs)
@@ -255,7 +333,7 @@ static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct
 
 struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 {
-	if (qs->cfg.mode != FG_QS_QUEUE)
+	if (!qs->queues) /* a level that never queued; one that stopped still drains */
 		return NULL;
 	advance(qs, now);
 	uint32_t qi = fg_skiplist_first(&qs->order);

@@ -106,6 +106,7 @@ struct fg_queueset {
 	struct fg_qs_config cfg;
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
+	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
 	struct fg_skiplist order;    /* queues with a waiting head, by head finish */
 	struct fg_fairshare share;   /* demands of queues with waiting requests */
 	struct fg_fairshare busy;    /* executing seats of queues with nothing waiting */
@@ -149,6 +150,18 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
  */
 uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns);
 void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns);
+
+/*
+ * Apply a new configuration to a live queue set (KEP "Reaction to
+ * Configuration Changes"): more queues appear at once, fewer queues drain
+ * (the dealer stops choosing them), a new seat limit governs the next
+ * dispatch without aborting anything, a switch to Reject or Exempt still
+ * drains what waits.  O(queues) for the rebuild.  0, -EINVAL or -ENOMEM.
+ */
+int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now_ns);
+
+/* Nothing waits and no seat is held. */
+bool fg_qs_idle(const struct fg_queueset *qs);
 
 /* Would a request of this many seats start now? */
 static inline bool fg_qs_fits(const struct fg_queueset *qs, uint32_t seats)

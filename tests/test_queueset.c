@@ -230,4 +230,64 @@ TEST(virtual_time_wraps_after_91_days)
 	fg_qs_fini(&qs);
 }
 
+TEST(reconfigure_keeps_everything_in_flight)
+{
+	struct fg_queueset qs;
+	init(&qs, 2, 10, SEC);
+	struct fg_qs_req r[8];
+	for (int i = 0; i < 6; i++)
+		fg_qs_arrive(&qs, &r[i], (uint64_t)(i % 3), 1, 0, 0, 0);
+	CHECK(fg_qs_dispatch_next(&qs, 0) != NULL);
+	CHECK(fg_qs_dispatch_next(&qs, 0) != NULL);
+	CHECK_EQ(qs.n_waiting, 4);
+	/* More queues at once, a higher limit: the next dispatch uses it. */
+	struct fg_qs_config c = qs.cfg;
+	c.queues = 128;
+	c.concurrency_limit = 4;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, SEC), 0);
+	CHECK_EQ(qs.n_alloc, 128);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) != NULL);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) != NULL);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == NULL);
+	CHECK_EQ(qs.n_waiting, 2);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[6], 100, 1, 0, 0, SEC), FG_QS_QUEUED); /* queue 100 exists now */
+	CHECK_EQ(r[6].queue, 100);
+	/* Fewer queues and a lower limit: nothing is aborted; what waits drains. */
+	c.queues = 4;
+	c.concurrency_limit = 1;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, 2 * SEC), 0);
+	CHECK_EQ(qs.seats_in_use, 4);
+	CHECK(fg_qs_dispatch_next(&qs, 2 * SEC) == NULL);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[7], 100, 1, 0, 0, 2 * SEC), FG_QS_QUEUED);
+	CHECK(r[7].queue < 4); /* the dealer no longer picks queue 100 */
+	/* Switch to Reject: arrivals are refused while full, the queued ones still drain. */
+	c.mode = FG_QS_REJECT;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, 3 * SEC), 0);
+	struct fg_qs_req extra;
+	CHECK_EQ(fg_qs_arrive(&qs, &extra, 1, 1, 0, 0, 3 * SEC), FG_QS_REJECT_CONCURRENCY);
+	unsigned drained = 0;
+	uint64_t t = 3 * SEC;
+	struct fg_qs_req *running[8];
+	unsigned n_run = 0;
+	for (int i = 0; i < 6; i++)
+		if (r[i].state == FG_QS_EXECUTING)
+			running[n_run++] = &r[i];
+	while (n_run) {
+		t += SEC;
+		fg_qs_finish(&qs, running[--n_run], t);
+		struct fg_qs_req *d;
+		while ((d = fg_qs_dispatch_next(&qs, t))) {
+			running[n_run++] = d;
+			drained++;
+		}
+	}
+	CHECK_EQ(drained, 4);
+	CHECK(fg_qs_idle(&qs));
+	c.mode = FG_QS_QUEUE;
+	c.hand_size = 5;
+	c.queues = 4;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, t), -EINVAL);
+	fg_qs_fini(&qs);
+}
+
 TEST_MAIN
