@@ -15,20 +15,15 @@
 #include <urcu-qsbr.h>
 
 #include "defs.h"
-#include "endpoint.h"
+#include "settings.h"
 
-struct fg_backend_cfg {
-	struct fg_endpoint ep;
-	bool static_mac; /* DPDK mode: ep.mac given; otherwise resolved by ARP */
-};
+struct fg_fc_config;
 
 struct fg_config {
 	struct rcu_head rcu;
 	uint64_t generation;
-	uint32_t seat_limit;
-	uint32_t queues;             /* the level's queue set */
-	uint32_t hand_size;
-	uint32_t queue_length_limit; /* per queue */
+	uint32_t seat_limit;         /* serverConcurrencyLimit, split over the levels */
+	struct fg_fc_config *fc;     /* schemas and levels; owned, freed with this config */
 	uint64_t queue_wait_ns;
 	uint64_t backend_timeout_ns;
 	uint32_t retry_after_ms;

@@ -8,18 +8,14 @@
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
 #define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
-#define FG_DEFAULT_QUEUES 128u              /* Kubernetes' global-default level */
-#define FG_DEFAULT_HAND_SIZE 6u
-#define FG_DEFAULT_QUEUE_LENGTH_LIMIT 50u    /* requests per queue */
-#define FG_MAX_QUEUE_LENGTH_LIMIT (1u << 20)
 #define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
 #define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull
 #define FG_DEFAULT_RETRY_AFTER_MS 1000u
 #define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
 
-#define FG_LEVEL_NAME "global-default"      /* the single level until the queue-set issue */
-#define FG_SCHEMA_NAME "global-default"
+#define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */
+#define FG_LEVEL_NAME_MAX 64u
 
 #define FG_MAX_BACKENDS 64u
 #define FG_MAX_SEAT_LIMIT 1000000u

@@ -586,6 +586,11 @@ int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct 
 	return errs->count == before ? count : -EINVAL;
 }
 
+size_t fg_fc_set_size(const struct fg_fc_set *s)
+{
+	return json_object_size(s->fs) + json_object_size(s->pl);
+}
+
 int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name)
 {
 	return json_object_del(kind == FG_FC_FLOWSCHEMA ? s->fs : s->pl, name) ? -ENOENT : 0;

@@ -52,6 +52,9 @@ struct fg_fc_set *fg_fc_set_bootstrap(void);
 int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
 		    struct fg_errors *errs);
 
+/* Number of objects in the set. */
+size_t fg_fc_set_size(const struct fg_fc_set *s);
+
 /* Remove an object; 0 or -ENOENT. */
 int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
 

@@ -1,6 +1,9 @@
 /* settings — defaults, FairgateSettings JSON, validation, compilation. */
 #include "settings.h"
 
+#include "config.h"
+#include "flowcontrol.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -40,9 +43,6 @@ void fg_settings_defaults(struct fg_settings *s)
 	fg_endpoint_parse(FG_DEFAULT_LISTEN, &s->listen);
 	snprintf(s->control_socket, sizeof(s->control_socket), "%s", FG_DEFAULT_CONTROL_SOCKET);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
-	s->queues = FG_DEFAULT_QUEUES;
-	s->hand_size = FG_DEFAULT_HAND_SIZE;
-	s->queue_length_limit = FG_DEFAULT_QUEUE_LENGTH_LIMIT;
 	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
 	s->shutdown_grace_ns = (int64_t)FG_DEFAULT_SHUTDOWN_GRACE_NS;
@@ -191,9 +191,6 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	}
 	get_backends(spec, &next, errs);
 	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
-	get_uint(spec, "queues", 1, FG_DEALER_MAX_DECK, &next.queues, errs);
-	get_uint(spec, "handSize", 1, FG_DEALER_MAX_HAND, &next.hand_size, errs);
-	get_uint(spec, "queueLengthLimit", 1, FG_MAX_QUEUE_LENGTH_LIMIT, &next.queue_length_limit, errs);
 	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
 	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
 	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
@@ -202,7 +199,7 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	const char *key;
 	json_object_foreach(spec, key, v) {
 		static const char *const known[] = { "io", "listen", "controlSocket", "backends",
-			"serverConcurrencyLimit", "queues", "handSize", "queueLengthLimit", "maxRequests", "retryAfterMillis",
+			"serverConcurrencyLimit", "maxRequests", "retryAfterMillis",
 			"queueWaitLimit", "backendTimeout", "shutdownGrace" };
 		size_t k = 0;
 		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
@@ -224,17 +221,10 @@ out:
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 {
 	unsigned before = errs->count;
-	uint64_t need = (uint64_t)s->queues * s->queue_length_limit + s->seat_limit;
-	if (s->max_requests < need)
+	if (s->max_requests < s->seat_limit)
 		fg_errors_add(errs, "spec.maxRequests",
-			      "must hold the queued and the executing requests: at least "
-			      "queues * queueLengthLimit + serverConcurrencyLimit = %llu, got %u",
-			      (unsigned long long)need, s->max_requests);
-	struct fg_dealer d;
-	if (fg_dealer_init(&d, s->queues, s->hand_size))
-		fg_errors_add(errs, "spec.handSize",
-			      "%u cards of %u queues need %u bits of entropy; at most %u (and handSize <= queues)",
-			      s->hand_size, s->queues, fg_dealer_required_bits(s->queues, s->hand_size), FG_DEALER_MAX_BITS);
+			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
+			      s->seat_limit, s->max_requests);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (fg_endpoint_same_addr(&s->backends[i].ep, &s->listen)) {
 			char path[64];
@@ -244,20 +234,28 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 	return errs->count == before ? 0 : -EINVAL;
 }
 
-struct fg_config *fg_settings_compile(const struct fg_settings *s, uint64_t generation)
+struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_config *fc, uint64_t generation)
 {
 	struct fg_config *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		fg_fc_config_free(fc);
 		return NULL;
+	}
 	c->generation = generation;
 	c->seat_limit = s->seat_limit;
-	c->queues = s->queues;
-	c->hand_size = s->hand_size;
-	c->queue_length_limit = s->queue_length_limit;
+	c->fc = fc;
 	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
 	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;
 	c->retry_after_ms = s->retry_after_ms;
 	c->n_backends = s->n_backends;
 	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
 	return c;
+}
+
+void fg_config_free(struct fg_config *c)
+{
+	if (!c)
+		return;
+	fg_fc_config_free(c->fc);
+	free(c);
 }

@@ -8,10 +8,17 @@
 #ifndef FG_SETTINGS_H
 #define FG_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "defs.h"
+#include "endpoint.h"
+
+struct fg_backend_cfg {
+	struct fg_endpoint ep;
+	bool static_mac; /* DPDK mode: ep.mac given; otherwise resolved by ARP */
+};
 
 enum fg_io_mode { FG_IO_SOCKET = 0, FG_IO_DPDK = 1 };
 
@@ -20,9 +27,6 @@ struct fg_settings {
 	struct fg_endpoint listen;
 	char control_socket[108];
 	uint32_t seat_limit;
-	uint32_t queues;
-	uint32_t hand_size;
-	uint32_t queue_length_limit; /* per queue */
 	int64_t queue_wait_ns;
 	int64_t backend_timeout_ns;
 	int64_t shutdown_grace_ns;
@@ -58,7 +62,13 @@ int fg_settings_add_backend(struct fg_settings *s, const char *spec);
 /* Cross-field checks after all sources are applied.  0 or -EINVAL. */
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
 
-/* Build the dispatch configuration workers read.  NULL on allocation failure. */
-struct fg_config *fg_settings_compile(const struct fg_settings *s, uint64_t generation);
+struct fg_config;
+struct fg_fc_config;
+/* Build the dispatch configuration workers read, taking ownership of fc.
+ * NULL on allocation failure (fc is freed). */
+struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_config *fc, uint64_t generation);
+/* Free a configuration built by fg_settings_compile (not yet published, or
+ * after its grace period). */
+void fg_config_free(struct fg_config *c);
 
 #endif

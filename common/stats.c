@@ -1,6 +1,7 @@
 /* stats — flow table of the per-worker statistics. */
 #include "stats.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define FLOW_OTHER 0u
@@ -13,7 +14,8 @@ void fg_stats_init(struct fg_worker_stats *s)
 	s->flows[FLOW_OTHER].hash = 1; /* never matched: real hashes start probing at 1 */
 }
 
-uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, const char *name, uint16_t name_len)
+uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
+		       const char *dist, uint16_t dist_len)
 {
 	if (hash <= 1)
 		hash += 2; /* keep 0 (free) and 1 (other) reserved */
@@ -22,15 +24,20 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, const char *nam
 		if (i == FLOW_OTHER)
 			continue;
 		struct fg_flow_stats *f = &s->flows[i];
-		if (f->hash == hash)
+		if (f->hash == hash) {
+			if (f->level != level) /* its schema moved to another level */
+				__atomic_store_n(&f->level, level, __ATOMIC_RELAXED);
 			return i;
+		}
 		if (f->hash == 0) {
 			if (s->flows_used >= FG_FLOW_TABLE_SIZE / 4 * 3)
 				break;
 			FG_STAT_ADD(s->flows_used, 1);
-			size_t n = name_len < FG_FLOW_NAME_MAX - 1 ? name_len : FG_FLOW_NAME_MAX - 1;
-			memcpy(f->name, name, n);
-			f->name[n] = 0;
+			if (dist_len)
+				snprintf(f->name, sizeof(f->name), "%s/%.*s", schema, (int)dist_len, dist);
+			else
+				snprintf(f->name, sizeof(f->name), "%s", schema);
+			f->level = level;
 			__atomic_store_n(&f->hash, hash, __ATOMIC_RELEASE);
 			return i;
 		}

@@ -19,9 +19,21 @@
 
 struct fg_flow_stats {
 	uint64_t hash; /* 0 = free entry; published last (release) */
-	char name[FG_FLOW_NAME_MAX];
+	char name[FG_FLOW_NAME_MAX];   /* "schema" or "schema/distinguisher" */
+	uint16_t level;                /* index into fg_worker_stats.levels */
 	uint64_t received, dispatched, responded, rejected;
 	uint32_t waiting, executing;
+};
+
+/* One priority level as a worker runs it (the runtime slot, which outlives
+ * the configuration that created it while requests drain). */
+struct fg_level_stats {
+	uint8_t used;                  /* published last (release) */
+	uint8_t live;                  /* in the current configuration */
+	char name[FG_LEVEL_NAME_MAX];
+	uint32_t limit, queues;
+	uint64_t received, dispatched, responded, rejected;
+	uint32_t waiting, executing, seats_in_use;
 };
 
 struct fg_worker_stats {
@@ -42,11 +54,13 @@ struct fg_worker_stats {
 	uint32_t flows_used;                   /* entries taken in flows[] */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
 	struct fg_flow_stats flows[FG_FLOW_TABLE_SIZE];
+	struct fg_level_stats levels[FG_MAX_LEVELS];
 };
 
 /* The flow entry for `hash` (created with `name` on first sight); entry 0 is
  * "(other)", used once the table is 3/4 full.  Owner thread only. */
-uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, const char *name, uint16_t name_len);
+uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
+		       const char *dist, uint16_t dist_len);
 
 void fg_stats_init(struct fg_worker_stats *s);
 

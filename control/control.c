@@ -38,7 +38,7 @@ struct fg_control {
 
 static void free_config_cb(struct rcu_head *h)
 {
-	free(caa_container_of(h, struct fg_config, rcu));
+	fg_config_free(caa_container_of(h, struct fg_config, rcu));
 }
 
 void fg_config_publish(struct fg_config **slot, struct fg_config *next)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "flowcontrol.h"
 #include "settings.h"
 #include "stats.h"
 
@@ -27,6 +28,7 @@ struct fg_control_view {
 	unsigned n_workers;
 	uint64_t start_ns;
 	volatile int *shutting_down;
+	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
 };
 
 struct fg_control;

@@ -8,6 +8,8 @@
 #include "defs.h"
 #include "proto.h"
 
+#include <string.h>
+
 struct flow_sum {
 	uint64_t hash;
 	const char *name;
@@ -26,8 +28,9 @@ static json_t *flows_json(const struct fg_control_view *v)
 			uint64_t received = FG_STAT_GET(f->received);
 			if (!hash || !received)
 				continue;
+			uint16_t level = __atomic_load_n(&f->level, __ATOMIC_RELAXED);
 			json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
-				"priorityLevel", FG_LEVEL_NAME, "flow", f->name,
+				"priorityLevel", level < FG_MAX_LEVELS ? s->levels[level].name : "?", "flow", f->name,
 				"received", (json_int_t)received,
 				"dispatched", (json_int_t)FG_STAT_GET(f->dispatched),
 				"responded", (json_int_t)FG_STAT_GET(f->responded),
@@ -35,6 +38,42 @@ static json_t *flows_json(const struct fg_control_view *v)
 				"waiting", (json_int_t)(int32_t)FG_STAT_GET(f->waiting),
 				"executing", (json_int_t)(int32_t)FG_STAT_GET(f->executing),
 				"worker", (int)w));
+		}
+	}
+	return arr;
+}
+
+/* Levels summed over workers by name, in the order the first worker has them. */
+static json_t *levels_json(const struct fg_control_view *v)
+{
+	json_t *arr = json_array();
+	for (unsigned w = 0; w < v->n_workers; w++) {
+		struct fg_worker_stats *s = v->worker_stats[w];
+		for (unsigned i = 0; i < FG_MAX_LEVELS; i++) {
+			struct fg_level_stats *l = &s->levels[i];
+			if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE))
+				continue;
+			json_t *o = NULL, *x;
+			size_t k;
+			json_array_foreach(arr, k, x)
+				if (!strcmp(json_string_value(json_object_get(x, "name")), l->name))
+					o = x;
+			if (!o) {
+				o = json_pack("{s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", l->name,
+					      "seatLimit", (int)FG_STAT_GET(l->limit), "queues", (int)FG_STAT_GET(l->queues),
+					      "live", FG_STAT_GET(l->live) != 0, "seatsInUse", (json_int_t)0,
+					      "waiting", (json_int_t)0, "executing", (json_int_t)0, "received", (json_int_t)0,
+					      "dispatched", (json_int_t)0, "responded", (json_int_t)0, "rejected", (json_int_t)0);
+				json_array_append_new(arr, o);
+			}
+			const char *keys[] = { "seatsInUse", "waiting", "executing", "received", "dispatched",
+					       "responded", "rejected" };
+			uint64_t vals[] = { FG_STAT_GET(l->seats_in_use), FG_STAT_GET(l->waiting),
+					    (uint32_t)FG_STAT_GET(l->executing), FG_STAT_GET(l->received),
+					    FG_STAT_GET(l->dispatched), FG_STAT_GET(l->responded), FG_STAT_GET(l->rejected) };
+			for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+				json_object_set_new(o, keys[j], json_integer(json_integer_value(json_object_get(o, keys[j])) +
+										(json_int_t)vals[j]));
 		}
 	}
 	return arr;
@@ -80,22 +119,22 @@ json_t *fg_status_json(const struct fg_control_view *v)
 
 	rcu_thread_online();
 	struct fg_config *cfg = rcu_dereference(*v->config_ptr);
-	json_t *level = json_pack("{s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "name", FG_LEVEL_NAME,
-		"seatLimit", (int)cfg->seat_limit, "queues", (int)cfg->queues, "handSize", (int)cfg->hand_size,
-		"queueLengthLimit", (int)cfg->queue_length_limit,
-		"seatsInUse", (json_int_t)seats, "waiting", (json_int_t)waiting, "executing", (json_int_t)executing);
 	json_int_t generation = (json_int_t)cfg->generation;
 	json_int_t n_backends = (json_int_t)cfg->n_backends;
+	json_int_t server_limit = (json_int_t)cfg->seat_limit;
 	rcu_thread_offline();
+	(void)seats;
+	json_t *level = levels_json(v);
 
 	char listen[32];
 	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I}, s:[o], s:o}",
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I}, s:o, s:o}",
 		"version", FG_VERSION,
 		"io", v->settings->io == FG_IO_DPDK ? "dpdk" : "socket",
 		"listen", listen,
 		"uptimeSeconds", (double)(fg_now_ns() - v->start_ns) / 1e9,
 		"configGeneration", generation,
+		"serverConcurrencyLimit", server_limit,
 		"backends", n_backends,
 		"shuttingDown", *v->shutting_down ? 1 : 0,
 		"counters",

@@ -14,6 +14,7 @@
 #include "control.h"
 #include "defs.h"
 #include "dpdk_io.h"
+#include "flowcontrol.h"
 #include "duration.h"
 #include "shuffle.h"
 #include "settings.h"
@@ -34,15 +35,15 @@ static void usage(FILE *f)
 		"A priority-and-fairness request dispatcher (KEP-1040) for UDP request traffic.\n"
 		"Settings come from the defaults, then --config, then the flags below.\n"
 		"\n"
-		"  --config FILE            FairgateSettings JSON file (docs/configuration.md)\n"
+		"  --config FILE            FairgateSettings, FlowSchema and PriorityLevelConfiguration\n"
+		"                           objects, JSON or YAML (docs/configuration.md); without\n"
+		"                           FlowSchemas/levels the Kubernetes bootstrap set is used\n"
 		"  --io socket|dpdk         I/O mode (default socket)\n"
 		"  --listen ADDR:PORT       where clients send requests (default %s)\n"
 		"  --backend ADDR:PORT[@MAC]  a backend; repeat for several (default none)\n"
 		"  --control-socket PATH    control socket (default %s)\n"
 		"  --seat-limit N           serverConcurrencyLimit in seats (default %u)\n"
-		"  --queues N               queues of the level (default %u)\n"
-		"  --hand-size N            shuffle-sharding hand size (default %u)\n"
-		"  --queue-length N         requests allowed to wait per queue (default %u)\n"
+
 		"  --queue-wait DURATION    longest wait before REJECT time-out (default 15s)\n"
 		"  --backend-timeout DURATION  longest execution before REJECT backend-timeout (default 30s)\n"
 		"  --shutdown-grace DURATION   wait for executing requests on SIGTERM (default 5s)\n"
@@ -55,8 +56,7 @@ static void usage(FILE *f)
 		"  fairgate --io dpdk --listen 192.0.2.2:7400 -- --no-huge -m 512 --no-pci \\\n"
 		"      --no-shconf --file-prefix=fg1 --vdev=net_tap0,iface=fgtap0\n"
 		"Exit status: 0 clean shutdown, 1 runtime failure, 2 bad settings.\n",
-		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT, FG_DEFAULT_QUEUES,
-		FG_DEFAULT_HAND_SIZE, FG_DEFAULT_QUEUE_LENGTH_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
+		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
 }
 
 static int read_file(const char *path, uint8_t **buf, size_t *len)
@@ -109,25 +109,27 @@ static int parse_dur(const char *s, int64_t *out)
 	return 0;
 }
 
-enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS, OPT_QLEN,
-       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION,
-       OPT_QUEUES, OPT_HAND };
+enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS,
+       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION };
 
 static const struct option long_opts[] = {
 	{ "config", required_argument, 0, OPT_CONFIG }, { "io", required_argument, 0, OPT_IO },
 	{ "listen", required_argument, 0, OPT_LISTEN }, { "backend", required_argument, 0, OPT_BACKEND },
 	{ "control-socket", required_argument, 0, OPT_CONTROL }, { "seat-limit", required_argument, 0, OPT_SEATS },
-	{ "queue-length", required_argument, 0, OPT_QLEN }, { "queue-wait", required_argument, 0, OPT_QWAIT },
+	{ "queue-wait", required_argument, 0, OPT_QWAIT },
 	{ "backend-timeout", required_argument, 0, OPT_BTIMEOUT },
 	{ "shutdown-grace", required_argument, 0, OPT_GRACE }, { "retry-after-ms", required_argument, 0, OPT_RETRY },
 	{ "max-requests", required_argument, 0, OPT_MAXREQ }, { "check", no_argument, 0, OPT_CHECK },
-	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION },
-	{ "queues", required_argument, 0, OPT_QUEUES }, { "hand-size", required_argument, 0, OPT_HAND }, { 0, 0, 0, 0 },
+	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
 };
+
+/* Objects from --config: FlowSchemas and levels (the settings go to *s). */
+static struct fg_fc_set *file_objects;
 
 /* Two passes: --config first (so flags override the file), then the flags. */
 static int load_settings(int argc, char **argv, struct fg_settings *s, int *check_only)
 {
+	file_objects = fg_fc_set_new();
 	struct fg_errors errs = { .len = 0 };
 	fg_settings_defaults(s);
 	int opt;
@@ -143,9 +145,9 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 			fprintf(stderr, "fairgate: --config %s: %s\n", optarg, strerror(-rc));
 			return 2;
 		}
-		rc = fg_settings_apply_json(s, buf, len, &errs);
+		rc = fg_fc_set_apply(file_objects, buf, len, s, &errs);
 		free(buf);
-		if (rc) {
+		if (rc < 0) {
 			fprintf(stderr, "fairgate: %s: %u error(s):\n%s", optarg, errs.count, errs.text);
 			return 2;
 		}
@@ -174,9 +176,6 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 				snprintf(s->control_socket, sizeof(s->control_socket), "%s", optarg);
 			break;
 		case OPT_SEATS: bad = parse_u32(optarg, 1, FG_MAX_SEAT_LIMIT, &s->seat_limit) != 0; break;
-		case OPT_QLEN: bad = parse_u32(optarg, 1, FG_MAX_QUEUE_LENGTH_LIMIT, &s->queue_length_limit) != 0; break;
-		case OPT_QUEUES: bad = parse_u32(optarg, 1, FG_DEALER_MAX_DECK, &s->queues) != 0; break;
-		case OPT_HAND: bad = parse_u32(optarg, 1, FG_DEALER_MAX_HAND, &s->hand_size) != 0; break;
 		case OPT_MAXREQ: bad = parse_u32(optarg, 1, FG_MAX_MAX_REQUESTS, &s->max_requests) != 0; break;
 		case OPT_RETRY: bad = parse_u32(optarg, 0, 3600000, &s->retry_after_ms) != 0; break;
 		case OPT_QWAIT: bad = parse_dur(optarg, &s->queue_wait_ns) != 0; break;
@@ -203,14 +202,32 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 static void print_settings(const struct fg_settings *s)
 {
 	char ep[32], d1[32], d2[32], d3[32];
-	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\nqueues: %u\nhandSize: %u\nqueueLengthLimit: %u\n"
+	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\n"
 	       "queueWaitLimit: %s\nbackendTimeout: %s\nshutdownGrace: %s\nretryAfterMillis: %u\nmaxRequests: %u\nbackends:\n",
 	       s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s->listen, ep, sizeof(ep)),
-	       s->control_socket, s->seat_limit, s->queues, s->hand_size, s->queue_length_limit,
+	       s->control_socket, s->seat_limit,
 	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
 	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		printf("  - %s\n", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
+}
+
+static void print_levels(const struct fg_fc_config *fc)
+{
+	printf("priorityLevels:\n");
+	for (uint32_t i = 0; i < fc->n_levels; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		printf("  - %s: %s, nominal %u seats (min %u, max %u)", l->name,
+		       l->exempt ? "Exempt" : l->reject ? "Limited/Reject" : "Limited/Queue", l->nominal, l->min, l->max);
+		if (l->queues)
+			printf(", %u queues, hand %u, %u per queue, at most %u seats a request", l->queues, l->hand_size,
+			       l->queue_length_limit, l->max_seats);
+		printf("\n");
+	}
+	printf("flowSchemas (matching order):");
+	for (uint32_t i = 0; i < fc->n_schemas; i++)
+		printf(" %s", fc->schema_names[i]);
+	printf("\n");
 }
 
 /* The worker loop: runs until a signal, then drains within the grace period. */
@@ -258,8 +275,22 @@ int main(int argc, char **argv)
 	int rc = load_settings(own_argc, argv, &s, &check_only);
 	if (rc)
 		return rc;
+	/* A file with FlowSchemas or levels replaces the bootstrap set; the
+	 * mandatory objects are always there. */
+	struct fg_fc_set *objects = fg_fc_set_size(file_objects) ? file_objects : fg_fc_set_bootstrap();
+	if (objects != file_objects)
+		fg_fc_set_free(file_objects);
+	struct fg_errors errs = { .len = 0 };
+	struct fg_fc_config *fc = fg_fc_compile(objects, s.seat_limit, &errs);
+	if (!fc) {
+		fprintf(stderr, "fairgate: invalid configuration, %u error(s):\n%s", errs.count, errs.text);
+		return 2;
+	}
 	if (check_only) {
 		print_settings(&s);
+		print_levels(fc);
+		fg_fc_config_free(fc);
+		fg_fc_set_free(objects);
 		return 0;
 	}
 	if (s.n_backends == 0)
@@ -278,8 +309,8 @@ int main(int argc, char **argv)
 	char errbuf[256], ep[32];
 	int err = 0;
 	rc = 1;
-	/* Waiting requests hold their datagram: room for every queue full. */
-	uint32_t n_buffers = s.queues * s.queue_length_limit + FG_RX_BURST * 4;
+	/* Waiting requests hold their datagram: one buffer per request slot. */
+	uint32_t n_buffers = s.max_requests + FG_RX_BURST * 4;
 	if (s.io == FG_IO_DPDK) {
 		argv[own_argc] = argv[0]; /* EAL wants a program name first */
 		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, errbuf, sizeof(errbuf));
@@ -304,7 +335,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fairgate: out of memory for %u request slots\n", s.max_requests);
 		goto out;
 	}
-	fg_config_publish(&published_config, fg_settings_compile(&s, 1));
+	fg_config_publish(&published_config, fg_settings_compile(&s, fc, 1));
 	if (!published_config || fg_worker_configure(w, published_config, fg_now_ns())) {
 		fprintf(stderr, "fairgate: out of memory for the queue set\n");
 		goto out;
@@ -312,8 +343,9 @@ int main(int argc, char **argv)
 	struct fg_worker_stats *stats[1] = { &w->stats };
 	struct fg_control_view view = {
 		.settings = &s, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
-		.start_ns = fg_now_ns(), .shutting_down = &shutting_down,
+		.start_ns = fg_now_ns(), .shutting_down = &shutting_down, .objects = objects,
 	};
+	objects = NULL; /* the control thread owns the object set now */
 	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
 	if (!ctl) {
 		fprintf(stderr, "fairgate: %s\n", errbuf);
@@ -335,6 +367,7 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	fg_control_stop(ctl);
+	fg_fc_set_free(objects);
 	if (w && w->reqs.slots)
 		fg_worker_fini(w);
 	free(w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flowcontrol.h"
 #include "flowhash.h"
 #include "proto.h"
 
@@ -15,6 +16,8 @@ static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req
 	const struct fg_req *r = (const struct fg_req *)((const char *)q - offsetof(struct fg_req, qs));
 	return (uint32_t)(r - w->reqs.slots);
 }
+
+static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now);
 
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests)
 {
@@ -44,21 +47,103 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt.handle)
 			w->io.ops->free(w->io.ctx, &w->reqs.slots[i].pkt);
 	fg_reqtable_fini(&w->reqs);
-	fg_qs_fini(&w->level);
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used)
+			fg_qs_fini(&w->levels[i].qs);
+	free(w->level_of_cfg);
 	free(w->lingering);
 	w->lingering = NULL;
 }
 
+static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
+{
+	return (struct fg_qs_config){
+		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
+		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
+		.concurrency_limit = l->limit, .max_seats = l->max_seats,
+		.seed = 0x1040u + worker * 977u + slot,
+	};
+}
+
+static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l)
+{
+	struct fg_level_stats *ls = &w->stats.levels[slot];
+	FG_STAT_SET(ls->limit, l->exempt ? 0 : l->limit);
+	FG_STAT_SET(ls->queues, l->queues);
+	FG_STAT_SET(ls->live, 1);
+}
+
+/* A removed level's slot is freed once nothing waits or holds a seat in it. */
+static void retire_idle_levels(struct fg_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_levels; i++) {
+		struct fg_level_rt *rt = &w->levels[i];
+		if (rt->used && !rt->live && fg_qs_idle(&rt->qs)) {
+			fg_qs_fini(&rt->qs);
+			rt->used = false;
+			__atomic_store_n(&w->stats.levels[i].used, 0, __ATOMIC_RELEASE);
+		}
+	}
+}
+
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
-	struct fg_qs_config qc = {
-		.mode = FG_QS_QUEUE, .queues = cfg->queues, .hand_size = cfg->hand_size,
-		.queue_length_limit = cfg->queue_length_limit, .concurrency_limit = cfg->seat_limit,
-		.seed = 0x1040 + w->id,
-	};
-	fg_qs_fini(&w->level);
-	w->level_generation = cfg->generation;
-	return fg_qs_init(&w->level, &qc, now);
+	const struct fg_fc_config *fc = cfg->fc;
+	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	bool keep[FG_MAX_LEVELS] = { false };
+	int rc = 0;
+	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		uint32_t slot = FG_MAX_LEVELS, free_slot = FG_MAX_LEVELS;
+		for (uint32_t k = 0; k < w->n_levels; k++) {
+			if (w->levels[k].used && !strcmp(w->stats.levels[k].name, l->name))
+				slot = k;
+			else if (!w->levels[k].used && free_slot == FG_MAX_LEVELS)
+				free_slot = k;
+		}
+		if (slot < FG_MAX_LEVELS) {
+			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
+			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
+		} else {
+			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
+			if (slot >= FG_MAX_LEVELS) {
+				rc = -ENOSPC;
+				break;
+			}
+			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
+			if (!(rc = fg_qs_init(&w->levels[slot].qs, &qc, now))) {
+				struct fg_level_stats *ls = &w->stats.levels[slot];
+				memset(ls, 0, sizeof(*ls));
+				snprintf(ls->name, sizeof(ls->name), "%s", l->name);
+				w->levels[slot].used = true;
+				__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
+				if (slot == w->n_levels)
+					w->n_levels++;
+			}
+		}
+		if (!rc) {
+			map[i] = (uint16_t)slot;
+			keep[slot] = true;
+			publish_level_shape(w, slot, l);
+		}
+	}
+	if (rc) {
+		free(map);
+		return rc;
+	}
+	for (uint32_t k = 0; k < w->n_levels; k++) {
+		w->levels[k].live = w->levels[k].used && keep[k];
+		if (w->levels[k].used && !keep[k])
+			FG_STAT_SET(w->stats.levels[k].live, 0);
+	}
+	free(w->level_of_cfg);
+	w->level_of_cfg = map;
+	w->n_level_map = fc->n_levels;
+	w->config_generation = cfg->generation;
+	retire_idle_levels(w);
+	return 0;
 }
 
 /* --- lingering seats: a binary min-heap on release_ns ------------------ */
@@ -124,10 +209,12 @@ static void reject_in_place(struct fg_worker *w, const struct fg_config *cfg, st
 	send_pkt(w, pkt);
 }
 
-static void count_reject(struct fg_worker *w, uint32_t flow, enum fg_reject_reason reason)
+static void count_reject(struct fg_worker *w, uint32_t flow, uint32_t level, enum fg_reject_reason reason)
 {
 	FG_STAT_ADD(w->stats.rejected[reason], 1);
 	FG_STAT_ADD(w->stats.flows[flow].rejected, 1);
+	if (level < FG_MAX_LEVELS)
+		FG_STAT_ADD(w->stats.levels[level].rejected, 1);
 }
 
 /* Answer a request whose packet is gone (it went to a backend): a fresh buffer. */
@@ -135,7 +222,7 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 			     enum fg_reject_reason reason)
 {
 	struct fg_pkt pkt;
-	count_reject(w, r->flow, reason);
+	count_reject(w, r->flow, r->level, reason);
 	if (unlikely(w->io.ops->alloc(w->io.ctx, &pkt))) {
 		FG_STAT_ADD(w->stats.tx_failed, 1);
 		return;
@@ -146,11 +233,19 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 
 /* --- state changes ----------------------------------------------------- */
 
-static void publish_level(struct fg_worker *w)
+/* Gauges after a change in the request's level. */
+static void publish_level(struct fg_worker *w, uint32_t slot)
 {
+	struct fg_queueset *qs = &w->levels[slot].qs;
 	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_SET(w->stats.executing, w->executing.count);
-	FG_STAT_SET(w->stats.seats_in_use, w->level.seats_in_use);
+	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
+	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
+}
+
+static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_req *r)
+{
+	return &w->levels[r->level].qs;
 }
 
 static void leave_waiting(struct fg_worker *w, uint32_t slot)
@@ -160,6 +255,14 @@ static void leave_waiting(struct fg_worker *w, uint32_t slot)
 	FG_STAT_ADD(w->stats.flows[r->flow].waiting, -1);
 }
 
+static void release_lingering(struct fg_worker *w, uint32_t slot, uint64_t now)
+{
+	struct fg_req *r = &w->reqs.slots[slot];
+	fg_qs_release(level_qs(w, r), &r->qs, now);
+	fg_reqtable_release(&w->reqs, slot);
+	publish_level(w, r->level);
+}
+
 /* The request stops executing; its seats go back now or after its extra latency. */
 static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bool answered)
 {
@@ -167,17 +270,18 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	w->backend_outstanding[r->backend] -= r->qs.seats;
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
-	uint64_t release = fg_qs_finish(&w->level, &r->qs, now);
+	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
+	uint64_t release = fg_qs_finish(level_qs(w, r), &r->qs, now);
 	if (release && answered) {
 		r->state = FG_REQ_LINGERING;
 		r->release_ns = release;
 		linger_push(w, slot);
 	} else {
 		if (release)
-			fg_qs_release(&w->level, &r->qs, now); /* a failed request holds nothing longer */
+			fg_qs_release(level_qs(w, r), &r->qs, now); /* a failed request holds nothing longer */
 		fg_reqtable_release(&w->reqs, slot);
 	}
-	publish_level(w);
+	publish_level(w, r->level);
 }
 
 /* Least outstanding seats wins; ties go to the lowest index. */
@@ -202,9 +306,11 @@ static void start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	w->backend_outstanding[b] += r->qs.seats;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
 	FG_STAT_ADD(w->stats.dispatched, 1);
+	FG_STAT_ADD(w->stats.levels[r->level].dispatched, 1);
+	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
-	publish_level(w);
+	publish_level(w, r->level);
 
 	struct fg_pkt pkt = r->pkt;
 	r->pkt.handle = NULL;
@@ -219,10 +325,20 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			   const struct fg_msg *m, uint64_t now)
 {
 	FG_STAT_ADD(w->stats.received, 1);
-	const char *user = m->user.ptr ? m->user.ptr : "";
-	uint64_t hash = fg_flow_hash(FG_SCHEMA_NAME, sizeof(FG_SCHEMA_NAME) - 1, user, m->user.len);
-	uint32_t flow = fg_stats_flow(&w->stats, hash, user, m->user.len);
+	struct fg_fc_request fr;
+	struct fg_fc_match match;
+	fg_fc_request_from_msg(m, &fr);
+	fg_fc_classify(cfg->fc, &fr, &match);
+	uint16_t level = w->level_of_cfg[match.level];
+	const char *schema = cfg->fc->schema_names[match.schema];
+	/* Levels without queues have no flows (hash 0); statistics still keep
+	 * schema and distinguisher apart. */
+	uint64_t stats_key = match.flow_hash ? match.flow_hash
+		: fg_flow_hash(schema, strlen(schema), match.distinguisher.ptr, match.distinguisher.len);
+	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, schema, match.distinguisher.ptr,
+				      match.distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
+	FG_STAT_ADD(w->stats.levels[level].received, 1);
 
 	enum fg_reject_reason reason = FG_REJECT_NONE;
 	uint32_t slot = FG_REQ_NIL;
@@ -234,7 +350,8 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		reason = FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
 	if (!reason) {
 		struct fg_req *r = &w->reqs.slots[slot];
-		switch (fg_qs_arrive(&w->level, &r->qs, hash, m->hdr.seats, m->hdr.final_seats,
+		r->level = level;
+		switch (fg_qs_arrive(level_qs(w, r), &r->qs, match.flow_hash, m->hdr.seats, m->hdr.final_seats,
 				     (uint64_t)m->hdr.extra_latency_us * 1000, now)) {
 		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
 		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
@@ -244,7 +361,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			fg_reqtable_release(&w->reqs, slot);
 	}
 	if (reason) {
-		count_reject(w, flow, reason);
+		count_reject(w, flow, level, reason);
 		reject_in_place(w, cfg, pkt, m->hdr.request_id, reason);
 		return;
 	}
@@ -263,10 +380,10 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	r->deadline_ns = now + cfg->queue_wait_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[flow].waiting, 1);
-	publish_level(w);
+	publish_level(w, r->level);
 	/* Dispatch at once, so that the next arrival's queue-full test sees the
 	 * seats this one took (KEP "Queuing"). */
-	fg_worker_dispatch(w, cfg, now);
+	dispatch_level(w, cfg, level, now);
 }
 
 static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
@@ -282,9 +399,10 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 		return;
 	}
 	if (m->hdr.type == FG_MSG_REJECT)
-		count_reject(w, r->flow, (enum fg_reject_reason)m->hdr.reason);
+		count_reject(w, r->flow, r->level, (enum fg_reject_reason)m->hdr.reason);
 	else {
 		FG_STAT_ADD(w->stats.responded, 1);
+		FG_STAT_ADD(w->stats.levels[r->level].responded, 1);
 		FG_STAT_ADD(w->stats.flows[r->flow].responded, 1);
 	}
 	fg_proto_set_request_id(pkt->data, r->client_id);
@@ -330,11 +448,11 @@ static void reject_waiting(struct fg_worker *w, const struct fg_config *cfg, uin
 	struct fg_req *r = &w->reqs.slots[slot];
 	struct fg_pkt pkt = r->pkt;
 	uint64_t id = r->client_id;
-	count_reject(w, r->flow, reason);
+	count_reject(w, r->flow, r->level, reason);
 	leave_waiting(w, slot);
-	fg_qs_remove_waiting(&w->level, &r->qs, now);
+	fg_qs_remove_waiting(level_qs(w, r), &r->qs, now);
 	fg_reqtable_release(&w->reqs, slot);
-	publish_level(w);
+	publish_level(w, r->level);
 	reject_in_place(w, cfg, &pkt, id, reason);
 }
 
@@ -349,18 +467,14 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT);
 		leave_executing(w, slot, now, false);
 	}
-	while (w->n_lingering && linger_key(w, 0) <= now) {
-		uint32_t slot = linger_pop(w);
-		fg_qs_release(&w->level, &w->reqs.slots[slot].qs, now);
-		fg_reqtable_release(&w->reqs, slot);
-		publish_level(w);
-	}
+	while (w->n_lingering && linger_key(w, 0) <= now)
+		release_lingering(w, linger_pop(w), now);
 }
 
-void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now)
 {
 	struct fg_qs_req *q;
-	while ((q = fg_qs_dispatch_next(&w->level, now))) {
+	while ((q = fg_qs_dispatch_next(&w->levels[level].qs, now))) {
 		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
 		leave_waiting(w, slot);
@@ -369,10 +483,10 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 			 * queue keeps the cost of its turn, the seats come back now. */
 			struct fg_pkt pkt = r->pkt;
 			enum fg_reject_reason reason = cfg->n_backends ? FG_REJECT_TIME_OUT : FG_REJECT_NO_BACKEND;
-			count_reject(w, r->flow, reason);
-			fg_qs_release(&w->level, &r->qs, now);
+			count_reject(w, r->flow, r->level, reason);
+			fg_qs_release(level_qs(w, r), &r->qs, now);
 			fg_reqtable_release(&w->reqs, slot);
-			publish_level(w);
+			publish_level(w, r->level);
 			reject_in_place(w, cfg, &pkt, r->client_id, reason);
 			continue;
 		}
@@ -380,8 +494,19 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	}
 }
 
+void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used)
+			dispatch_level(w, cfg, i, now);
+	retire_idle_levels(w);
+}
+
 unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
+	/* A new configuration: follow it before touching any request. */
+	if (unlikely(cfg->generation != w->config_generation))
+		fg_worker_configure(w, cfg, now);
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);
 	for (unsigned i = 0; i < n; i++)
@@ -409,12 +534,8 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg,
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
 		leave_executing(w, slot, now, false);
 	}
-	while (w->n_lingering) {
-		uint32_t slot = linger_pop(w);
-		fg_qs_release(&w->level, &w->reqs.slots[slot].qs, now);
-		fg_reqtable_release(&w->reqs, slot);
-	}
-	publish_level(w);
+	while (w->n_lingering)
+		release_lingering(w, linger_pop(w), now);
 	flush(w);
 }
 

@@ -27,12 +27,25 @@
 #include "reqtable.h"
 #include "stats.h"
 
+/*
+ * A priority level as the worker runs it.  Matched to configurations by
+ * name; a level removed from the configuration stays (live = false) until
+ * nothing waits or executes in it, then its slot is freed.
+ */
+struct fg_level_rt {
+	bool used, live;
+	struct fg_queueset qs;
+};
+
 struct fg_worker {
 	unsigned id;
 	struct fg_io io;
 	struct fg_reqtable reqs;
-	struct fg_queueset level;    /* the one priority level, global-default */
-	uint64_t level_generation;   /* config generation the queue set was built from */
+	struct fg_level_rt levels[FG_MAX_LEVELS];
+	uint32_t n_levels;           /* slots ever used: scan bound */
+	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
+	uint32_t n_level_map;
+	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
 	uint32_t *lingering;         /* min-heap of slots by release_ns */
@@ -45,8 +58,14 @@ struct fg_worker {
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests);
 void fg_worker_fini(struct fg_worker *w);
 
-/* Build the queue set from the configuration (before the first poll).
- * 0 or -EINVAL / -ENOMEM. */
+/*
+ * Follow a (new) configuration: levels are matched by name and their queue
+ * sets reconfigured in place, new levels start, removed ones linger until
+ * idle (KEP "Reaction to Configuration Changes").  Called before the first
+ * poll and whenever the published generation changes; fg_worker_poll does it
+ * by itself.  0, or -EINVAL / -ENOMEM / -ENOSPC (the worker keeps following
+ * the previous configuration's levels).
+ */
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
 /* Handle one received datagram (takes ownership of pkt). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "duration.h"
+#include "config.h"
 #include "settings.h"
 #include "test.h"
 
@@ -34,7 +35,7 @@ TEST(full_settings_object)
 	int rc = apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
 			   "\"io\":\"dpdk\",\"listen\":\"192.0.2.2:9000\",\"controlSocket\":\"/tmp/x.sock\","
 			   "\"backends\":[\"192.0.2.1:7501\",\"192.0.2.3:7502@02:00:00:00:00:03\"],"
-			   "\"serverConcurrencyLimit\":10,\"queueLengthLimit\":5,\"maxRequests\":100,"
+			   "\"serverConcurrencyLimit\":10,\"maxRequests\":100,"
 			   "\"retryAfterMillis\":7,\"queueWaitLimit\":\"1.5s\",\"backendTimeout\":\"250ms\","
 			   "\"shutdownGrace\":\"0s\"}}", &e);
 	CHECK_EQ(rc, 0);
@@ -46,14 +47,13 @@ TEST(full_settings_object)
 	CHECK(s.backends[1].static_mac && s.backends[1].ep.mac[5] == 3);
 	CHECK(!s.backends[0].static_mac);
 	CHECK_EQ(s.seat_limit, 10);
-	CHECK_EQ(s.queue_length_limit, 5);
 	CHECK_EQ(s.max_requests, 100);
 	CHECK_EQ(s.retry_after_ms, 7);
 	CHECK_EQ(s.queue_wait_ns, 1500000000LL);
 	CHECK_EQ(s.backend_timeout_ns, 250000000LL);
-	struct fg_config *c = fg_settings_compile(&s, 4);
+	struct fg_config *c = fg_settings_compile(&s, NULL, 4);
 	CHECK(c && c->generation == 4 && c->n_backends == 2 && c->seat_limit == 10);
-	free(c);
+	fg_config_free(c);
 }
 
 TEST(every_error_reported_and_nothing_changed)
@@ -64,7 +64,7 @@ TEST(every_error_reported_and_nothing_changed)
 	struct fg_errors e;
 	int rc = apply(&s, "{\"apiVersion\":\"v1\",\"kind\":\"Other\",\"spec\":{"
 			   "\"io\":\"rdma\",\"listen\":\"nowhere\",\"backends\":[\"1.2.3.4\",7],"
-			   "\"serverConcurrencyLimit\":0,\"queueLengthLimit\":\"x\",\"queueWaitLimit\":\"soon\","
+			   "\"serverConcurrencyLimit\":0,\"maxRequests\":\"x\",\"queueWaitLimit\":\"soon\","
 			   "\"backendTimeout\":\"1us\",\"bogus\":1}}", &e);
 	CHECK_EQ(rc, -EINVAL);
 	CHECK_EQ(e.count, 11);
@@ -75,7 +75,7 @@ TEST(every_error_reported_and_nothing_changed)
 	CHECK(strstr(e.text, "spec.backends[0]: invalid backend \"1.2.3.4\""));
 	CHECK(strstr(e.text, "spec.backends[1]: must be a string"));
 	CHECK(strstr(e.text, "spec.serverConcurrencyLimit: must be in [1, 1000000], got 0"));
-	CHECK(strstr(e.text, "spec.queueLengthLimit: must be an integer"));
+	CHECK(strstr(e.text, "spec.maxRequests: must be an integer"));
 	CHECK(strstr(e.text, "spec.queueWaitLimit: must be a duration"));
 	CHECK(strstr(e.text, "spec.backendTimeout: must be at least 1000000ns"));
 	CHECK(strstr(e.text, "spec.bogus: unknown field"));
@@ -104,32 +104,8 @@ TEST(cross_field_validation)
 	struct fg_errors e = { .len = 0 };
 	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
 	CHECK_EQ(e.count, 2);
-	CHECK(strstr(e.text, "spec.maxRequests: must hold"));
+	CHECK(strstr(e.text, "spec.maxRequests: must hold at least the executing requests: serverConcurrencyLimit = 600, got 10"));
 	CHECK(strstr(e.text, "spec.backends[0]: must differ from spec.listen"));
-}
-
-TEST(queue_set_shape_is_validated)
-{
-	struct fg_settings s;
-	fg_settings_defaults(&s);
-	struct fg_errors e;
-	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
-			   "\"queues\":512,\"handSize\":8,\"queueLengthLimit\":10}}", &e), 0);
-	memset(&e, 0, sizeof(e));
-	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
-	CHECK(strstr(e.text, "spec.handSize: 8 cards of 512 queues need 72 bits of entropy; at most 60"));
-	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
-			   "\"queues\":0,\"handSize\":33,\"queueLengthLimit\":0}}", &e), -EINVAL);
-	CHECK(strstr(e.text, "spec.queues: must be in [1, 67108864], got 0"));
-	CHECK(strstr(e.text, "spec.handSize: must be in [1, 32], got 33"));
-	CHECK(strstr(e.text, "spec.queueLengthLimit: must be in [1, 1048576], got 0"));
-	fg_settings_defaults(&s);
-	s.queues = 1000;
-	s.queue_length_limit = 100; /* 100k waiting + 600 seats > 16384 slots */
-	memset(&e, 0, sizeof(e));
-	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
-	CHECK(strstr(e.text, "spec.maxRequests: must hold the queued and the executing requests: at least "
-			     "queues * queueLengthLimit + serverConcurrencyLimit = 100600, got 16384"));
 }
 
 TEST(backend_specs)

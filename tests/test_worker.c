@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "flowcontrol.h"
 #include "fake_io.h"
 #include "settings.h"
 #include "test.h"
@@ -19,15 +20,47 @@ struct rig {
 	unsigned seen; /* sent datagrams already inspected */
 };
 
+/* One level "pl" (64 queues, hand 1: a flow always lands in the same queue)
+ * that every request reaches, its limit set to `seats`. */
+static struct fg_fc_config *one_level(uint32_t seats, uint32_t qlen)
+{
+	char text[2048];
+	snprintf(text, sizeof(text), "{\"kind\":\"List\",\"items\":["
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+		"\"metadata\":{\"name\":\"pl\"},\"spec\":{\"type\":\"Limited\",\"limited\":{\"limitResponse\":"
+		"{\"type\":\"Queue\",\"queuing\":{\"queues\":64,\"handSize\":1,\"queueLengthLimit\":%u}}}}},"
+		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"all\"},"
+		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"pl\"},\"matchingPrecedence\":500,"
+		"\"distinguisherMethod\":{\"type\":\"ByUser\"},\"rules\":[{\"subjects\":[{\"kind\":\"User\","
+		"\"user\":{\"name\":\"*\"}}],\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],"
+		"\"resources\":[\"*\"],\"clusterScope\":true,\"namespaces\":[\"*\"]}]}]}}]}", qlen);
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	CHECK(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e) == 2);
+	struct fg_fc_config *fc = fg_fc_compile(set, 1000, &e);
+	fg_fc_set_free(set);
+	int k = fg_fc_level_index(fc, "pl");
+	fc->levels[k].limit = seats;
+	fc->levels[k].max_seats = 0; /* the tests send wide requests on purpose */
+	return fc;
+}
+
+static struct fg_queueset *pl_qs(struct fg_worker *w)
+{
+	for (uint32_t k = 0; k < w->n_levels; k++)
+		if (w->levels[k].used && !strcmp(w->stats.levels[k].name, "pl"))
+			return &w->levels[k].qs;
+	return NULL;
+}
+
 static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_backends)
 {
 	memset(r, 0, sizeof(*r));
 	fake_init(&r->io);
 	fg_worker_init(&r->w, 3, (struct fg_io){ &fake_ops, &r->io }, 256);
 	r->cfg.seat_limit = seats;
-	r->cfg.queues = 64;
-	r->cfg.hand_size = 1; /* a flow always lands in the same queue */
-	r->cfg.queue_length_limit = qlen;
+	r->cfg.fc = one_level(seats, qlen);
+	r->cfg.generation = 1;
 	r->cfg.queue_wait_ns = 1000 * MS;
 	r->cfg.backend_timeout_ns = 5000 * MS;
 	r->cfg.retry_after_ms = 250;
@@ -46,6 +79,7 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 static void rig_fini(struct rig *r)
 {
 	fg_worker_fini(&r->w);
+	fg_fc_config_free(r->cfg.fc);
 	CHECK_EQ(r->io.in_use, 0); /* every buffer came back */
 	fake_fini(&r->io);
 }
@@ -121,7 +155,7 @@ TEST(request_dispatched_and_response_relayed)
 	CHECK(m.hdr.request_id == 42);                  /* the client's id restored */
 	CHECK_EQ(m.payload_len, 6);
 	CHECK_EQ(r.w.stats.responded, 1);
-	CHECK_EQ(r.w.level.seats_in_use, 0);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 0);
 	CHECK_EQ(r.w.reqs.in_use, 0);
 	check_invariant(&r);
 	rig_fini(&r);
@@ -388,7 +422,7 @@ TEST(wide_request_blocks_the_head)
 	send_request(&r, 0, 3, "a", 1); /* would fit, but FIFO: nothing bypasses the head */
 	send_request(&r, 0, 4, "a", 99); /* wider than the limit: will run alone */
 	step(&r);
-	CHECK_EQ(r.w.level.seats_in_use, 3);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 3);
 	CHECK_EQ(r.w.stats.executing, 1);
 	CHECK_EQ(r.w.stats.waiting, 3);
 	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].qs.seats, 99);
@@ -422,13 +456,13 @@ TEST(per_flow_statistics)
 	unsigned found = 0;
 	for (unsigned i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
 		struct fg_flow_stats *f = &r.w.stats.flows[i];
-		if (!strcmp(f->name, "alice") && f->hash) {
+		if (!strcmp(f->name, "all/alice") && f->hash) {
 			found++;
 			CHECK_EQ(f->received, 2);
 			CHECK_EQ(f->executing, 1);
 			CHECK_EQ(f->waiting, 1);
 		}
-		if (!strcmp(f->name, "bob") && f->hash) {
+		if (!strcmp(f->name, "all/bob") && f->hash) {
 			found++;
 			CHECK_EQ(f->waiting, 1);
 		}
