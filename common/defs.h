@@ -25,7 +25,8 @@
 #define FG_FLOW_TABLE_SIZE 1024u             /* per-flow statistics entries (power of two) */
 #define FG_FLOW_NAME_MAX 64u
 
-#define FG_CONTROL_MAX_MSG 65536u            /* one control-socket request line */
+#define FG_CONTROL_MAX_MSG (4u << 20)        /* one control-socket request line */
+#define FG_CONTROL_MAX_ADMINS 16u
 #define FG_CONTROL_MAX_CLIENTS 16u
 #define FG_CONTROL_READ_TIMEOUT_MS 5000u
 

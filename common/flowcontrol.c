@@ -586,6 +586,13 @@ int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct 
 	return errs->count == before ? count : -EINVAL;
 }
 
+void fg_fc_set_swap(struct fg_fc_set *a, struct fg_fc_set *b)
+{
+	struct fg_fc_set t = *a;
+	*a = *b;
+	*b = t;
+}
+
 size_t fg_fc_set_size(const struct fg_fc_set *s)
 {
 	return json_object_size(s->fs) + json_object_size(s->pl);
@@ -1077,4 +1084,71 @@ void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r)
 	r->path = m->path; /* NULL ptr: a resource request */
 	r->groups = m->groups;
 	r->n_groups = m->n_groups;
+}
+
+json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	struct fg_fc_match m;
+	fg_fc_classify(c, r, &m);
+	const struct fg_fc_level *l = &c->levels[m.level];
+	char hash[24];
+	snprintf(hash, sizeof(hash), "0x%016llx", (unsigned long long)m.flow_hash);
+	json_t *o = json_pack("{s:s, s:s, s:s%, s:s}", "flowSchema", c->schema_names[m.schema], "priorityLevel", l->name,
+			      "distinguisher", m.distinguisher.ptr ? m.distinguisher.ptr : "", (size_t)m.distinguisher.len,
+			      "flowHash", hash);
+	if (l->queues) {
+		struct fg_dealer d;
+		uint32_t cards[FG_DEALER_MAX_HAND];
+		if (fg_dealer_init(&d, l->queues, l->hand_size) == 0) {
+			fg_dealer_deal(&d, m.flow_hash, cards);
+			json_t *hand = json_array();
+			for (uint32_t i = 0; i < l->hand_size; i++)
+				json_array_append_new(hand, json_integer(cards[i]));
+			json_object_set_new(o, "hand", hand);
+			json_object_set_new(o, "queue", json_integer(cards[0]));
+		}
+	}
+	return o;
+}
+
+int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,
+			    char *err, size_t errlen)
+{
+	static const char *const keys[] = { "user", "namespace", "verb", "apiGroup", "resource", "subresource", "path" };
+	struct fg_str *dst[] = { &r->user, &r->ns, &r->verb, &r->api_group, &r->resource, &r->subresource, &r->path };
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(obj)) {
+		snprintf(err, errlen, "request: must be an object");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(obj, keys[i]);
+		if (v && !json_is_string(v)) {
+			snprintf(err, errlen, "request.%s: must be a string", keys[i]);
+			return -EINVAL;
+		}
+		if (v && json_string_length(v) > FG_PROTO_MAX_STR) {
+			snprintf(err, errlen, "request.%s: longer than %u bytes", keys[i], FG_PROTO_MAX_STR);
+			return -EINVAL;
+		}
+		*dst[i] = v ? (struct fg_str){ json_string_value(v), (uint16_t)json_string_length(v) }
+			    : (struct fg_str){ i == 6 ? NULL : "", 0 };
+	}
+	if (!r->verb.len)
+		r->verb = (struct fg_str){ "get", 3 };
+	json_t *gs = json_object_get(obj, "groups"), *g;
+	size_t i;
+	if (gs && !json_is_array(gs)) {
+		snprintf(err, errlen, "request.groups: must be a list of strings");
+		return -EINVAL;
+	}
+	json_array_foreach(gs, i, g) {
+		if (!json_is_string(g) || i >= cap) {
+			snprintf(err, errlen, "request.groups[%zu]: must be a string (at most %u groups)", i, cap);
+			return -EINVAL;
+		}
+		groups[r->n_groups++] = (struct fg_str){ json_string_value(g), (uint16_t)json_string_length(g) };
+	}
+	r->groups = groups;
+	return 0;
 }

@@ -52,6 +52,9 @@ struct fg_fc_set *fg_fc_set_bootstrap(void);
 int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
 		    struct fg_errors *errs);
 
+/* Exchange the contents of two sets. */
+void fg_fc_set_swap(struct fg_fc_set *a, struct fg_fc_set *b);
+
 /* Number of objects in the set. */
 size_t fg_fc_set_size(const struct fg_fc_set *s);
 
@@ -125,5 +128,20 @@ void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r,
 void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r);
 
 int fg_fc_level_index(const struct fg_fc_config *c, const char *name);
+
+/*
+ * Where a request goes, as `fairgatectl explain -o json` prints it:
+ * {"flowSchema", "priorityLevel", "distinguisher", "flowHash": "0x<16 hex>",
+ *  "hand": [...], "queue": N} — hand and queue only for levels with queues;
+ * the queue is the one it joins when the hand's queues are equally loaded
+ * (the first card); under load it is the hand's least loaded queue.
+ */
+json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *r);
+
+/* A request from an "explain" JSON object: user, groups, namespace, verb,
+ * apiGroup, resource, subresource, name, path (strings point into obj; groups
+ * into the caller's array of `cap`).  0 or -EINVAL with a message. */
+int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,
+			    char *err, size_t errlen);
 
 #endif

@@ -190,6 +190,28 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 			snprintf(next.control_socket, sizeof(next.control_socket), "%s", json_string_value(v));
 	}
 	get_backends(spec, &next, errs);
+	json_t *admins = json_object_get(spec, "controlAdmins");
+	if (admins) {
+		const char *keys[2] = { "uids", "gids" };
+		uint32_t *dst[2] = { next.admin_uids, next.admin_gids }, *n[2] = { &next.n_admin_uids, &next.n_admin_gids };
+		for (int k = 0; k < 2; k++) {
+			json_t *arr = json_object_get(admins, keys[k]), *e;
+			char path[64];
+			snprintf(path, sizeof(path), "spec.controlAdmins.%s", keys[k]);
+			if (arr && (!json_is_array(arr) || json_array_size(arr) > FG_CONTROL_MAX_ADMINS)) {
+				fg_errors_add(errs, path, "must be a list of at most %u numeric ids", FG_CONTROL_MAX_ADMINS);
+				continue;
+			}
+			size_t i;
+			*n[k] = 0;
+			json_array_foreach(arr, i, e) {
+				if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > UINT32_MAX)
+					fg_errors_add(errs, path, "must hold numeric ids");
+				else
+					dst[k][(*n[k])++] = (uint32_t)json_integer_value(e);
+			}
+		}
+	}
 	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
 	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
 	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
@@ -198,7 +220,7 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	get_duration(spec, "shutdownGrace", 0, &next.shutdown_grace_ns, errs);
 	const char *key;
 	json_object_foreach(spec, key, v) {
-		static const char *const known[] = { "io", "listen", "controlSocket", "backends",
+		static const char *const known[] = { "io", "listen", "controlSocket", "backends", "controlAdmins",
 			"serverConcurrencyLimit", "maxRequests", "retryAfterMillis",
 			"queueWaitLimit", "backendTimeout", "shutdownGrace" };
 		size_t k = 0;

@@ -34,6 +34,9 @@ struct fg_settings {
 	uint32_t max_requests;
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
+	/* Besides root, who may change the configuration through the socket. */
+	uint32_t n_admin_uids, n_admin_gids;
+	uint32_t admin_uids[FG_CONTROL_MAX_ADMINS], admin_gids[FG_CONTROL_MAX_ADMINS];
 };
 
 /* Collected validation errors: "path: reason" lines. */

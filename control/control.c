@@ -22,9 +22,10 @@
 
 struct conn {
 	int fd;
+	bool may_mutate;   /* from the peer's credentials (SO_PEERCRED) */
 	uint64_t last_ns;
-	size_t len;
-	char *buf; /* FG_CONTROL_MAX_MSG + 1 */
+	size_t len, cap;
+	char *buf;         /* grows up to FG_CONTROL_MAX_MSG + 1 */
 };
 
 struct fg_control {
@@ -51,12 +52,31 @@ void fg_config_publish(struct fg_config **slot, struct fg_config *next)
 static char *error_response(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *error_response(const char *fmt, ...)
 {
-	char msg[256];
+	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	json_t *o = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+/* A refused configuration: the summary and every error line. */
+static char *errors_response(const struct fg_errors *e)
+{
+	json_t *lines = json_array();
+	const char *p = e->text;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		json_array_append_new(lines, json_stringn(p, n));
+		p += n + (nl ? 1 : 0);
+	}
+	char msg[96];
+	snprintf(msg, sizeof(msg), "invalid configuration, %u error(s); nothing was changed", e->count);
+	json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", msg, "errors", lines);
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -70,7 +90,110 @@ static char *ok_response(json_t *result)
 	return s;
 }
 
-char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len)
+/* Compile a candidate object set and, unless dry, publish it as the next
+ * generation.  On success the candidate replaces the view's set. */
+static char *commit(const struct fg_control_view *view, struct fg_fc_set *candidate, int applied, bool dry)
+{
+	struct fg_errors errs = { .len = 0 };
+	struct fg_fc_config *fc = fg_fc_compile(candidate, view->settings->seat_limit, &errs);
+	if (!fc) {
+		fg_fc_set_free(candidate);
+		return errs.count ? errors_response(&errs) : error_response("out of memory");
+	}
+	json_t *summary = json_pack("{s:i, s:i, s:i}", "objects", applied, "priorityLevels", (int)fc->n_levels,
+				    "flowSchemas", (int)fc->n_schemas);
+	if (dry) {
+		fg_fc_config_free(fc);
+		fg_fc_set_free(candidate);
+		return ok_response(summary);
+	}
+	rcu_thread_online();
+	uint64_t generation = rcu_dereference(*view->config_ptr)->generation + 1;
+	struct fg_config *next = fg_settings_compile(view->settings, fc, generation);
+	if (next)
+		fg_config_publish(view->config_ptr, next);
+	rcu_thread_offline();
+	if (!next) {
+		fg_fc_set_free(candidate);
+		json_decref(summary);
+		return error_response("out of memory");
+	}
+	/* The set is swapped in place: the view is shared by value with the thread. */
+	fg_fc_set_swap(view->objects, candidate);
+	fg_fc_set_free(candidate);
+	json_object_set_new(summary, "generation", json_integer((json_int_t)generation));
+	return ok_response(summary);
+}
+
+static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry)
+{
+	json_t *data = json_object_get(req, "data");
+	if (!json_is_string(data))
+		return error_response("%s needs \"data\": the objects as JSON or YAML text", dry ? "validate" : "apply");
+	struct fg_fc_set *candidate = dry && json_is_true(json_object_get(req, "standalone")) ? fg_fc_set_new()
+											   : fg_fc_set_copy(view->objects);
+	struct fg_errors errs = { .len = 0 };
+	int n = fg_fc_set_apply(candidate, (const uint8_t *)json_string_value(data), json_string_length(data), NULL, &errs);
+	if (n < 0) {
+		fg_fc_set_free(candidate);
+		return errors_response(&errs);
+	}
+	return commit(view, candidate, n, dry);
+}
+
+static int kind_of(json_t *req, char **err)
+{
+	const char *k = json_string_value(json_object_get(req, "kind"));
+	int kind = k ? fg_fc_kind_parse(k) : -1;
+	if (kind < 0)
+		*err = error_response("\"kind\" must be FlowSchema or PriorityLevelConfiguration (or fs, plc)");
+	return kind;
+}
+
+static char *cmd_delete(const struct fg_control_view *view, json_t *req)
+{
+	char *err = NULL;
+	int kind = kind_of(req, &err);
+	const char *name = json_string_value(json_object_get(req, "name"));
+	if (kind < 0)
+		return err;
+	if (!name)
+		return error_response("delete needs \"name\"");
+	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	if (fg_fc_set_delete(candidate, (enum fg_fc_kind)kind, name)) {
+		fg_fc_set_free(candidate);
+		return error_response("%s \"%s\" not found", fg_fc_kind_name((enum fg_fc_kind)kind), name);
+	}
+	return commit(view, candidate, 1, false);
+}
+
+static char *cmd_get(const struct fg_control_view *view, json_t *req)
+{
+	char *err = NULL;
+	int kind = kind_of(req, &err);
+	if (kind < 0)
+		return err;
+	const char *name = json_string_value(json_object_get(req, "name"));
+	json_t *items = fg_fc_set_get(view->objects, (enum fg_fc_kind)kind, name);
+	if (!items)
+		return error_response("%s \"%s\" not found", fg_fc_kind_name((enum fg_fc_kind)kind), name);
+	return ok_response(json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items));
+}
+
+static char *cmd_explain(const struct fg_control_view *view, json_t *req)
+{
+	struct fg_fc_request r;
+	struct fg_str groups[FG_PROTO_MAX_GROUPS];
+	char msg[160];
+	if (fg_fc_request_from_json(json_object_get(req, "request"), &r, groups, FG_PROTO_MAX_GROUPS, msg, sizeof(msg)))
+		return error_response("%s", msg);
+	rcu_thread_online();
+	json_t *result = fg_fc_explain(rcu_dereference(*view->config_ptr)->fc, &r);
+	rcu_thread_offline();
+	return ok_response(result);
+}
+
+char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
 {
 	json_error_t jerr;
 	json_t *req = json_loadb((const char *)line, len, 0, &jerr);
@@ -78,14 +201,27 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
 		return error_response("malformed JSON at column %d: %s", jerr.column, jerr.text);
 	char *out;
 	json_t *cmd = json_object_get(req, "command");
-	if (!json_is_object(req) || !json_is_string(cmd)) {
+	const char *c = json_string_value(cmd);
+	if (!json_is_object(req) || !c) {
 		out = error_response("request must be an object with a string \"command\"");
-	} else if (!strcmp(json_string_value(cmd), "status")) {
+	} else if (!strcmp(c, "status")) {
 		out = ok_response(fg_status_json(view));
-	} else if (!strcmp(json_string_value(cmd), "version")) {
+	} else if (!strcmp(c, "version")) {
 		out = ok_response(json_pack("{s:s, s:i}", "version", FG_VERSION, "protocol", 1));
+	} else if (!strcmp(c, "get")) {
+		out = cmd_get(view, req);
+	} else if (!strcmp(c, "explain")) {
+		out = cmd_explain(view, req);
+	} else if (!strcmp(c, "validate")) {
+		out = cmd_apply(view, req, true);
+	} else if (!strcmp(c, "apply") || !strcmp(c, "delete")) {
+		if (!may_mutate)
+			out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
+		else
+			out = !strcmp(c, "apply") ? cmd_apply(view, req, false) : cmd_delete(view, req);
 	} else {
-		out = error_response("unknown command \"%.64s\" (known: status, version)", json_string_value(cmd));
+		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
+				     "version)", c);
 	}
 	json_decref(req);
 	return out;
@@ -96,6 +232,10 @@ static void conn_close(struct conn *c)
 	close(c->fd);
 	c->fd = -1;
 	c->len = 0;
+	/* Give back what a large request made the buffer grow to. */
+	free(c->buf);
+	c->buf = NULL;
+	c->cap = 0;
 }
 
 /* Best effort: a reader that does not drain its socket loses its answer,
@@ -117,7 +257,20 @@ static void conn_reply(struct conn *c, char *resp)
 
 static void conn_read(struct fg_control *ctl, struct conn *c, uint64_t now)
 {
-	ssize_t n = recv(c->fd, c->buf + c->len, FG_CONTROL_MAX_MSG + 1 - c->len, MSG_DONTWAIT);
+	if (c->len == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4096;
+		if (cap > FG_CONTROL_MAX_MSG + 1)
+			cap = FG_CONTROL_MAX_MSG + 1;
+		char *nb = cap > c->cap ? realloc(c->buf, cap) : NULL;
+		if (!nb) {
+			conn_reply(c, error_response("out of memory for the request"));
+			conn_close(c);
+			return;
+		}
+		c->buf = nb;
+		c->cap = cap;
+	}
+	ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
 			conn_close(c);
@@ -128,7 +281,7 @@ static void conn_read(struct fg_control *ctl, struct conn *c, uint64_t now)
 	char *nl;
 	while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len))) {
 		size_t line = (size_t)(nl - c->buf);
-		conn_reply(c, fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line));
+		conn_reply(c, fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line, c->may_mutate));
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 	}
@@ -143,12 +296,24 @@ static void accept_one(struct fg_control *ctl, uint64_t now)
 	int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	bool admin = false;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+		const struct fg_settings *s = ctl->view.settings;
+		admin = cred.uid == 0;
+		for (uint32_t i = 0; i < s->n_admin_uids; i++)
+			admin |= cred.uid == s->admin_uids[i];
+		for (uint32_t i = 0; i < s->n_admin_gids; i++)
+			admin |= cred.gid == s->admin_gids[i];
+	}
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
 		struct conn *c = &ctl->conns[i];
 		if (c->fd < 0) {
 			c->fd = fd;
 			c->len = 0;
 			c->last_ns = now;
+			c->may_mutate = admin;
 			return;
 		}
 	}
@@ -239,14 +404,8 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 	}
 	ctl->view = *view;
 	ctl->listen_fd = ctl->wake[0] = ctl->wake[1] = -1;
-	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
+	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
 		ctl->conns[i].fd = -1;
-		ctl->conns[i].buf = malloc(FG_CONTROL_MAX_MSG + 1);
-		if (!ctl->conns[i].buf) {
-			snprintf(errbuf, errlen, "out of memory");
-			goto err;
-		}
-	}
 	snprintf(ctl->path, sizeof(ctl->path), "%s", view->settings->control_socket);
 	mkdir_parent(ctl->path);
 	if (claim_path(ctl->path)) {
@@ -274,8 +433,6 @@ err:
 	for (int i = 0; i < 2; i++)
 		if (ctl->wake[i] >= 0)
 			close(ctl->wake[i]);
-	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
-		free(ctl->conns[i].buf);
 	free(ctl);
 	return NULL;
 }
@@ -289,8 +446,7 @@ void fg_control_stop(struct fg_control *ctl)
 	pthread_join(ctl->thread, NULL);
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
 		if (ctl->conns[i].fd >= 0)
-			close(ctl->conns[i].fd);
-		free(ctl->conns[i].buf);
+			conn_close(&ctl->conns[i]);
 	}
 	close(ctl->listen_fd);
 	unlink(ctl->path);

@@ -11,6 +11,7 @@
 #ifndef FG_CONTROL_H
 #define FG_CONTROL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -46,6 +47,6 @@ void fg_config_publish(struct fg_config **slot, struct fg_config *next);
  * Handle one request line and return the response (a JSON object, no
  * newline), malloc'd.  Exposed for tests and the fuzz target.
  */
-char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len);
+char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate);
 
 #endif

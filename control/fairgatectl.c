@@ -122,7 +122,7 @@ static void print_table(json_t *st, struct prev_flow *prev, size_t *n_prev, doub
 	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv)
 		printf("%-20s %8lld %8lld %10lld %10lld\n", json_string_value(json_object_get(lv, "name")),
 		       geti(lv, "seatsInUse"), geti(lv, "seatLimit"), geti(lv, "waiting"), geti(lv, "executing"));
-	printf("\n%-20s %-24s %9s %9s %9s %10s %10s %10s\n", "PRIORITY LEVEL", "FLOW", "REQ/S", "REJ/S",
+	printf("\n%-20s %-34s %9s %9s %9s %10s %10s %10s\n", "PRIORITY LEVEL", "FLOW", "REQ/S", "REJ/S",
 	       "WAITING", "EXECUTING", "RESPONDED", "REJECTED");
 	size_t n_new = 0;
 	struct prev_flow next[256];
@@ -143,7 +143,7 @@ static void print_table(json_t *st, struct prev_flow *prev, size_t *n_prev, doub
 			next[n_new].received = recv;
 			next[n_new++].rejected = rej;
 		}
-		printf("%-20s %-24.24s %9.1f %9.1f %9lld %10lld %10lld %10lld\n", level, flow[0] ? flow : "(none)",
+		printf("%-20s %-34.34s %9.1f %9.1f %9lld %10lld %10lld %10lld\n", level, flow[0] ? flow : "(none)",
 		       rps, jps, geti(lv, "waiting"), geti(lv, "executing"), geti(lv, "responded"), rej);
 	}
 	if (prev) {

@@ -62,14 +62,60 @@ def spawn(args, netns=None, **kw):
     return p
 
 
-class Daemon:
-    """A fairgate process with its own port and control socket."""
+TEST_LEVEL = "tests"
 
-    def __init__(self, backends, extra=(), listen_ip="127.0.0.1", netns=None, eal=None, port=None):
+
+def level_config(queues=64, hand=6, qll=50):
+    """One priority level that every request reaches (ByUser flows), with
+    1000 shares against catch-all's 5: its limit is the server limit for any
+    limit under 200 seats."""
+    return f"""apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {{name: {TEST_LEVEL}}}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: 1000
+    limitResponse:
+      type: Queue
+      queuing: {{queues: {queues}, handSize: {hand}, queueLengthLimit: {qll}}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {{name: everyone}}
+spec:
+  priorityLevelConfiguration: {{name: {TEST_LEVEL}}}
+  matchingPrecedence: 500
+  distinguisherMethod: {{type: ByUser}}
+  rules:
+  - subjects: [{{kind: Group, group: {{name: "*"}}}}]
+    resourceRules: [{{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}}]
+    nonResourceRules: [{{verbs: ["*"], nonResourceURLs: ["*"]}}]
+"""
+
+
+def level_of(st, name=TEST_LEVEL):
+    return next(l for l in st["priorityLevels"] if l["name"] == name)
+
+
+class Daemon:
+    """A fairgate process with its own port and control socket, configured
+    with one test level (level=dict(queues, hand, qll)) unless config= gives
+    the configuration text (None: the embedded bootstrap objects)."""
+
+    def __init__(self, backends, extra=(), listen_ip="127.0.0.1", netns=None, eal=None, port=None,
+                 level=None, config=""):
         self.port = port or free_port()
         self.addr = f"{listen_ip}:{self.port}"
         self.sock = tempfile.mktemp(prefix="fg-", suffix=".sock", dir="/tmp")
         args = [FAIRGATE, "--listen", self.addr, "--control-socket", self.sock] + list(extra)
+        if config == "":
+            config = level_config(**(level or {}))
+        if config is not None:
+            self.config_path = self.sock + ".yaml"
+            with open(self.config_path, "w") as f:
+                f.write(config)
+            args += ["--config", self.config_path]
         for b in backends:
             args += ["--backend", b]
         if eal:
@@ -95,8 +141,7 @@ class Daemon:
         deadline = time.time() + timeout
         st = self.status()
         while time.time() < deadline:
-            lv = st["priorityLevels"][0]
-            if lv["waiting"] == 0 and lv["executing"] == 0:
+            if all(lv["waiting"] == 0 and lv["executing"] == 0 for lv in st["priorityLevels"]):
                 break
             time.sleep(0.05)
             st = self.status()
@@ -134,8 +179,9 @@ def loadgen(target, flows, duration="3s", timeout="3s", netns=None):
 
 def invariant_holds(st):
     c = st["counters"]
-    lv = st["priorityLevels"][0]
-    return c["requestsReceived"] == c["responded"] + c["rejectedTotal"] + lv["waiting"] + lv["executing"]
+    waiting = sum(lv["waiting"] for lv in st["priorityLevels"])
+    executing = sum(lv["executing"] for lv in st["priorityLevels"])
+    return c["requestsReceived"] == c["responded"] + c["rejectedTotal"] + waiting + executing
 
 
 # --- raw protocol, for hand-made datagrams ---------------------------------

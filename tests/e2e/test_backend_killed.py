@@ -18,7 +18,7 @@ f = res["dead"]
 t.check(f["rejected"]["backend-timeout"] == 20, f"20 backend-timeout answers (got {f['rejected']['backend-timeout']})")
 t.check(f["lost"] == 0, "no request left unanswered")
 st = d.wait_idle()
-lv = st["priorityLevels"][0]
+lv = t.level_of(st)
 t.check(lv["seatsInUse"] == 0 and lv["executing"] == 0, "seats released after the timeouts")
 t.check(st["counters"]["rejected"]["backend-timeout"] == 20, "fairgate counted 20 backend-timeouts")
 

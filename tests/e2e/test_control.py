@@ -30,12 +30,13 @@ b = f"127.0.0.1:{t.free_port()}"
 t.backend(b)
 d = t.Daemon([b], ["--seat-limit", "7"])
 st = d.status()
-t.check(st["priorityLevels"][0]["seatLimit"] == 7 and st["backends"] == 1, "status shows the settings")
+t.check(t.level_of(st)["seatLimit"] == 7 and st["serverConcurrencyLimit"] == 7 and st["backends"] == 1,
+        "status shows the settings and the level's derived limit")
 t.check(oct(os.stat(d.sock).st_mode & 0o777) == "0o660", "control socket mode 0660")
 out = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "version"], capture_output=True, text=True)
 t.check(out.returncode == 0 and "fairgate 0.1.0" in out.stdout, "fairgatectl version")
 out = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "status"], capture_output=True, text=True)
-t.check(out.returncode == 0 and "PRIORITY LEVEL" in out.stdout and "global-default" in out.stdout, "status table")
+t.check(out.returncode == 0 and "PRIORITY LEVEL" in out.stdout and "tests" in out.stdout, "status table")
 
 r = raw(d.sock, b"{not json\n")
 t.check(r["ok"] is False and "malformed JSON" in r["error"], "malformed JSON gets an error")
@@ -43,7 +44,7 @@ r = raw(d.sock, b'{"command":"frobnicate"}\n')
 t.check(r["ok"] is False and "unknown command" in r["error"], "unknown command gets an error")
 r = raw(d.sock, b'[1,2,3]\n')
 t.check(r["ok"] is False, "non-object request gets an error")
-r = raw(d.sock, b"x" * 70000)
+r = raw(d.sock, b"x" * (4 * 1024 * 1024 + 10))
 t.check(r is not None and r["ok"] is False and "longer than" in r["error"], "oversized line refused")
 # Two requests on one connection, answered in order.
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -92,9 +93,12 @@ p = run("--seat-limit", "0")
 t.check(p.returncode == 2 and "invalid value for --seat-limit" in p.stderr, "bad flag value: exit 2")
 p = run("--listen", "localhost")
 t.check(p.returncode == 2 and "--listen" in p.stderr, "bad listen address: exit 2")
-p = run("--queues", "512", "--hand-size", "8")
-t.check(p.returncode == 2 and "spec.handSize: 8 cards of 512 queues need 72 bits" in p.stderr,
-        "a hand too large for the queues is refused")
+with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+    f.write(t.level_config(queues=512, hand=8))
+p = run("--config", f.name)
+t.check(p.returncode == 2 and "handSize: falls foul of the entropy limit" in p.stderr,
+        "a hand too large for the queues is refused at start-up")
+os.unlink(f.name)
 p = run("--no-such-flag")
 t.check(p.returncode == 2, "unknown flag: exit 2")
 with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -107,9 +111,10 @@ t.check(p.returncode == 2 and "3 error(s)" in p.stderr and "spec.backends[0]" in
 with open(f.name, "w") as g:
     g.write('{"apiVersion":"fairgate.dev/v1alpha1","kind":"FairgateSettings","spec":'
             '{"serverConcurrencyLimit":9,"backends":["127.0.0.1:9001"],"queueWaitLimit":"2s"}}')
-p = run("--config", f.name, "--check", "--queue-length", "3")
-t.check(p.returncode == 0 and "serverConcurrencyLimit: 9" in p.stdout and "queueLengthLimit: 3" in p.stdout
-        and "queueWaitLimit: 2s" in p.stdout and "127.0.0.1:9001" in p.stdout, "file then flags, --check prints them")
+p = run("--config", f.name, "--check", "--queue-wait", "3s")
+t.check(p.returncode == 0 and "serverConcurrencyLimit: 9" in p.stdout and "queueWaitLimit: 3s" in p.stdout
+        and "127.0.0.1:9001" in p.stdout and "global-default: Limited/Queue, nominal 1 seats" in p.stdout,
+        "file then flags; --check prints the settings and the bootstrap levels")
 p = run("--config", "/nonexistent.json")
 t.check(p.returncode == 2 and "No such file" in p.stderr, "missing settings file: exit 2")
 os.unlink(f.name)

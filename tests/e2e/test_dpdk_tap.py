@@ -25,7 +25,7 @@ try:
     eal = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", f"--file-prefix={NS}", "-l", "0",
            "--vdev=net_tap0,iface=fgtap0", "--log-level=lib.eal:warning"]
     backend_addr = f"{HOST_IP}:7501"
-    d = t.Daemon([backend_addr], ["--seat-limit", "4", "--queue-length", "2", "--queue-wait", "2s"],
+    d = t.Daemon([backend_addr], ["--seat-limit", "4", "--queue-wait", "2s"], level=dict(qll=2),
                  listen_ip=FG_IP, netns=NS, eal=eal, port=7400)
     deadline = time.time() + 10
     while time.time() < deadline and sh("ip", "netns", "exec", NS, "ip", "link", "show", "fgtap0").returncode:

@@ -19,7 +19,8 @@ t.check(c["responsesUnmatched"] == 0 and c["malformed"] == 0, "no unmatched resp
 t.check(t.invariant_holds(st), "received = responded + rejected + waiting + executing")
 t.check(st["counters"]["buffersInUse"] == 0, "every buffer returned to the pool")
 flows_seen = {f["flow"]: f for f in st["flows"]}
-t.check(all(flows_seen.get(f"user{i}", {}).get("responded") == 400 for i in range(4)), "per-flow counters: 400 each")
+t.check(all(flows_seen.get(f"everyone/user{i}", {}).get("responded") == 400 for i in range(4)),
+        "per-flow counters (schema/distinguisher): 400 each")
 rc, err = d.stop()
 t.check(rc == 0, f"clean exit on SIGTERM (rc={rc})")
 t.finish()

@@ -6,7 +6,7 @@ b = f"127.0.0.1:{t.free_port()}"
 t.backend(b, workers=4)
 
 # Short queue: queue-full.
-d = t.Daemon([b], ["--seat-limit", "2", "--queue-length", "2", "--queue-wait", "10s"])  # a hand of 6 queues x 2
+d = t.Daemon([b], ["--seat-limit", "2", "--queue-wait", "10s"], level=dict(qll=2))  # a hand of 6 queues x 2
 res = t.loadgen(d.addr, ["name=heavy,user=heavy,threads=30,service=20ms"], duration="2s", timeout="5s")
 f = res["heavy"]
 st = d.wait_idle()
@@ -22,7 +22,7 @@ rc, _ = d.stop()
 t.check(rc == 0, "clean exit")
 
 # Long queue, short wait limit: time-out.
-d = t.Daemon([b], ["--seat-limit", "1", "--queue-length", "100", "--queue-wait", "100ms"])
+d = t.Daemon([b], ["--seat-limit", "1", "--queue-wait", "100ms"], level=dict(qll=100))
 res = t.loadgen(d.addr, ["name=heavy,user=heavy,threads=20,service=30ms"], duration="2s", timeout="5s")
 f = res["heavy"]
 st = d.wait_idle()

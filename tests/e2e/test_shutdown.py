@@ -7,7 +7,7 @@ import fgtest as t
 
 b = f"127.0.0.1:{t.free_port()}"
 t.backend(b, workers=4)
-d = t.Daemon([b], ["--seat-limit", "4", "--queue-length", "20", "--shutdown-grace", "3s"])
+d = t.Daemon([b], ["--seat-limit", "4", "--shutdown-grace", "3s"], level=dict(qll=20))
 result = {}
 
 

@@ -11,6 +11,7 @@ static struct fg_config *config;
 static struct fg_worker_stats stats;
 static struct fg_worker_stats *stats_list[1] = { &stats };
 static volatile int shutting_down;
+static struct fg_fc_set *objects;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -19,13 +20,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rcu_register_thread();
 		rcu_thread_offline(); /* as the control thread runs */
 		fg_settings_defaults(&settings);
-		config = fg_settings_compile(&settings, 1);
+		objects = fg_fc_set_bootstrap();
+		struct fg_errors e = { .len = 0 };
+		config = fg_settings_compile(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
 		fg_stats_init(&stats);
 		ready = 1;
 	}
 	struct fg_control_view v = { .settings = &settings, .config_ptr = &config, .worker_stats = stats_list,
-				     .n_workers = 1, .shutting_down = &shutting_down };
-	char *out = fg_control_handle_line(&v, data, size);
+				     .n_workers = 1, .shutting_down = &shutting_down, .objects = objects };
+	char *out = fg_control_handle_line(&v, data, size, false);
 	json_t *j = out ? json_loads(out, 0, NULL) : NULL;
 	if (!j || !json_is_boolean(json_object_get(j, "ok")))
 		abort();
