@@ -1,9 +1,9 @@
 /*
- * fairgatectl — the control CLI.  This version ships `status` and `version`;
- * docs/control.md describes the socket protocol it speaks.
+ * fairgatectl — the control CLI (docs/control.md): status, version, apply,
+ * delete, get, and validate/explain, which also work offline on a file.
  *
- * Exit status: 0 success, 1 the daemon answered with an error or could not be
- * reached, 2 usage error.
+ * Exit status: 0 success, 1 the daemon answered with an error, could not be
+ * reached, or (validate) the configuration is invalid, 2 usage error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "defs.h"
+#include "flowcontrol.h"
 
 static void usage(FILE *f)
 {
@@ -28,10 +29,18 @@ static void usage(FILE *f)
 		"  status [-o table|json] [--watch SECONDS] [--count N]\n"
 		"                 levels, flows and counters of the running daemon;\n"
 		"                 --watch repeats every SECONDS (requests/s from the deltas)\n"
-		"  version        the daemon's version\n"
+		"  apply -f FILE|-            add or replace FlowSchemas and PriorityLevelConfigurations\n"
+		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc)\n"
+		"  get KIND [NAME] [-o table|json|yaml]\n"
+		"  validate -f FILE|-         offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
+		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
+		"          [--resource R] [--subresource S] [--name N] [--path P] [-o table|json]\n"
+		"                             where a request goes; with -f offline on that file\n"
+		"                             (plus the mandatory objects), else the daemon's configuration\n"
+		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
-		"exit status: 0 ok, 1 daemon error or unreachable, 2 usage\n",
+		"exit status: 0 ok, 1 error (daemon error, unreachable, invalid configuration), 2 usage\n",
 		FG_DEFAULT_CONTROL_SOCKET);
 }
 
@@ -95,10 +104,66 @@ static json_t *result_or_error(json_t *resp, char *err, size_t errlen)
 		return NULL;
 	if (!json_is_true(json_object_get(resp, "ok"))) {
 		const char *e = json_string_value(json_object_get(resp, "error"));
-		snprintf(err, errlen, "fairgate: %s", e ? e : "unknown error");
+		int n = snprintf(err, errlen, "fairgate: %s", e ? e : "unknown error");
+		json_t *lines = json_object_get(resp, "errors"), *l;
+		size_t i;
+		json_array_foreach(lines, i, l)
+			if (n > 0 && (size_t)n < errlen)
+				n += snprintf(err + n, errlen - (size_t)n, "\n  %s", json_string_value(l));
 		return NULL;
 	}
 	return json_object_get(resp, "result");
+}
+
+/* Send a request object (consumed), return the result or print the error. */
+static json_t *request(const char *path, json_t *req, json_t **resp_out)
+{
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	static char err[1 << 16];
+	err[0] = 0;
+	json_t *resp = text ? call(path, text, err, sizeof(err)) : NULL;
+	free(text);
+	json_t *r = result_or_error(resp, err, sizeof(err));
+	if (!r) {
+		fprintf(stderr, "fairgatectl: %s\n", err[0] ? err : "out of memory");
+		json_decref(resp);
+		*resp_out = NULL;
+		return NULL;
+	}
+	*resp_out = resp;
+	return r;
+}
+
+static int read_all(const char *path, char **out, size_t *len)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	if (!f) {
+		fprintf(stderr, "fairgatectl: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	size_t cap = 1 << 16, n = 0, r;
+	char *buf = malloc(cap + 1);
+	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap) {
+			char *nb = cap < (FG_CONTROL_MAX_MSG / 2) ? realloc(buf, (cap *= 2) + 1) : NULL;
+			if (!nb) {
+				fprintf(stderr, "fairgatectl: %s: larger than the control socket accepts\n", path);
+				free(buf);
+				buf = NULL;
+			}
+			buf = nb;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!buf)
+		return -1;
+	buf[n] = 0;
+	*out = buf;
+	*len = n;
+	return 0;
 }
 
 static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
@@ -225,6 +290,315 @@ static int cmd_status(const char *path, int argc, char **argv)
 	return rc;
 }
 
+/* --- YAML output (block style; strings JSON-quoted, which YAML accepts) --- */
+
+static void yaml_scalar(json_t *v)
+{
+	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	printf("%s", t ? t : "null");
+	free(t);
+}
+
+static void yaml_value(json_t *v, int indent, int in_list);
+
+static void yaml_object(json_t *o, int indent, int first_inline)
+{
+	const char *k;
+	json_t *v;
+	int first = 1;
+	json_object_foreach(o, k, v) {
+		if (!(first && first_inline))
+			printf("%*s", indent, "");
+		first = 0;
+		printf("%s:", k);
+		if ((json_is_object(v) && json_object_size(v)) || (json_is_array(v) && json_array_size(v))) {
+			printf("\n");
+			yaml_value(v, indent + 2, 0);
+		} else {
+			printf(" ");
+			if (json_is_object(v))
+				printf("{}");
+			else if (json_is_array(v))
+				printf("[]");
+			else
+				yaml_scalar(v);
+			printf("\n");
+		}
+	}
+}
+
+static void yaml_value(json_t *v, int indent, int in_list)
+{
+	(void)in_list;
+	if (json_is_object(v)) {
+		yaml_object(v, indent, 0);
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e) {
+			printf("%*s- ", indent, "");
+			if (json_is_object(e) && json_object_size(e))
+				yaml_object(e, indent + 2, 1);
+			else {
+				yaml_scalar(e);
+				printf("\n");
+			}
+		}
+	} else {
+		printf("%*s", indent, "");
+		yaml_scalar(v);
+		printf("\n");
+	}
+}
+
+/* --- commands ------------------------------------------------------------ */
+
+static const char *opt_file(int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--filename"))
+			return argv[i + 1];
+	return NULL;
+}
+
+static int cmd_apply(const char *path, int argc, char **argv)
+{
+	const char *file = opt_file(argc, argv);
+	if (!file) {
+		fprintf(stderr, "fairgatectl apply: need -f FILE (or - for stdin)\n");
+		return 2;
+	}
+	char *text;
+	size_t len;
+	if (read_all(file, &text, &len))
+		return 1;
+	json_t *resp, *r = request(path, json_pack("{s:s, s:s%}", "command", "apply", "data", text, len), &resp);
+	free(text);
+	if (!r)
+		return 1;
+	printf("applied %lld object(s): %lld priority levels, %lld flow schemas in force (configuration generation %lld)\n",
+	       (long long)json_integer_value(json_object_get(r, "objects")),
+	       (long long)json_integer_value(json_object_get(r, "priorityLevels")),
+	       (long long)json_integer_value(json_object_get(r, "flowSchemas")),
+	       (long long)json_integer_value(json_object_get(r, "generation")));
+	json_decref(resp);
+	return 0;
+}
+
+static int cmd_delete(const char *path, int argc, char **argv)
+{
+	if (argc != 3 || fg_fc_kind_parse(argv[1]) < 0) {
+		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration NAME\n");
+		return 2;
+	}
+	json_t *resp, *r = request(path, json_pack("{s:s, s:s, s:s}", "command", "delete", "kind", argv[1], "name", argv[2]),
+				   &resp);
+	if (!r)
+		return 1;
+	printf("deleted %s %s (configuration generation %lld)\n", fg_fc_kind_name((enum fg_fc_kind)fg_fc_kind_parse(argv[1])),
+	       argv[2], (long long)json_integer_value(json_object_get(r, "generation")));
+	json_decref(resp);
+	return 0;
+}
+
+static const char *output_format(int argc, char **argv, const char *dflt)
+{
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))
+			return argv[i + 1];
+	return dflt;
+}
+
+static int cmd_get(const char *path, int argc, char **argv)
+{
+	int kind = argc >= 2 ? fg_fc_kind_parse(argv[1]) : -1;
+	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
+	const char *fmt = output_format(argc, argv, "table");
+	if (kind < 0 || (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
+		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration [NAME] [-o table|json|yaml]\n");
+		return 2;
+	}
+	json_t *req = json_pack("{s:s, s:s}", "command", "get", "kind", argv[1]);
+	if (name)
+		json_object_set_new(req, "name", json_string(name));
+	json_t *resp, *r = request(path, req, &resp);
+	if (!r)
+		return 1;
+	json_t *items = json_object_get(r, "items"), *o;
+	size_t i;
+	if (!strcmp(fmt, "json")) {
+		json_dumpf(name ? json_array_get(items, 0) : r, stdout, JSON_INDENT(2));
+		printf("\n");
+	} else if (!strcmp(fmt, "yaml")) {
+		yaml_value(name ? json_array_get(items, 0) : r, 0, 0);
+	} else if (kind == FG_FC_FLOWSCHEMA) {
+		printf("%-36s %-24s %10s %-14s\n", "NAME", "PRIORITYLEVEL", "PRECEDENCE", "DISTINGUISHER");
+		json_array_foreach(items, i, o) {
+			json_t *spec = json_object_get(o, "spec");
+			const char *dm = json_string_value(json_object_get(json_object_get(spec, "distinguisherMethod"), "type"));
+			printf("%-36s %-24s %10lld %-14s\n", json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+			       json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name")),
+			       (long long)json_integer_value(json_object_get(spec, "matchingPrecedence")), dm ? dm : "<none>");
+		}
+	} else {
+		printf("%-28s %-8s %8s %8s %6s %6s %8s\n", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");
+		json_array_foreach(items, i, o) {
+			json_t *spec = json_object_get(o, "spec");
+			int exempt = !strcmp(json_string_value(json_object_get(spec, "type")), "Exempt");
+			json_t *b = json_object_get(spec, exempt ? "exempt" : "limited");
+			json_t *q = json_object_get(json_object_get(b, "limitResponse"), "queuing");
+			printf("%-28s %-8s %8lld %7lld%% ", json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+			       exempt ? "Exempt" : "Limited", (long long)json_integer_value(json_object_get(b, "nominalConcurrencyShares")),
+			       (long long)json_integer_value(json_object_get(b, "lendablePercent")));
+			if (q)
+				printf("%6lld %6lld %8lld\n", (long long)json_integer_value(json_object_get(q, "queues")),
+				       (long long)json_integer_value(json_object_get(q, "handSize")),
+				       (long long)json_integer_value(json_object_get(q, "queueLengthLimit")));
+			else
+				printf("%6s %6s %8s\n", "-", "-", exempt ? "-" : "reject");
+		}
+	}
+	json_decref(resp);
+	return 0;
+}
+
+/* Offline: the file's objects (or the bootstrap set when it has none) plus
+ * the mandatory ones, compiled with its FairgateSettings' server limit. */
+static struct fg_fc_config *compile_file(const char *file, struct fg_fc_set **set_out, int *n_objects)
+{
+	char *text;
+	size_t len;
+	if (read_all(file, &text, &len))
+		return NULL;
+	struct fg_settings settings;
+	fg_settings_defaults(&settings);
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors errs = { .len = 0 };
+	int n = fg_fc_set_apply(set, (const uint8_t *)text, len, &settings, &errs);
+	free(text);
+	struct fg_fc_config *fc = NULL;
+	if (n >= 0) {
+		if (!fg_fc_set_size(set)) {
+			fg_fc_set_free(set);
+			set = fg_fc_set_bootstrap();
+		}
+		fc = fg_fc_compile(set, settings.seat_limit, &errs);
+	}
+	if (!fc) {
+		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
+		fg_fc_set_free(set);
+		return NULL;
+	}
+	*n_objects = n;
+	*set_out = set;
+	return fc;
+}
+
+static int cmd_validate(int argc, char **argv)
+{
+	const char *file = opt_file(argc, argv);
+	if (!file) {
+		fprintf(stderr, "fairgatectl validate: need -f FILE (or - for stdin)\n");
+		return 2;
+	}
+	struct fg_fc_set *set;
+	int n;
+	struct fg_fc_config *fc = compile_file(file, &set, &n);
+	if (!fc)
+		return 1;
+	printf("%s: valid, %d object(s); in force with the mandatory objects: %u priority levels, %u flow schemas "
+	       "(server limit %u)\n", file, n, fc->n_levels, fc->n_schemas, fc->server_limit);
+	for (uint32_t i = 0; i < fc->n_levels; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		printf("  %-28s nominal %5u  min %5u  max %5u\n", l->name, l->nominal, l->min, l->max);
+	}
+	fg_fc_config_free(fc);
+	fg_fc_set_free(set);
+	return 0;
+}
+
+static int cmd_explain(const char *path, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "filename", required_argument, 0, 'f' }, { "user", required_argument, 0, 'u' },
+		{ "group", required_argument, 0, 'g' }, { "namespace", required_argument, 0, 'n' },
+		{ "verb", required_argument, 0, 'v' }, { "api-group", required_argument, 0, 'a' },
+		{ "resource", required_argument, 0, 'r' }, { "subresource", required_argument, 0, 's' },
+		{ "name", required_argument, 0, 'N' }, { "path", required_argument, 0, 'p' },
+		{ "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	const char *file = NULL, *fmt = "table";
+	json_t *rq = json_object(), *groups = json_array();
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "f:o:", opts, NULL)) != -1) {
+		const char *key = NULL;
+		switch (opt) {
+		case 'f': file = optarg; break;
+		case 'o': fmt = optarg; break;
+		case 'g': json_array_append_new(groups, json_string(optarg)); break;
+		case 'u': key = "user"; break;
+		case 'n': key = "namespace"; break;
+		case 'v': key = "verb"; break;
+		case 'a': key = "apiGroup"; break;
+		case 'r': key = "resource"; break;
+		case 's': key = "subresource"; break;
+		case 'N': key = "name"; break;
+		case 'p': key = "path"; break;
+		case 'h': usage(stdout); json_decref(rq); json_decref(groups); return 0;
+		default: usage(stderr); json_decref(rq); json_decref(groups); return 2;
+		}
+		if (key)
+			json_object_set_new(rq, key, json_string(optarg));
+	}
+	json_object_set_new(rq, "groups", groups);
+	if (!json_object_get(rq, "user") || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
+		fprintf(stderr, "fairgatectl explain: need --user (and -o table|json)\n");
+		json_decref(rq);
+		return 2;
+	}
+	json_t *result = NULL, *resp = NULL;
+	if (file) {
+		struct fg_fc_set *set;
+		int n;
+		struct fg_fc_config *fc = compile_file(file, &set, &n);
+		if (fc) {
+			struct fg_fc_request r;
+			struct fg_str gs[FG_PROTO_MAX_GROUPS];
+			char msg[160];
+			if (fg_fc_request_from_json(rq, &r, gs, FG_PROTO_MAX_GROUPS, msg, sizeof(msg)))
+				fprintf(stderr, "fairgatectl explain: %s\n", msg);
+			else
+				result = fg_fc_explain(fc, &r);
+			fg_fc_config_free(fc);
+			fg_fc_set_free(set);
+		}
+		json_decref(rq);
+	} else {
+		json_t *r = request(path, json_pack("{s:s, s:o}", "command", "explain", "request", rq), &resp);
+		result = json_incref(r);
+	}
+	if (!result) {
+		json_decref(resp);
+		return 1;
+	}
+	if (!strcmp(fmt, "json")) {
+		char *t = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		printf("%s\n", t);
+		free(t);
+	} else {
+		const char *k;
+		json_t *v;
+		json_object_foreach(result, k, v) {
+			printf("%-14s ", k);
+			yaml_scalar(v);
+			printf("\n");
+		}
+	}
+	json_decref(result);
+	json_decref(resp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = getenv("FAIRGATE_SOCKET");
@@ -249,6 +623,16 @@ int main(int argc, char **argv)
 	const char *cmd = argv[i];
 	if (!strcmp(cmd, "status"))
 		return cmd_status(path, argc - i, argv + i);
+	if (!strcmp(cmd, "apply"))
+		return cmd_apply(path, argc - i, argv + i);
+	if (!strcmp(cmd, "delete"))
+		return cmd_delete(path, argc - i, argv + i);
+	if (!strcmp(cmd, "get"))
+		return cmd_get(path, argc - i, argv + i);
+	if (!strcmp(cmd, "validate"))
+		return cmd_validate(argc - i, argv + i);
+	if (!strcmp(cmd, "explain"))
+		return cmd_explain(path, argc - i, argv + i);
 	if (!strcmp(cmd, "version")) {
 		char err[512] = "";
 		json_t *resp = call(path, "{\"command\":\"version\"}", err, sizeof(err));

@@ -6,7 +6,9 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 
 import fgtest as t
 
@@ -70,6 +72,33 @@ t.check(b"too many control clients" in msg, "client limit enforced with an error
 for c in held:
     c.close()
 t.check(d.status()["counters"]["requestsReceived"] == 0, "daemon healthy after the abuse")
+# A slow client: an incomplete line is answered with an error after the read timeout.
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(d.sock)
+s.sendall(b'{"command": "sta')
+t0 = time.time()
+msg = s.recv(4096)
+t.check(b"read timeout" in msg and 4 <= time.time() - t0 <= 9, "a slow client is cut off after the read timeout")
+s.close()
+# Peer credentials: a non-root peer may read but not change the configuration.
+os.chmod(d.sock, 0o666)
+probe = """
+import os, socket, json, sys
+os.setgid(65534); os.setuid(65534)
+out = []
+for req in ({"command": "status"}, {"command": "apply", "data": "{}"}, {"command": "delete", "kind": "fs", "name": "x"}):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])
+    s.sendall((json.dumps(req) + "\\n").encode()); data = b""
+    while not data.endswith(b"\\n"): data += s.recv(65536)
+    out.append(json.loads(data))
+print(json.dumps([o["ok"] for o in out] + [out[1].get("error", "")]))
+"""
+p = subprocess.run([sys.executable, "-c", probe, d.sock], capture_output=True, text=True, timeout=20)
+res = json.loads(p.stdout) if p.returncode == 0 else None
+t.check(res is not None and res[:3] == [True, False, False] and "permission denied" in res[3],
+        f"uid 65534 may read status but not apply or delete ({res or p.stderr.strip()[-200:]})")
+os.chmod(d.sock, 0o660)
 out = subprocess.run([t.FAIRGATECTL, "--socket", "/nonexistent.sock", "status"], capture_output=True, text=True)
 t.check(out.returncode == 1 and "cannot reach fairgate" in out.stderr, "unreachable daemon: exit 1, clear error")
 out = subprocess.run([t.FAIRGATECTL, "bogus"], capture_output=True, text=True)
