@@ -84,7 +84,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
 	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
 	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t waiting = 0, executing = 0, seats = 0, buffers = 0;
+	uint64_t buffers = 0;
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		sum_rx += FG_STAT_GET(s->rx_datagrams);
@@ -102,9 +102,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 			rej[r] += FG_STAT_GET(s->rejected[r]);
 		for (int e = 0; e < FG_PROTO_ERR__COUNT; e++)
 			malformed[e] += FG_STAT_GET(s->malformed_by_err[e]);
-		waiting += FG_STAT_GET(s->waiting);
-		executing += FG_STAT_GET(s->executing);
-		seats += FG_STAT_GET(s->seats_in_use);
 		buffers += FG_STAT_GET(s->buffers_in_use);
 	}
 	json_t *rejected = json_object(), *bad = json_object();
@@ -123,7 +120,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_int_t n_backends = (json_int_t)cfg->n_backends;
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
 	rcu_thread_offline();
-	(void)seats;
 	json_t *level = levels_json(v);
 
 	char listen[32];

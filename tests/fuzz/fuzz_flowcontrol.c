@@ -1,0 +1,35 @@
+/* libFuzzer target: FlowSchema / PriorityLevelConfiguration documents (JSON
+ * or YAML) through validation and, when valid, compilation and one
+ * classification.  A refused input must leave the set unchanged. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowcontrol.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fg_fc_set *s = fg_fc_set_new();
+	struct fg_settings settings;
+	struct fg_errors e;
+	memset(&e, 0, sizeof(e));
+	fg_settings_defaults(&settings);
+	if (fg_fc_set_apply(s, data, size, &settings, &e) < 0) {
+		if (fg_fc_set_size(s))
+			abort();
+	} else {
+		struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
+		if (c) {
+			struct fg_str g = { "system:authenticated", 20 };
+			struct fg_fc_request r = { .user = { "alice", 5 }, .ns = { "ns", 2 }, .verb = { "get", 3 },
+						   .api_group = { "", 0 }, .resource = { "pods", 4 },
+						   .subresource = { "", 0 }, .groups = &g, .n_groups = 1 };
+			struct fg_fc_match m;
+			fg_fc_classify(c, &r, &m);
+			if (m.level >= c->n_levels || m.schema >= c->n_schemas)
+				abort();
+			fg_fc_config_free(c);
+		}
+	}
+	fg_fc_set_free(s);
+	return 0;
+}
