@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "duration.h"
+#include "flowcontrol.h"
 #include "flowhash.h"
 #include "queueset.h"
 
-#define SIM_MAX_LEVELS 64
 #define SIM_MAX_WINDOWS 64
 #define SIM_NAME_MAX 128
 #define SIM_DEFAULT_DURATION_NS 10000000000LL
@@ -21,10 +21,8 @@
 #define SIM_DEFAULT_SCL 600
 
 struct level {
-	char name[SIM_NAME_MAX];
+	const char *name;              /* in the compiled configuration */
 	struct fg_qs_config cfg;
-	int64_t shares;
-	int fixed_cl;   /* concurrency from levelConcurrency */
 	struct fg_queueset qs;
 };
 
@@ -71,7 +69,8 @@ struct event {
 
 struct fg_sim {
 	int64_t scl, wait_ns, duration_ns;
-	struct level levels[SIM_MAX_LEVELS];
+	struct fg_fc_config *fc;       /* the scenario's objects, compiled */
+	struct level *levels;
 	int n_levels;
 	int64_t win_from[SIM_MAX_WINDOWS], win_to[SIM_MAX_WINDOWS];
 	int n_windows;
@@ -139,64 +138,6 @@ static int parse_window(const char *s, int64_t *from, int64_t *to)
 	return *from >= 0 && *to > *from ? 0 : -EINVAL;
 }
 
-/* PriorityLevelConfiguration objects (flowcontrol v1): the fields that shape
- * a queue set.  FlowSchemas come with the configuration model. */
-static int parse_level(json_t *o, int idx, struct level *l, char *err, size_t errlen)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "objects[%d].", idx);
-	json_t *kind = json_object_get(o, "kind");
-	if (!json_is_string(kind))
-		return fail(err, errlen, "%skind: missing", path);
-	if (strcmp(json_string_value(kind), "PriorityLevelConfiguration"))
-		return fail(err, errlen, "%skind: %s objects are not supported by the simulator yet "
-			    "(give each client a priorityLevel)", path, json_string_value(kind));
-	const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
-	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
-		return fail(err, errlen, "%smetadata.name: required", path);
-	snprintf(l->name, sizeof(l->name), "%s", name);
-	json_t *spec = json_object_get(o, "spec");
-	const char *type = json_string_value(json_object_get(spec, "type"));
-	if (!type || (strcmp(type, "Exempt") && strcmp(type, "Limited")))
-		return fail(err, errlen, "%sspec.type: must be Exempt or Limited", path);
-	char sub[160];
-	if (!strcmp(type, "Exempt")) {
-		l->cfg.mode = FG_QS_EXEMPT;
-		snprintf(sub, sizeof(sub), "%sspec.exempt.", path);
-		return get_int(json_object_get(spec, "exempt"), "nominalConcurrencyShares", 0, 0, INT32_MAX, &l->shares,
-			       sub, err, errlen);
-	}
-	json_t *lim = json_object_get(spec, "limited");
-	snprintf(sub, sizeof(sub), "%sspec.limited.", path);
-	if (get_int(lim, "nominalConcurrencyShares", 30, 0, INT32_MAX, &l->shares, sub, err, errlen))
-		return -EINVAL;
-	json_t *lr = json_object_get(lim, "limitResponse");
-	const char *lrt = json_string_value(json_object_get(lr, "type"));
-	if (!lrt || !strcmp(lrt, "Reject")) {
-		l->cfg.mode = FG_QS_REJECT;
-		return 0;
-	}
-	if (strcmp(lrt, "Queue"))
-		return fail(err, errlen, "%sspec.limited.limitResponse.type: must be Queue or Reject", path);
-	l->cfg.mode = FG_QS_QUEUE;
-	json_t *q = json_object_get(lr, "queuing");
-	snprintf(sub, sizeof(sub), "%sspec.limited.limitResponse.queuing.", path);
-	int64_t queues, hand, qll;
-	if (get_int(q, "queues", 64, 1, 10000000, &queues, sub, err, errlen) ||
-	    get_int(q, "handSize", 8, 1, FG_DEALER_MAX_HAND, &hand, sub, err, errlen) ||
-	    get_int(q, "queueLengthLimit", 50, 1, INT32_MAX, &qll, sub, err, errlen))
-		return -EINVAL;
-	struct fg_dealer d;
-	if (fg_dealer_init(&d, (uint32_t)queues, (uint32_t)hand))
-		return fail(err, errlen, "%shandSize: %lld cards of %lld queues need %u bits of entropy; at most 60 "
-			    "(and handSize <= queues <= 2^26)", sub, (long long)hand, (long long)queues,
-			    fg_dealer_required_bits((uint32_t)queues, (uint32_t)hand));
-	l->cfg.queues = (uint32_t)queues;
-	l->cfg.hand_size = (uint32_t)hand;
-	l->cfg.queue_length_limit = (uint32_t)qll;
-	return 0;
-}
-
 static int find_level(const struct fg_sim *s, const char *name)
 {
 	for (int i = 0; i < s->n_levels; i++)
@@ -215,15 +156,30 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
 		return fail(err, errlen, "%sname: required", path);
 	snprintf(c->name, sizeof(c->name), "%s", name);
-	json_t *pl = json_object_get(o, "priorityLevel");
+	json_t *pl = json_object_get(o, "priorityLevel"), *req = json_object_get(o, "request");
+	uint64_t classified_hash = 0;
 	if (pl) {
 		if (!json_is_string(pl) || (c->level = find_level(s, json_string_value(pl))) < 0)
 			return fail(err, errlen, "%spriorityLevel: no PriorityLevelConfiguration named %s", path,
 				    json_is_string(pl) ? json_string_value(pl) : "(not a string)");
-	} else if (s->n_levels == 1) {
-		c->level = 0;
 	} else {
-		return fail(err, errlen, "%spriorityLevel: required when the scenario has several levels", path);
+		/* Classified by the scenario's FlowSchemas, as the daemon would. */
+		struct fg_fc_request r;
+		struct fg_str groups[FG_PROTO_MAX_GROUPS];
+		char msg[160];
+		json_t *dflt = NULL;
+		if (!req)
+			req = dflt = json_pack("{s:s}", "user", c->name);
+		int rc = fg_fc_request_from_json(req, &r, groups, FG_PROTO_MAX_GROUPS, msg, sizeof(msg));
+		if (!rc) {
+			struct fg_fc_match m;
+			fg_fc_classify(s->fc, &r, &m);
+			c->level = (int)m.level;
+			classified_hash = m.flow_hash;
+		}
+		json_decref(dflt);
+		if (rc)
+			return fail(err, errlen, "%s%s", path, msg);
 	}
 	int64_t threads, calls, initial, final;
 	if (get_int(o, "threads", 1, 1, 100000, &threads, path, err, errlen) ||
@@ -255,10 +211,11 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 		if (!json_is_integer(fh))
 			return fail(err, errlen, "%sflowHash: must be an integer", path);
 		c->hash = (uint64_t)json_integer_value(fh);
+	} else if (!pl) {
+		c->hash = classified_hash;
 	} else {
-		/* Until FlowSchemas are simulated: the level name stands for the schema,
-		 * the user is the distinguisher. */
-		json_t *req = json_object_get(o, "request");
+		/* A level named directly: the level name stands for the schema, the
+		 * user (or the client name) is the distinguisher. */
 		const char *user = json_string_value(json_object_get(req, "user"));
 		if (!user)
 			user = c->name;
@@ -269,22 +226,44 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	return 0;
 }
 
-/* Kubernetes' formula: NominalCL = ceil(ServerCL * NCS / sum(NCS)). */
-static void derive_limits(struct fg_sim *s, json_t *fixed)
+/* The scenario's objects (or the bootstrap set) compiled by the same code as
+ * the daemon's: levels with Kubernetes' derived limits, schemas to classify. */
+static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t errlen)
 {
-	int64_t sum = 0;
-	for (int i = 0; i < s->n_levels; i++)
-		sum += s->levels[i].shares;
-	for (int i = 0; i < s->n_levels; i++) {
-		struct level *l = &s->levels[i];
-		json_t *v = json_object_get(fixed, l->name);
-		if (json_is_integer(v)) {
-			l->cfg.concurrency_limit = (uint32_t)json_integer_value(v);
-			l->fixed_cl = 1;
-		} else {
-			l->cfg.concurrency_limit = sum ? (uint32_t)((s->scl * l->shares + sum - 1) / sum) : 0;
+	struct fg_fc_set *set;
+	struct fg_errors errs = { .len = 0 };
+	if (objects && json_array_size(objects)) {
+		json_t *list = json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", objects);
+		char *text = json_dumps(list, JSON_COMPACT);
+		json_decref(list);
+		set = fg_fc_set_new();
+		if (fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &errs) < 0) {
+			free(text);
+			fg_fc_set_free(set);
+			return fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
 		}
+		free(text);
+	} else {
+		set = fg_fc_set_bootstrap();
 	}
+	s->fc = fg_fc_compile(set, (uint32_t)s->scl, &errs);
+	fg_fc_set_free(set);
+	if (!s->fc)
+		return fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
+	s->n_levels = (int)s->fc->n_levels;
+	s->levels = calloc((size_t)s->n_levels, sizeof(*s->levels));
+	if (!s->levels)
+		return fail(err, errlen, "out of memory");
+	for (int i = 0; i < s->n_levels; i++) {
+		const struct fg_fc_level *l = &s->fc->levels[i];
+		s->levels[i].name = l->name;
+		/* Widths are taken as the scenario gives them: no per-level cap. */
+		s->levels[i].cfg = (struct fg_qs_config){
+			.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
+			.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
+			.concurrency_limit = l->limit };
+	}
+	return 0;
 }
 
 struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t errlen)
@@ -314,25 +293,8 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		fail(err, errlen, "objects: must be a list");
 		goto bad;
 	}
-	json_array_foreach(objects, i, v) {
-		if (s->n_levels == SIM_MAX_LEVELS) {
-			fail(err, errlen, "objects: at most %d priority levels", SIM_MAX_LEVELS);
-			goto bad;
-		}
-		if (parse_level(v, (int)i, &s->levels[s->n_levels], err, errlen))
-			goto bad;
-		if (find_level(s, s->levels[s->n_levels].name) >= 0) {
-			fail(err, errlen, "objects[%zu].metadata.name: duplicate level %s", i, s->levels[s->n_levels].name);
-			goto bad;
-		}
-		s->n_levels++;
-	}
-	if (s->n_levels == 0) { /* the embedded default: Kubernetes' global-default level */
-		struct level *l = &s->levels[s->n_levels++];
-		snprintf(l->name, sizeof(l->name), "global-default");
-		l->cfg = (struct fg_qs_config){ .mode = FG_QS_QUEUE, .queues = 128, .hand_size = 6, .queue_length_limit = 50 };
-		l->shares = 20;
-	}
+	if (load_objects(s, objects, err, errlen))
+		goto bad;
 	json_t *fixed = json_object_get(root, "levelConcurrency");
 	if (fixed && !json_is_object(fixed)) {
 		fail(err, errlen, "levelConcurrency: must be an object of level name to seats");
@@ -340,18 +302,13 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	}
 	const char *key;
 	json_object_foreach(fixed, key, v) {
-		if (find_level(s, key) < 0 || !json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 10000000) {
+		int l = find_level(s, key);
+		if (l < 0 || !json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 10000000) {
 			fail(err, errlen, "levelConcurrency.%s: must name a level and be an integer in [0, 1e7]", key);
 			goto bad;
 		}
+		s->levels[l].cfg.concurrency_limit = (uint32_t)json_integer_value(v);
 	}
-	derive_limits(s, fixed);
-	for (int l = 0; l < s->n_levels; l++)
-		if (s->levels[l].cfg.mode != FG_QS_EXEMPT && s->levels[l].cfg.concurrency_limit == 0) {
-			fail(err, errlen, "level %s: concurrency limit 0 (no shares); set levelConcurrency", s->levels[l].name);
-			goto bad;
-		}
 	json_t *windows = json_object_get(root, "windows");
 	if (windows && (!json_is_array(windows) || json_array_size(windows) == 0 ||
 			json_array_size(windows) > SIM_MAX_WINDOWS)) {
@@ -404,8 +361,10 @@ void fg_sim_free(struct fg_sim *s)
 {
 	if (!s)
 		return;
-	for (int l = 0; l < s->n_levels; l++)
+	for (int l = 0; s->levels && l < s->n_levels; l++)
 		fg_qs_fini(&s->levels[l].qs);
+	free(s->levels);
+	fg_fc_config_free(s->fc);
 	for (int c = 0; c < s->n_clients; c++) {
 		for (int w = 0; w < SIM_MAX_WINDOWS; w++)
 			free(s->clients[c].win[w].waits);
@@ -681,13 +640,14 @@ static json_t *results(struct fg_sim *s)
 			struct client *c = &s->clients[ci];
 			struct window_stats *ws = &c->win[w];
 			double span = (double)(s->win_to[w] - s->win_from[w]);
-			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f}",
+			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f, s:s}",
 				"name", c->name, "avgSeats", ws->seat_ns / span, "dispatched", (json_int_t)ws->dispatched,
 				"rejected", "queue-full", (json_int_t)ws->rejected[REJ_QUEUE_FULL],
 				"time-out", (json_int_t)ws->rejected[REJ_TIME_OUT],
 				"concurrency-limit", (json_int_t)ws->rejected[REJ_CONCURRENCY],
 				"waitP50", quantile(ws->waits, ws->n_waits, 0.5),
-				"waitP99", quantile(ws->waits, ws->n_waits, 0.99)));
+				"waitP99", quantile(ws->waits, ws->n_waits, 0.99),
+				"priorityLevel", s->levels[c->level].name));
 		}
 		json_array_append_new(windows, json_pack("{s:s, s:s, s:o}",
 			"from", fg_duration_format(s->win_from[w], from, sizeof(from)),
@@ -696,7 +656,8 @@ static json_t *results(struct fg_sim *s)
 	json_t *levels = json_array();
 	for (int l = 0; l < s->n_levels; l++) {
 		struct fg_qs_stats *st = &s->levels[l].qs.stats;
-		json_array_append_new(levels, json_pack("{s:s, s:i, s:I, s:I}", "name", s->levels[l].name,
+		json_array_append_new(levels, json_pack("{s:s, s:s, s:i, s:I, s:I}", "name", s->levels[l].name,
+			"type", s->levels[l].cfg.mode == FG_QS_EXEMPT ? "Exempt" : s->levels[l].cfg.mode == FG_QS_REJECT ? "Reject" : "Queue",
 			"concurrencyLimit", (int)s->levels[l].cfg.concurrency_limit,
 			"dispatched", (json_int_t)st->dispatched, "epochs", (json_int_t)st->epochs));
 	}

@@ -105,18 +105,37 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 			demand[fi] += rate > 0 ? rate * exec / 1e9 * width : num(c, "threads", 1) * width * exec / (exec + think);
 		measured[fi] += json_real_value(json_object_get(json_array_get(got, i), "avgSeats"));
 	}
-	const char *lname = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(scn, "objects"), 0), "metadata"), "name"));
-	json_t *lvl0 = json_array_get(json_object_get(result, "levels"), 0);
-	const char *type = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(scn, "objects"), 0), "spec"), "type"));
-	double cap = type && !strcmp(type, "Exempt") ? INFINITY : (double)json_integer_value(json_object_get(lvl0, "concurrencyLimit"));
-	(void)lname;
+	/* Each level's flows share that level's seats (exempt: unlimited). */
+	json_t *levels = json_object_get(result, "levels");
 	const char *capacity = json_string_value(json_object_get(exp, "capacity"));
-	if (capacity && !strcmp(capacity, "used")) { /* fairness of the division of the seats actually used */
-		cap = 0;
+	char *flow_level[4096] = { 0 };
+	for (size_t i = 0; i < n && i < 4096; i++)
+		flow_level[flow_index[i]] = (char *)json_string_value(json_object_get(json_array_get(got, i), "priorityLevel"));
+	size_t lk;
+	json_t *lv, *lvl0 = NULL;
+	json_array_foreach(levels, lk, lv) {
+		const char *name = json_string_value(json_object_get(lv, "name"));
+		double cap = !strcmp(json_string_value(json_object_get(lv, "type")), "Exempt")
+				     ? INFINITY : (double)json_integer_value(json_object_get(lv, "concurrencyLimit"));
+		double d[4096], a[4096];
+		int idx[4096], k = 0;
 		for (int f = 0; f < n_flows; f++)
-			cap += measured[f];
+			if (flow_level[f] && !strcmp(flow_level[f], name)) {
+				d[k] = demand[f];
+				idx[k++] = f;
+			}
+		if (!k)
+			continue;
+		lvl0 = lv;
+		if (capacity && !strcmp(capacity, "used")) { /* fairness of the division of the seats used */
+			cap = 0;
+			for (int j = 0; j < k; j++)
+				cap += measured[idx[j]];
+		}
+		water_fill(d, k, cap, a);
+		for (int j = 0; j < k; j++)
+			alloc[idx[j]] = a[j];
 	}
-	water_fill(demand, n_flows, cap, alloc);
 	json_t *ideal = json_object_get(exp, "ideal");
 	double worst = 0;
 	for (int f = 0; f < n_flows; f++) {
@@ -260,11 +279,11 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"clients\": [{}]}", "clients[0].name: required");
 	expect_error("{\"windows\": [\"5s-1s\"], \"clients\": [{\"name\":\"a\"}]}", "windows[0]");
 	expect_error("{\"objects\": [{\"kind\": \"FlowSchema\"}], \"clients\": [{\"name\":\"a\"}]}",
-		     "objects[0].kind: FlowSchema objects are not supported");
-	expect_error("{\"objects\": [{\"kind\": \"PriorityLevelConfiguration\", \"metadata\": {\"name\": \"p\"},"
+		     "objects: 2 error(s): document 1 item 0 FlowSchema/(no name): apiVersion: must be");
+	expect_error("{\"objects\": [{\"apiVersion\": \"flowcontrol.apiserver.k8s.io/v1\", \"kind\": \"PriorityLevelConfiguration\", \"metadata\": {\"name\": \"p\"},"
 		     "\"spec\": {\"type\": \"Limited\", \"limited\": {\"limitResponse\": {\"type\": \"Queue\","
 		     "\"queuing\": {\"queues\": 512, \"handSize\": 8}}}}}], \"clients\": [{\"name\":\"a\"}]}",
-		     "handSize: 8 cards of 512 queues need 72 bits");
+		     "handSize: falls foul of the entropy limit: ceil(log2(512) * 8) = 72 bits > 60");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"priorityLevel\": \"nope\"}]}", "clients[0].priorityLevel");
 	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
 }
