@@ -621,6 +621,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[i];
+	for (int k = i + 1; k < argc; k++)
+		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+			usage(stdout);
+			return 0;
+		}
 	if (!strcmp(cmd, "status"))
 		return cmd_status(path, argc - i, argv + i);
 	if (!strcmp(cmd, "apply"))
