@@ -452,5 +452,6 @@ void fg_control_stop(struct fg_control *ctl)
 	unlink(ctl->path);
 	close(ctl->wake[0]);
 	close(ctl->wake[1]);
+	fg_fc_set_free(ctl->view.objects); /* the control thread owned the object set */
 	free(ctl);
 }

@@ -316,6 +316,8 @@ int main(int argc, char **argv)
 		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, errbuf, sizeof(errbuf));
 		if (!dio) {
 			fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
+			fg_fc_config_free(fc);
+			fg_fc_set_free(objects);
 			return 1;
 		}
 		io = fg_dpdk_io_as_io(dio);
@@ -324,6 +326,8 @@ int main(int argc, char **argv)
 		if (!sio) {
 			fprintf(stderr, "fairgate: cannot listen on %s: %s\n",
 				fg_endpoint_format(&s.listen, ep, sizeof(ep)), strerror(-err));
+			fg_fc_config_free(fc);
+			fg_fc_set_free(objects);
 			return 1;
 		}
 		io = fg_sock_io_as_io(sio);
@@ -348,6 +352,7 @@ int main(int argc, char **argv)
 	objects = NULL; /* the control thread owns the object set now */
 	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
 	if (!ctl) {
+		fg_fc_set_free(view.objects);
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		goto out;
 	}
