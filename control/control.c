@@ -90,12 +90,39 @@ static char *ok_response(json_t *result)
 	return s;
 }
 
-/* Compile a candidate object set and, unless dry, publish it as the next
- * generation.  On success the candidate replaces the view's set. */
-static char *commit(const struct fg_control_view *view, struct fg_fc_set *candidate, int applied, bool dry)
+/* Settings that shape the process itself cannot change under it. */
+static void check_restart_only(const struct fg_settings *cur, const struct fg_settings *next, struct fg_errors *errs)
+{
+	if (cur->io != next->io)
+		fg_errors_add(errs, "FairgateSettings: spec.io", "cannot change while fairgate runs (restart it)");
+	if (!fg_endpoint_same_addr(&cur->listen, &next->listen))
+		fg_errors_add(errs, "FairgateSettings: spec.listen", "cannot change while fairgate runs (restart it)");
+	if (strcmp(cur->control_socket, next->control_socket))
+		fg_errors_add(errs, "FairgateSettings: spec.controlSocket", "cannot change while fairgate runs (restart it)");
+	if (cur->max_requests != next->max_requests)
+		fg_errors_add(errs, "FairgateSettings: spec.maxRequests", "cannot change while fairgate runs (restart it)");
+	if (cur->shutdown_grace_ns != next->shutdown_grace_ns)
+		fg_errors_add(errs, "FairgateSettings: spec.shutdownGrace", "cannot change while fairgate runs (restart it)");
+	bool same = cur->n_backends == next->n_backends;
+	for (uint32_t i = 0; same && i < cur->n_backends; i++)
+		same = fg_endpoint_same_addr(&cur->backends[i].ep, &next->backends[i].ep) &&
+		       !memcmp(cur->backends[i].ep.mac, next->backends[i].ep.mac, 6);
+	if (!same)
+		fg_errors_add(errs, "FairgateSettings: spec.backends",
+			      "cannot change while fairgate runs (restart it; a live backend pool comes with the dataplane work)");
+}
+
+/* Compile a candidate object set with candidate settings and, unless dry,
+ * publish them as the next generation; on success both replace the view's. */
+static char *commit(const struct fg_control_view *view, struct fg_fc_set *candidate, const struct fg_settings *next_settings,
+		    int applied, bool dry)
 {
 	struct fg_errors errs = { .len = 0 };
-	struct fg_fc_config *fc = fg_fc_compile(candidate, view->settings->seat_limit, &errs);
+	struct fg_settings settings = next_settings ? *next_settings : *view->settings;
+	check_restart_only(view->settings, &settings, &errs);
+	if (!errs.count)
+		fg_settings_validate(&settings, &errs);
+	struct fg_fc_config *fc = errs.count ? NULL : fg_fc_compile(candidate, settings.seat_limit, &errs);
 	if (!fc) {
 		fg_fc_set_free(candidate);
 		return errs.count ? errors_response(&errs) : error_response("out of memory");
@@ -109,7 +136,7 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	}
 	rcu_thread_online();
 	uint64_t generation = rcu_dereference(*view->config_ptr)->generation + 1;
-	struct fg_config *next = fg_settings_compile(view->settings, fc, generation);
+	struct fg_config *next = fg_settings_compile(&settings, fc, generation);
 	if (next)
 		fg_config_publish(view->config_ptr, next);
 	rcu_thread_offline();
@@ -121,6 +148,7 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	/* The set is swapped in place: the view is shared by value with the thread. */
 	fg_fc_set_swap(view->objects, candidate);
 	fg_fc_set_free(candidate);
+	*view->settings = settings;
 	json_object_set_new(summary, "generation", json_integer((json_int_t)generation));
 	return ok_response(summary);
 }
@@ -133,12 +161,14 @@ static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry
 	struct fg_fc_set *candidate = dry && json_is_true(json_object_get(req, "standalone")) ? fg_fc_set_new()
 											   : fg_fc_set_copy(view->objects);
 	struct fg_errors errs = { .len = 0 };
-	int n = fg_fc_set_apply(candidate, (const uint8_t *)json_string_value(data), json_string_length(data), NULL, &errs);
+	struct fg_settings settings = *view->settings;
+	int n = fg_fc_set_apply(candidate, (const uint8_t *)json_string_value(data), json_string_length(data), &settings,
+				&errs);
 	if (n < 0) {
 		fg_fc_set_free(candidate);
 		return errors_response(&errs);
 	}
-	return commit(view, candidate, n, dry);
+	return commit(view, candidate, &settings, n, dry);
 }
 
 static int kind_of(json_t *req, char **err)
@@ -164,7 +194,7 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 		fg_fc_set_free(candidate);
 		return error_response("%s \"%s\" not found", fg_fc_kind_name((enum fg_fc_kind)kind), name);
 	}
-	return commit(view, candidate, 1, false);
+	return commit(view, candidate, NULL, 1, false);
 }
 
 static char *cmd_get(const struct fg_control_view *view, json_t *req)
@@ -453,5 +483,6 @@ void fg_control_stop(struct fg_control *ctl)
 	close(ctl->wake[0]);
 	close(ctl->wake[1]);
 	fg_fc_set_free(ctl->view.objects); /* the control thread owned the object set */
+	free(ctl->view.settings);          /* and its copy of the settings */
 	free(ctl);
 }

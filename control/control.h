@@ -23,7 +23,7 @@ struct fg_worker;
 
 /* What the control thread may look at. */
 struct fg_control_view {
-	const struct fg_settings *settings;
+	struct fg_settings *settings;    /* the control thread's own copy */
 	struct fg_config **config_ptr;   /* RCU-protected, published here */
 	struct fg_worker_stats **worker_stats;
 	unsigned n_workers;

@@ -345,14 +345,21 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	struct fg_worker_stats *stats[1] = { &w->stats };
+	struct fg_settings *control_settings = malloc(sizeof(*control_settings));
+	if (!control_settings) {
+		fprintf(stderr, "fairgate: out of memory\n");
+		goto out;
+	}
+	*control_settings = s; /* the control thread's own copy, changed by apply */
 	struct fg_control_view view = {
-		.settings = &s, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
+		.settings = control_settings, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
 		.start_ns = fg_now_ns(), .shutting_down = &shutting_down, .objects = objects,
 	};
 	objects = NULL; /* the control thread owns the object set now */
 	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
 	if (!ctl) {
 		fg_fc_set_free(view.objects);
+		free(control_settings);
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		goto out;
 	}

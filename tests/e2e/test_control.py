@@ -107,6 +107,21 @@ t.check(out.returncode == 2 and "unknown command" in out.stderr, "fairgatectl un
 p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", d.sock],
                    capture_output=True, text=True, timeout=10)
 t.check(p.returncode == 1 and "in use by another fairgate" in p.stderr, "control socket in use: refused")
+# A whole configuration file, FairgateSettings included, can be applied live:
+# reloadable settings change, restart-only ones are refused.
+with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+    f.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {serverConcurrencyLimit: 9, "
+            "queueWaitLimit: 3s}\n---\n" + t.level_config(queues=32))
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
+st = d.status()
+t.check(p.returncode == 0 and st["serverConcurrencyLimit"] == 9 and t.level_of(st)["seatLimit"] == 9
+        and t.level_of(st)["queues"] == 32, "apply with FairgateSettings: the new server limit and queues are in force")
+with open(f.name, "w") as g:
+    g.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {listen: 127.0.0.1:1}\n")
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
+t.check(p.returncode == 1 and "spec.listen: cannot change while fairgate runs" in p.stderr
+        and d.status()["serverConcurrencyLimit"] == 9, "a restart-only setting is refused and nothing changes")
+os.unlink(f.name)
 rc, _ = d.stop()
 t.check(rc == 0 and not os.path.exists(d.sock), "clean exit removes the control socket")
 
