@@ -27,6 +27,8 @@ struct fg_config {
 	uint64_t queue_wait_ns;
 	uint64_t backend_timeout_ns;
 	uint32_t retry_after_ms;
+	uint32_t eject_after;
+	uint64_t eject_ns, max_eject_ns;
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 };

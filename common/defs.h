@@ -12,6 +12,9 @@
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
 #define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull
 #define FG_DEFAULT_RETRY_AFTER_MS 1000u
+#define FG_DEFAULT_EJECT_AFTER 3u             /* consecutive backend timeouts */
+#define FG_DEFAULT_EJECT_NS 1000000000ull     /* first ejection; doubles per failed probe */
+#define FG_DEFAULT_MAX_EJECT_NS 30000000000ull
 #define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */

@@ -47,6 +47,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
 	s->shutdown_grace_ns = (int64_t)FG_DEFAULT_SHUTDOWN_GRACE_NS;
 	s->retry_after_ms = FG_DEFAULT_RETRY_AFTER_MS;
+	s->eject_after = FG_DEFAULT_EJECT_AFTER;
+	s->eject_ns = (int64_t)FG_DEFAULT_EJECT_NS;
+	s->max_eject_ns = (int64_t)FG_DEFAULT_MAX_EJECT_NS;
 	s->max_requests = FG_DEFAULT_MAX_REQUESTS;
 }
 
@@ -218,11 +221,15 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
 	get_duration(spec, "backendTimeout", 1000000, &next.backend_timeout_ns, errs);
 	get_duration(spec, "shutdownGrace", 0, &next.shutdown_grace_ns, errs);
+	get_uint(spec, "backendEjectAfter", 1, 1000000, &next.eject_after, errs);
+	get_duration(spec, "backendEjectTime", 1000000, &next.eject_ns, errs);
+	get_duration(spec, "backendMaxEjectTime", 1000000, &next.max_eject_ns, errs);
 	const char *key;
 	json_object_foreach(spec, key, v) {
 		static const char *const known[] = { "io", "listen", "controlSocket", "backends", "controlAdmins",
 			"serverConcurrencyLimit", "maxRequests", "retryAfterMillis",
-			"queueWaitLimit", "backendTimeout", "shutdownGrace" };
+			"queueWaitLimit", "backendTimeout", "shutdownGrace", "backendEjectAfter", "backendEjectTime",
+			"backendMaxEjectTime" };
 		size_t k = 0;
 		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
 			k++;
@@ -269,6 +276,9 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
 	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;
 	c->retry_after_ms = s->retry_after_ms;
+	c->eject_after = s->eject_after;
+	c->eject_ns = (uint64_t)s->eject_ns;
+	c->max_eject_ns = (uint64_t)s->max_eject_ns;
 	c->n_backends = s->n_backends;
 	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
 	return c;

@@ -31,6 +31,8 @@ struct fg_settings {
 	int64_t backend_timeout_ns;
 	int64_t shutdown_grace_ns;
 	uint32_t retry_after_ms;
+	uint32_t eject_after;        /* backend timeouts in a row before ejection */
+	int64_t eject_ns, max_eject_ns;
 	uint32_t max_requests;
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];

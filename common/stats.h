@@ -49,6 +49,8 @@ struct fg_worker_stats {
 	uint64_t invalid_rejected;             /* REJECT invalid to undecodable datagrams */
 	uint64_t tx_datagrams;
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
+	uint64_t backend_ejections;
+	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;
 	uint64_t buffers_in_use;               /* I/O buffers out of the pool */
 	uint32_t flows_used;                   /* entries taken in flows[] */

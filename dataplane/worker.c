@@ -141,6 +141,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	free(w->level_of_cfg);
 	w->level_of_cfg = map;
 	w->n_level_map = fc->n_levels;
+	if (!w->config_generation)
+		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
+	else
+		fg_backendpool_resize(&w->pool, cfg->n_backends);
 	w->config_generation = cfg->generation;
 	retire_idle_levels(w);
 	return 0;
@@ -268,7 +272,10 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
-	w->backend_outstanding[r->backend] -= r->qs.seats;
+	uint64_t ejections = w->pool.b[r->backend].ejections;
+	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
+	if (unlikely(w->pool.b[r->backend].ejections != ejections))
+		FG_STAT_ADD(w->stats.backend_ejections, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
 	uint64_t release = fg_qs_finish(level_qs(w, r), &r->qs, now);
@@ -284,26 +291,18 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	publish_level(w, r->level);
 }
 
-/* Least outstanding seats wins; ties go to the lowest index. */
-static unsigned pick_backend(const struct fg_worker *w, const struct fg_config *cfg)
-{
-	unsigned best = 0;
-	for (unsigned i = 1; i < cfg->n_backends; i++)
-		if (w->backend_outstanding[i] < w->backend_outstanding[best])
-			best = i;
-	return best;
-}
-
 /* Send a request the queue set just admitted to a backend.  The packet's id
- * becomes the dispatch id; the client's id stays in the slot. */
-static void start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
+ * becomes the dispatch id; the client's id stays in the slot.  False when no
+ * backend is usable (the caller answers no-backend). */
+static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	unsigned b = pick_backend(w, cfg);
+	uint32_t b = fg_backendpool_pick(&w->pool, r->qs.seats, now);
+	if (b == FG_BACKEND_NONE)
+		return false;
 	r->state = FG_REQ_EXECUTING;
 	r->backend = (uint8_t)b;
 	r->deadline_ns = now + cfg->backend_timeout_ns;
-	w->backend_outstanding[b] += r->qs.seats;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
 	FG_STAT_ADD(w->stats.dispatched, 1);
 	FG_STAT_ADD(w->stats.levels[r->level].dispatched, 1);
@@ -317,6 +316,23 @@ static void start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
 	send_pkt(w, &pkt);
+	return true;
+}
+
+/* A request the queue set let go that will not execute (its client gave up,
+ * or no backend is usable): the queue keeps the cost of its turn, the seats
+ * come back now, and the client gets its answer from the held packet. */
+static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot,
+			    enum fg_reject_reason reason, uint64_t now)
+{
+	struct fg_req *r = &w->reqs.slots[slot];
+	struct fg_pkt pkt = r->pkt;
+	uint64_t id = r->client_id;
+	count_reject(w, r->flow, r->level, reason);
+	fg_qs_release(level_qs(w, r), &r->qs, now);
+	fg_reqtable_release(&w->reqs, slot);
+	publish_level(w, r->level);
+	reject_in_place(w, cfg, &pkt, id, reason);
 }
 
 /* --- arrivals and answers ---------------------------------------------- */
@@ -344,8 +360,8 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	uint32_t slot = FG_REQ_NIL;
 	if (unlikely(w->draining))
 		reason = FG_REJECT_SHUTTING_DOWN;
-	else if (unlikely(cfg->n_backends == 0))
-		reason = FG_REJECT_NO_BACKEND;
+	else if (unlikely(!fg_backendpool_usable(&w->pool, now)))
+		reason = FG_REJECT_NO_BACKEND; /* none configured, or all ejected */
 	else if (unlikely((slot = fg_reqtable_alloc(&w->reqs)) == FG_REQ_NIL))
 		reason = FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
 	if (!reason) {
@@ -373,7 +389,8 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	r->client_deadline_ns = m->hdr.deadline_ms ? now + m->hdr.deadline_ms * 1000000ull : UINT64_MAX;
 	r->pkt = *pkt;
 	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
-		start_executing(w, cfg, slot, now);
+		if (!start_executing(w, cfg, slot, now))
+			refuse_admitted(w, cfg, slot, FG_REJECT_NO_BACKEND, now);
 		return;
 	}
 	r->state = FG_REQ_WAITING;
@@ -478,19 +495,10 @@ static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uin
 		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
 		leave_waiting(w, slot);
-		if (r->client_deadline_ns <= now || cfg->n_backends == 0) {
-			/* The client gave up already (or no backend is left): the
-			 * queue keeps the cost of its turn, the seats come back now. */
-			struct fg_pkt pkt = r->pkt;
-			enum fg_reject_reason reason = cfg->n_backends ? FG_REJECT_TIME_OUT : FG_REJECT_NO_BACKEND;
-			count_reject(w, r->flow, r->level, reason);
-			fg_qs_release(level_qs(w, r), &r->qs, now);
-			fg_reqtable_release(&w->reqs, slot);
-			publish_level(w, r->level);
-			reject_in_place(w, cfg, &pkt, r->client_id, reason);
-			continue;
-		}
-		start_executing(w, cfg, slot, now);
+		if (r->client_deadline_ns <= now)
+			refuse_admitted(w, cfg, slot, FG_REJECT_TIME_OUT, now);
+		else if (!start_executing(w, cfg, slot, now))
+			refuse_admitted(w, cfg, slot, FG_REJECT_NO_BACKEND, now);
 	}
 }
 

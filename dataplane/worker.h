@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backendpool.h"
 #include "config.h"
 #include "io.h"
 #include "queueset.h"
@@ -50,7 +51,7 @@ struct fg_worker {
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
 	uint32_t *lingering;         /* min-heap of slots by release_ns */
 	uint32_t n_lingering;
-	uint32_t backend_outstanding[FG_MAX_BACKENDS];
+	struct fg_backendpool pool;
 	bool draining;               /* shutting down: admit nothing new */
 	struct fg_worker_stats stats;
 };

@@ -64,6 +64,9 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 	r->cfg.queue_wait_ns = 1000 * MS;
 	r->cfg.backend_timeout_ns = 5000 * MS;
 	r->cfg.retry_after_ms = 250;
+	r->cfg.eject_after = 3;
+	r->cfg.eject_ns = 1000 * MS;
+	r->cfg.max_eject_ns = 30000 * MS;
 	r->cfg.n_backends = n_backends;
 	for (int i = 0; i < 4; i++)
 		fg_endpoint_parse((const char *[]){ "127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.2:1003", "127.0.0.3:1004" }[i],
@@ -439,8 +442,8 @@ TEST(least_outstanding_backend)
 	for (uint64_t id = 1; id <= 4; id++)
 		send_request(&r, 0, id, "a", 1);
 	step(&r);
-	CHECK_EQ(r.w.backend_outstanding[0], 2);
-	CHECK_EQ(r.w.backend_outstanding[1], 2);
+	CHECK_EQ(r.w.pool.b[0].outstanding, 2);
+	CHECK_EQ(r.w.pool.b[1].outstanding, 2);
 	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	rig_fini(&r);
 }
@@ -534,6 +537,79 @@ TEST(randomized_exactly_once)
 		bad += answers[id] != 1;
 	CHECK_EQ(bad, 0);
 	CHECK(r.w.stats.rejected[FG_REJECT_TIME_OUT] + r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT] > 0);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
+TEST(dead_backend_is_ejected_and_probed_back)
+{
+	struct rig r;
+	rig_init(&r, 10, 10, 2);
+	r.cfg.backend_timeout_ns = 100 * MS;
+	struct fg_msg m;
+	struct fg_endpoint to;
+	/* Backend 1 never answers: three timeouts eject it. */
+	uint64_t id = 1;
+	for (int round = 0; round < 3; round++) {
+		send_request(&r, 0, id++, "a", 1);
+		send_request(&r, 0, id++, "a", 1);
+		step(&r);
+		while (next_sent(&r, &m, &to))
+			if (m.hdr.type == FG_MSG_REQUEST && fg_endpoint_same_addr(&to, &r.backend[0]))
+				respond_from(&r, 0, m.hdr.request_id, "ok");
+		step(&r);
+		r.now += 150 * MS;
+		step(&r);
+		while (next_sent(&r, &m, &to))
+			;
+	}
+	CHECK_EQ(r.w.pool.b[1].state, FG_BACKEND_EJECTED);
+	CHECK_EQ(r.w.stats.backend_ejections, 1);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], 3);
+	/* While ejected, everything goes to backend 0. */
+	for (int i = 0; i < 4; i++)
+		send_request(&r, 0, id++, "a", 1);
+	step(&r);
+	unsigned to0 = 0;
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_REQUEST) {
+			to0 += fg_endpoint_same_addr(&to, &r.backend[0]);
+			respond_from(&r, 0, m.hdr.request_id, "ok");
+		}
+	step(&r);
+	CHECK_EQ(to0, 4);
+	/* After the ejection time one probe goes to backend 1; its answer brings it back. */
+	r.now += 1100 * MS;
+	send_request(&r, 0, id++, "a", 1);
+	send_request(&r, 0, id++, "a", 1);
+	step(&r);
+	unsigned probes = 0;
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_REQUEST) {
+			int b = fg_endpoint_same_addr(&to, &r.backend[1]);
+			probes += b;
+			respond_from(&r, b, m.hdr.request_id, "ok");
+		}
+	step(&r);
+	CHECK_EQ(probes, 1);
+	CHECK_EQ(r.w.pool.b[1].state, FG_BACKEND_UP);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
+TEST(no_usable_backend_rejects_at_once)
+{
+	struct rig r;
+	rig_init(&r, 10, 10, 1);
+	r.cfg.backend_timeout_ns = 100 * MS;
+	r.w.pool.eject_after = 1;
+	send_request(&r, 0, 1, "a", 1);
+	step(&r);
+	r.now += 150 * MS;
+	step(&r); /* timeout: the only backend is ejected */
+	send_request(&r, 1, 2, "b", 1);
+	step(&r);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_NO_BACKEND], 1);
 	check_invariant(&r);
 	rig_fini(&r);
 }

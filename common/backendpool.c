@@ -1,0 +1,90 @@
+/* backendpool — see backendpool.h. */
+#include "backendpool.h"
+
+#include <string.h>
+
+void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
+			 uint64_t max_eject_ns)
+{
+	memset(p, 0, sizeof(*p));
+	p->n = n > FG_MAX_BACKENDS ? FG_MAX_BACKENDS : n;
+	p->eject_after = eject_after ? eject_after : 1;
+	p->base_eject_ns = eject_ns;
+	p->max_eject_ns = max_eject_ns > eject_ns ? max_eject_ns : eject_ns;
+}
+
+void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n)
+{
+	if (n != p->n)
+		fg_backendpool_init(p, n, p->eject_after, p->base_eject_ns, p->max_eject_ns);
+}
+
+/* Ejected backends whose time is up become probe candidates. */
+static inline bool available(struct fg_backend *b, uint64_t now)
+{
+	if (b->state == FG_BACKEND_EJECTED && now >= b->until_ns) {
+		b->state = FG_BACKEND_PROBING;
+		b->probe_in_flight = false;
+	}
+	return b->state == FG_BACKEND_UP || (b->state == FG_BACKEND_PROBING && !b->probe_in_flight);
+}
+
+uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t now)
+{
+	uint32_t best = FG_BACKEND_NONE;
+	for (uint32_t i = 0; i < p->n; i++) {
+		struct fg_backend *b = &p->b[i];
+		if (!available(b, now))
+			continue;
+		/* A backend to probe goes first: one request tells whether it is back. */
+		if (b->state == FG_BACKEND_PROBING) {
+			best = i;
+			break;
+		}
+		if (best == FG_BACKEND_NONE || b->outstanding < p->b[best].outstanding)
+			best = i;
+	}
+	if (best != FG_BACKEND_NONE) {
+		p->b[best].outstanding += seats;
+		if (p->b[best].state == FG_BACKEND_PROBING)
+			p->b[best].probe_in_flight = true;
+	}
+	return best;
+}
+
+bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now)
+{
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct fg_backend *b = &p->b[i];
+		if (b->state == FG_BACKEND_UP || (b->state == FG_BACKEND_PROBING && !b->probe_in_flight) ||
+		    (b->state == FG_BACKEND_EJECTED && now >= b->until_ns))
+			return true;
+	}
+	return false;
+}
+
+void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, bool answered, uint64_t now)
+{
+	if (i >= p->n)
+		return;
+	struct fg_backend *b = &p->b[i];
+	b->outstanding -= seats < b->outstanding ? seats : b->outstanding;
+	if (answered) {
+		b->consecutive_timeouts = 0;
+		if (b->state != FG_BACKEND_UP) {
+			b->state = FG_BACKEND_UP;
+			b->eject_ns = 0;
+		}
+		return;
+	}
+	b->consecutive_timeouts++;
+	bool failed_probe = b->state == FG_BACKEND_PROBING;
+	if (failed_probe || (b->state == FG_BACKEND_UP && b->consecutive_timeouts >= p->eject_after)) {
+		b->eject_ns = !b->eject_ns ? p->base_eject_ns
+			      : (b->eject_ns * 2 < p->max_eject_ns ? b->eject_ns * 2 : p->max_eject_ns);
+		b->state = FG_BACKEND_EJECTED;
+		b->until_ns = now + b->eject_ns;
+		b->probe_in_flight = false;
+		b->ejections++;
+	}
+}

@@ -1,0 +1,58 @@
+/*
+ * backendpool — one worker's view of its backends: least-outstanding-seats
+ * choice, ejection of a backend that stops answering, and probing it back.
+ *
+ * A backend is ejected after `eject_after` consecutive timeouts, for
+ * `eject_ns`, doubling on each failed probe up to `max_eject_ns`; once the
+ * time is up it gets exactly one request (the probe): an answer brings it
+ * back, a timeout ejects it again.  With no usable backend the caller answers
+ * REJECT no-backend.  Time is passed in.
+ *
+ * Thread contract: owned by one worker.
+ */
+#ifndef FG_BACKENDPOOL_H
+#define FG_BACKENDPOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "defs.h"
+
+#define FG_BACKEND_NONE UINT32_MAX
+
+enum fg_backend_state { FG_BACKEND_UP = 0, FG_BACKEND_EJECTED, FG_BACKEND_PROBING };
+
+struct fg_backend {
+	uint8_t state;
+	bool probe_in_flight;
+	uint32_t outstanding;        /* seats of requests executing there */
+	uint32_t consecutive_timeouts;
+	uint64_t eject_ns;           /* current ejection length */
+	uint64_t until_ns;           /* ejected until */
+	uint64_t ejections;          /* statistics */
+};
+
+struct fg_backendpool {
+	uint32_t n;
+	uint32_t eject_after;
+	uint64_t base_eject_ns, max_eject_ns;
+	struct fg_backend b[FG_MAX_BACKENDS];
+};
+
+void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
+			 uint64_t max_eject_ns);
+
+/* Keep the state of the first n backends when the list is unchanged in size;
+ * reset otherwise. */
+void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n);
+
+/* The backend for a request of `seats` seats, or FG_BACKEND_NONE. */
+uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t now);
+
+/* Whether any backend could take a request now. */
+bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);
+
+/* The request sent to backend i ended: answered, or timed out. */
+void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, bool answered, uint64_t now);
+
+#endif
