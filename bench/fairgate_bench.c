@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		   "  backend   emulated backend server (fairgate-bench backend --help)\n"
 		   "  loadgen   load generator with per-flow results (fairgate-bench loadgen --help)\n"
 		   "  sim       deterministic simulation of a scenario (fairgate-bench sim --help)\n"
+		   "  dataplane the DPDK fast path in one process vs forward-only and librte_sched\n"
 		   "  version\n");
 }
 
@@ -55,6 +56,8 @@ int main(int argc, char **argv)
 		return fg_bench_backend(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "loadgen"))
 		return fg_bench_loadgen(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "dataplane"))
+		return fg_bench_dataplane(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sim"))
 		return fg_bench_sim(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version")) {

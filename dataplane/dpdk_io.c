@@ -216,24 +216,39 @@ struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return (struct fg_io){ &dp
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
 				     uint32_t n_buffers, char *errbuf, size_t errlen)
 {
+	if (rte_eal_init(eal_argc, eal_argv) < 0) {
+		snprintf(errbuf, errlen, "EAL initialisation failed: %s", rte_strerror(rte_errno));
+		return NULL;
+	}
+	if (rte_eth_dev_count_avail() == 0) {
+		snprintf(errbuf, errlen, "no Ethernet port; give one with --vdev (e.g. net_tap0) or a NIC");
+		rte_eal_cleanup();
+		return NULL;
+	}
+	uint16_t port = 0;
+	RTE_ETH_FOREACH_DEV(port) break;
+	struct fg_dpdk_io *d = fg_dpdk_io_attach(port, s, n_buffers, errbuf, errlen);
+	if (d)
+		d->eal_ready = 1;
+	else
+		rte_eal_cleanup();
+	return d;
+}
+
+struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, char *errbuf,
+				     size_t errlen)
+{
 	struct fg_dpdk_io *d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(errbuf, errlen, "out of memory");
 		return NULL;
 	}
-	if (rte_eal_init(eal_argc, eal_argv) < 0) {
-		snprintf(errbuf, errlen, "EAL initialisation failed: %s", rte_strerror(rte_errno));
-		goto err;
-	}
-	d->eal_ready = 1;
-	if (rte_eth_dev_count_avail() == 0) {
-		snprintf(errbuf, errlen, "no Ethernet port; give one with --vdev (e.g. net_tap0) or a NIC");
-		goto err;
-	}
-	RTE_ETH_FOREACH_DEV(d->port) break;
+	d->port = port;
 	/* Held packets + RX descriptors + TX batch + in-flight slack. */
 	unsigned n_mbufs = n_buffers + 2 * DPDK_RING_DESC + DPDK_TX_BATCH + 2 * DPDK_MBUF_CACHE;
-	d->pool = rte_pktmbuf_pool_create("fg_mbufs", n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	char name[32];
+	snprintf(name, sizeof(name), "fg_mbufs_%u", port);
+	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 					  rte_eth_dev_socket_id(d->port));
 	if (!d->pool) {
 		snprintf(errbuf, errlen, "cannot create the mbuf pool (%u mbufs): %s", n_mbufs, rte_strerror(rte_errno));

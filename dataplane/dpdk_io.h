@@ -19,6 +19,10 @@ struct fg_dpdk_io;
 
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
 				     uint32_t n_buffers, char *errbuf, size_t errlen);
+/* Drive an already probed port (e.g. one made with rte_eth_from_rings) in a
+ * process whose EAL is up; fg_dpdk_io_free then leaves the EAL running. */
+struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, char *errbuf,
+				     size_t errlen);
 void fg_dpdk_io_free(struct fg_dpdk_io *d);
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d);
 

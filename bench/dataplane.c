@@ -1,0 +1,469 @@
+/*
+ * dataplane — `fairgate-bench dataplane`: the DPDK fast path measured in one
+ * process.  A generator / backend emulator on the main lcore feeds ~200-byte
+ * request frames for F flows into a ring-backed port (rte_eth_from_rings) and
+ * answers every request that reaches a backend at once; the worker lcore runs
+ *   1. forward-only: parse, rewrite the headers, send on (the physical limit
+ *      of this harness), then
+ *   2. the full fairgate path: the real worker (classification with the
+ *      bootstrap FlowSchemas, shuffle sharding, fair queuing, dispatch,
+ *      completion) on the same port,
+ * and finally librte_sched, DPDK's QoS scheduler, does enqueue + dequeue on
+ * the same frames on the main lcore (the peer).  Everything is bounded by
+ * --duration; no packet leaves the process.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <urcu-qsbr.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_sched.h>
+
+#include "bench.h"
+#include "clock.h"
+#include "config.h"
+#include "dpdk_io.h"
+#include "flowcontrol.h"
+#include "netpkt.h"
+#include "proto.h"
+#include "worker.h"
+
+#define DP_FRAME_LEN 200u
+#define DP_BURST 32u
+#define DP_WINDOW 2048u            /* requests in flight */
+#define DP_BACKENDS 4u
+#define DP_RING_SIZE 4096u
+
+static const uint8_t client_mac[6] = { 2, 0, 0, 0, 0, 0x32 };
+
+struct harness {
+	struct rte_ring *to_worker, *from_worker;
+	uint16_t port;
+	struct rte_mempool *gen_pool;
+	uint8_t fg_mac[6];
+	uint32_t fg_ip, client_ip, backend_ip[DP_BACKENDS];
+	uint8_t backend_mac[DP_BACKENDS][6];
+	uint16_t fg_port;
+	unsigned flows;
+	uint8_t *templates;        /* flows x DP_FRAME_LEN */
+	uint16_t template_len;
+	volatile int stop;
+	/* worker side */
+	int full;                  /* 0: forward-only, 1: the fairgate worker */
+	struct fg_dpdk_io *io;
+	struct fg_config *cfg;
+	uint64_t busy_cycles, worker_requests;
+	/* generator side */
+	uint64_t completions, rejects;
+};
+
+static void build_templates(struct harness *h)
+{
+	h->templates = calloc(h->flows, DP_FRAME_LEN);
+	for (unsigned f = 0; f < h->flows; f++) {
+		uint8_t *frame = h->templates + (size_t)f * DP_FRAME_LEN;
+		char user[32], ns[16];
+		snprintf(user, sizeof(user), "user-%05u", f);
+		snprintf(ns, sizeof(ns), "ns-%02u", f % 100);
+		struct fg_msg m;
+		memset(&m, 0, sizeof(m));
+		m.hdr.type = FG_MSG_REQUEST;
+		m.hdr.request_id = f;
+		m.user = fg_str_of(user);
+		m.ns = fg_str_of(ns);
+		m.verb = fg_str_of("get");
+		m.api_group = fg_str_of("");
+		m.resource = fg_str_of("pods");
+		m.groups[0] = fg_str_of("system:authenticated");
+		m.n_groups = 1;
+		static const uint8_t pad[DP_FRAME_LEN];
+		m.payload = pad;
+		int base = fg_proto_encode(frame + FG_NET_HDRS_LEN, DP_FRAME_LEN - FG_NET_HDRS_LEN, &m);
+		m.payload_len = DP_FRAME_LEN - FG_NET_HDRS_LEN - (size_t)base; /* pad the frame to 200 bytes */
+		int len = fg_proto_encode(frame + FG_NET_HDRS_LEN, DP_FRAME_LEN - FG_NET_HDRS_LEN, &m);
+		fg_net_build_udp(frame, client_mac, h->fg_mac, h->client_ip, h->fg_ip, htons((uint16_t)(10000 + f % 50000)),
+				 h->fg_port, (uint16_t)len, 0);
+		h->template_len = (uint16_t)(FG_NET_HDRS_LEN + len);
+	}
+}
+
+/* --- the worker lcore -------------------------------------------------- */
+
+static void forward_only(struct harness *h)
+{
+	struct rte_mbuf *rx[DP_BURST], *tx[DP_BURST];
+	unsigned next_backend = 0;
+	while (!h->stop) {
+		uint16_t n = rte_eth_rx_burst(h->port, 0, rx, DP_BURST);
+		if (!n)
+			continue;
+		uint64_t t0 = rte_rdtsc();
+		unsigned nt = 0;
+		for (uint16_t i = 0; i < n; i++) {
+			struct rte_mbuf *m = rx[i];
+			uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+			struct fg_net_frame f;
+			if (fg_net_parse(frame, m->data_len, &f) != FG_NET_UDP || f.payload_len < FG_PROTO_HDR_LEN) {
+				rte_pktmbuf_free(m);
+				continue;
+			}
+			uint8_t type = frame[f.payload_off + 3];
+			if (type == FG_MSG_REQUEST) {
+				unsigned b = next_backend++ % DP_BACKENDS;
+				fg_net_build_udp(frame, h->fg_mac, h->backend_mac[b], h->fg_ip, h->backend_ip[b], h->fg_port,
+						 htons(7501), (uint16_t)f.payload_len, 0);
+			} else {
+				fg_net_build_udp(frame, h->fg_mac, client_mac, h->fg_ip, h->client_ip, h->fg_port, htons(10000),
+						 (uint16_t)f.payload_len, 0);
+				h->worker_requests++;
+			}
+			tx[nt++] = m;
+		}
+		uint16_t sent = rte_eth_tx_burst(h->port, 0, tx, (uint16_t)nt);
+		for (unsigned i = sent; i < nt; i++)
+			rte_pktmbuf_free(tx[i]);
+		h->busy_cycles += rte_rdtsc() - t0;
+	}
+}
+
+static void fairgate_path(struct harness *h)
+{
+	struct fg_worker *w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
+	fg_worker_init(w, 0, fg_dpdk_io_as_io(h->io), 65536);
+	rcu_register_thread();
+	fg_worker_configure(w, h->cfg, fg_now_ns());
+	while (!h->stop) {
+		rcu_quiescent_state();
+		uint64_t t0 = rte_rdtsc();
+		unsigned n = fg_worker_poll(w, h->cfg, fg_now_ns());
+		if (n)
+			h->busy_cycles += rte_rdtsc() - t0;
+	}
+	h->worker_requests = w->stats.responded;
+	fg_worker_drain(w, h->cfg, fg_now_ns());
+	fg_worker_abort_executing(w, h->cfg, fg_now_ns());
+	rcu_unregister_thread();
+	fg_worker_fini(w);
+	free(w);
+}
+
+static int worker_main(void *arg)
+{
+	struct harness *h = arg;
+	if (h->full)
+		fairgate_path(h);
+	else
+		forward_only(h);
+	return 0;
+}
+
+/* --- the generator / backend emulator on the main lcore ---------------- */
+
+struct phase {
+	double requests_per_sec, cycles_per_request, worker_busy_share;
+	uint64_t requests, rejects;
+};
+
+static struct phase run_phase(struct harness *h, int full, double seconds)
+{
+	struct phase ph = { 0 };
+	h->full = full;
+	h->stop = 0;
+	h->busy_cycles = h->worker_requests = h->completions = h->rejects = 0;
+	unsigned lcore = rte_get_next_lcore(-1, 1, 0);
+	rte_eal_remote_launch(worker_main, h, lcore);
+	uint64_t inflight = 0, next_flow = 0;
+	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), end = start + (uint64_t)(seconds * (double)hz);
+	uint64_t warm = start + hz / 2, counted_from = 0, base_completions = 0, base_busy = 0, base_requests = 0;
+	struct rte_mbuf *pkts[DP_BURST], *back[DP_BURST];
+	for (uint64_t now = start; now < end; now = rte_rdtsc()) {
+		if (!counted_from && now >= warm) { /* ignore the first half second */
+			counted_from = now;
+			base_completions = h->completions;
+			base_busy = __atomic_load_n(&h->busy_cycles, __ATOMIC_RELAXED);
+		}
+		unsigned want = inflight + DP_BURST <= DP_WINDOW ? DP_BURST : 0;
+		if (want && rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, want) == 0) {
+			for (unsigned i = 0; i < want; i++) {
+				uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->template_len);
+				memcpy(d, h->templates + (size_t)(next_flow++ % h->flows) * DP_FRAME_LEN, h->template_len);
+			}
+			unsigned q = rte_ring_enqueue_burst(h->to_worker, (void **)pkts, want, NULL);
+			for (unsigned i = q; i < want; i++)
+				rte_pktmbuf_free(pkts[i]);
+			inflight += q;
+		}
+		unsigned n = rte_ring_dequeue_burst(h->from_worker, (void **)pkts, DP_BURST, NULL), nb = 0;
+		for (unsigned i = 0; i < n; i++) {
+			struct rte_mbuf *m = pkts[i];
+			uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+			struct fg_net_frame f;
+			if (fg_net_parse(frame, m->data_len, &f) != FG_NET_UDP) {
+				rte_pktmbuf_free(m);
+				continue;
+			}
+			uint8_t *msg = frame + f.payload_off;
+			if (msg[3] == FG_MSG_REQUEST) {
+				/* The backend answers at once: same message back as a RESPONSE. */
+				unsigned b = 0;
+				while (b < DP_BACKENDS - 1 && f.dst_ip != h->backend_ip[b])
+					b++;
+				msg[3] = FG_MSG_RESPONSE;
+				fg_net_build_udp(frame, h->backend_mac[b], h->fg_mac, h->backend_ip[b], h->fg_ip, f.dst_port,
+						 f.src_port, (uint16_t)f.payload_len, 0);
+				back[nb++] = m;
+			} else {
+				h->completions++;
+				h->rejects += msg[3] == FG_MSG_REJECT;
+				inflight--;
+				rte_pktmbuf_free(m);
+			}
+		}
+		if (nb) {
+			unsigned q = rte_ring_enqueue_burst(h->to_worker, (void **)back, nb, NULL);
+			for (unsigned i = q; i < nb; i++) { /* cannot happen with these ring sizes; stay exact */
+				rte_pktmbuf_free(back[i]);
+				inflight--;
+			}
+		}
+	}
+	uint64_t stop_at = rte_rdtsc();
+	uint64_t done = h->completions - base_completions;
+	uint64_t busy = __atomic_load_n(&h->busy_cycles, __ATOMIC_RELAXED) - base_busy;
+	h->stop = 1;
+	rte_eal_wait_lcore(lcore);
+	/* Drain what is still in the rings. */
+	struct rte_mbuf *m;
+	while (rte_ring_dequeue(h->from_worker, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	while (rte_ring_dequeue(h->to_worker, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	double span = (double)(stop_at - counted_from) / (double)hz;
+	ph.requests = done;
+	ph.rejects = h->rejects;
+	ph.requests_per_sec = (double)done / span;
+	ph.cycles_per_request = done ? (double)busy / (double)done : 0;
+	ph.worker_busy_share = (double)busy / (double)(stop_at - counted_from);
+	(void)base_requests;
+	return ph;
+}
+
+/* --- the peer: librte_sched enqueue + dequeue ---------------------------- */
+
+static double rte_sched_cycles(struct harness *h, unsigned iterations)
+{
+	static struct rte_sched_pipe_params pipe = {
+		.tb_rate = 1250000000, .tb_size = 1000000,
+		.tc_rate = { 1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000,
+			     1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000 },
+		.tc_period = 10, .tc_ov_weight = 1, .wrr_weights = { 1, 1, 1, 1 },
+	};
+	static struct rte_sched_subport_profile_params sprof = {
+		.tb_rate = 1250000000, .tb_size = 1000000,
+		.tc_rate = { 1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000,
+			     1250000000, 1250000000, 1250000000, 1250000000, 1250000000, 1250000000 },
+		.tc_period = 10,
+	};
+	uint32_t n_pipes = 4096;
+	struct rte_sched_subport_params sub = {
+		.n_pipes_per_subport_enabled = n_pipes,
+		.qsize = { 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64 },
+		.pipe_profiles = &pipe, .n_pipe_profiles = 1, .n_max_pipe_profiles = 1,
+	};
+	struct rte_sched_port_params pp = {
+		.name = "fg_sched", .socket = (int)rte_socket_id(), .rate = 1250000000, .mtu = 1522,
+		.frame_overhead = 24, .n_subports_per_port = 1, .subport_profiles = &sprof, .n_subport_profiles = 1,
+		.n_max_subport_profiles = 1, .n_pipes_per_subport = n_pipes,
+	};
+	struct rte_sched_port *port = rte_sched_port_config(&pp);
+	if (!port || rte_sched_subport_config(port, 0, &sub, 0))
+		return -1;
+	for (uint32_t p = 0; p < n_pipes; p++)
+		if (rte_sched_pipe_config(port, 0, p, 0))
+			return -1;
+	struct rte_mbuf *pkts[DP_BURST], *out[DP_BURST];
+	if (rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, DP_BURST))
+		return -1;
+	for (unsigned i = 0; i < DP_BURST; i++) {
+		uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->template_len);
+		memcpy(d, h->templates + (size_t)(i % h->flows) * DP_FRAME_LEN, h->template_len);
+	}
+	uint64_t cycles = 0, packets = 0, flow = 0;
+	unsigned have = DP_BURST;
+	struct rte_mbuf *batch[DP_BURST];
+	memcpy(batch, pkts, sizeof(pkts));
+	for (unsigned it = 0; it < iterations; it++) {
+		/* Classify each packet to its flow's pipe, as fairgate classifies to a flow. */
+		for (unsigned i = 0; i < have; i++, flow++)
+			rte_sched_port_pkt_write(port, batch[i], 0, (uint32_t)(flow % n_pipes), RTE_SCHED_TRAFFIC_CLASS_BE,
+						 (uint32_t)(flow % RTE_SCHED_BE_QUEUES_PER_PIPE), RTE_COLOR_GREEN);
+		uint64_t t0 = rte_rdtsc();
+		int in = rte_sched_port_enqueue(port, batch, have);
+		int got = rte_sched_port_dequeue(port, out, DP_BURST);
+		cycles += rte_rdtsc() - t0;
+		packets += (uint64_t)(got > 0 ? got : 0);
+		(void)in;
+		memcpy(batch, out, sizeof(out[0]) * (size_t)(got > 0 ? got : 0));
+		have = (unsigned)(got > 0 ? got : 0);
+		if (!have) { /* the scheduler holds them for now: keep feeding what it gives back later */
+			struct rte_mbuf *fresh[DP_BURST];
+			if (rte_pktmbuf_alloc_bulk(h->gen_pool, fresh, DP_BURST) == 0) {
+				for (unsigned i = 0; i < DP_BURST; i++) {
+					uint8_t *d = (uint8_t *)rte_pktmbuf_append(fresh[i], h->template_len);
+					memcpy(d, h->templates + (size_t)(i % h->flows) * DP_FRAME_LEN, h->template_len);
+				}
+				memcpy(batch, fresh, sizeof(fresh));
+				have = DP_BURST;
+			}
+		}
+	}
+	struct rte_mbuf *rest[DP_BURST];
+	int got;
+	while ((got = rte_sched_port_dequeue(port, rest, DP_BURST)) > 0)
+		for (int i = 0; i < got; i++)
+			rte_pktmbuf_free(rest[i]);
+	for (unsigned i = 0; i < have; i++)
+		rte_pktmbuf_free(batch[i]);
+	rte_sched_port_free(port);
+	return packets ? (double)cycles / (double)packets : -1;
+}
+
+/* --- set-up ------------------------------------------------------------ */
+
+static struct fg_config *full_config(struct harness *h)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	s.seat_limit = 100000; /* global-default: ceil(100000 x 20/245) = 8164 seats, more than in flight */
+	s.max_requests = 65536;
+	s.listen.ip = h->fg_ip;
+	s.listen.port = h->fg_port;
+	for (unsigned b = 0; b < DP_BACKENDS; b++) {
+		s.backends[b].ep.ip = h->backend_ip[b];
+		s.backends[b].ep.port = htons(7501);
+		memcpy(s.backends[b].ep.mac, h->backend_mac[b], 6);
+		s.backends[b].static_mac = true;
+	}
+	s.n_backends = DP_BACKENDS;
+	struct fg_fc_set *set = fg_fc_set_bootstrap();
+	struct fg_errors e = { .len = 0 };
+	struct fg_fc_config *fc = fg_fc_compile(set, s.seat_limit, &e);
+	fg_fc_set_free(set);
+	struct fg_config *c = fg_settings_compile(&s, fc, 1);
+	char err[256];
+	h->io = fg_dpdk_io_attach(h->port, &s, s.max_requests, err, sizeof(err));
+	if (!h->io) {
+		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
+		fg_config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int fg_bench_dataplane(int argc, char **argv)
+{
+	unsigned workers = 1, flows = 10000;
+	double duration = 5;
+	int json = 0;
+	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
+		{ "flows", required_argument, 0, 'f' }, { "duration", required_argument, 0, 'd' },
+		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'w': workers = (unsigned)atoi(optarg); break;
+		case 'f': flows = (unsigned)atoi(optarg); break;
+		case 'd': duration = (double)fg_bench_duration_arg("--duration", optarg) / 1e9; break;
+		case 'j': json = 1; break;
+		case 'h':
+			printf("usage: fairgate-bench dataplane [--workers 1] [--flows F] [--duration D] [--json]\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (workers != 1) {
+		fprintf(stderr, "fairgate-bench dataplane: this build runs one worker lcore (multi-core ownership "
+				"is not implemented yet)\n");
+		return 2;
+	}
+	if (flows == 0 || flows > 1000000 || duration < 1 || duration > 600) {
+		fprintf(stderr, "fairgate-bench dataplane: --flows 1..1000000, --duration 1s..10m\n");
+		return 2;
+	}
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
+	char *eal[] = { "fairgate-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", prefix, "-l", "0-1",
+			"--log-level=lib.eal:warning", NULL };
+	if (rte_eal_init(10, eal) < 0 || rte_lcore_count() < 2) {
+		fprintf(stderr, "fairgate-bench dataplane: EAL needs 2 lcores (main + 1 worker)\n");
+		return 1;
+	}
+	struct harness h = { .flows = flows, .fg_port = htons(7400) };
+	h.fg_ip = htonl(0xc0000201);      /* 192.0.2.1: TEST-NET, never on a wire here */
+	h.client_ip = htonl(0xc0000232);  /* 192.0.2.50 */
+	for (unsigned b = 0; b < DP_BACKENDS; b++) {
+		h.backend_ip[b] = htonl(0xc0000264 + b);
+		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(0x64 + b) };
+		memcpy(h.backend_mac[b], mac, 6);
+	}
+	h.to_worker = rte_ring_create("fg_to_worker", DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	h.from_worker = rte_ring_create("fg_from_worker", DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	h.gen_pool = rte_pktmbuf_pool_create("fg_gen", 16384, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+	int port = h.to_worker && h.from_worker ? rte_eth_from_rings("fgring", &h.to_worker, 1, &h.from_worker, 1, rte_socket_id()) : -1;
+	if (port < 0 || !h.gen_pool) {
+		fprintf(stderr, "fairgate-bench dataplane: cannot create the ring port or pools\n");
+		return 1;
+	}
+	h.port = (uint16_t)port;
+	struct rte_ether_addr mac;
+	rte_eth_macaddr_get(h.port, &mac);
+	memcpy(h.fg_mac, mac.addr_bytes, 6);
+	build_templates(&h);
+	h.cfg = full_config(&h);
+	if (!h.cfg)
+		return 1;
+	struct phase fwd = run_phase(&h, 0, duration);
+	struct phase full = run_phase(&h, 1, duration);
+	double sched = rte_sched_cycles(&h, 200000);
+	double hz = (double)rte_get_tsc_hz();
+	if (json) {
+		printf("{\"flows\": %u, \"workers\": 1, \"frameBytes\": %u, \"tscHz\": %.0f,\n"
+		       " \"requests_per_sec\": %.0f, \"cycles_per_request\": %.1f, \"rejected\": %llu,\n"
+		       " \"forward_only_requests_per_sec\": %.0f, \"forward_only_cycles_per_request\": %.1f,\n"
+		       " \"rte_sched_cycles_per_packet\": %.1f,\n"
+		       " \"ratio_requests_per_sec_to_forward_only\": %.3f, \"ratio_cycles_to_rte_sched\": %.3f,\n"
+		       " \"worker_busy_share_full\": %.3f, \"worker_busy_share_forward\": %.3f,\n"
+		       " \"worker_core_capacity_requests_per_sec\": %.0f}\n",
+		       flows, h.template_len, hz, full.requests_per_sec, full.cycles_per_request,
+		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
+		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
+		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request);
+	} else {
+		printf("flows %u, %u-byte frames, 1 worker lcore, TSC %.2f GHz\n", flows, h.template_len, hz / 1e9);
+		printf("forward-only:   %10.0f requests/s  %8.1f cycles/request (worker busy %.0f%%)\n",
+		       fwd.requests_per_sec, fwd.cycles_per_request, fwd.worker_busy_share * 100);
+		printf("fairgate path:  %10.0f requests/s  %8.1f cycles/request (worker busy %.0f%%), %llu rejected\n",
+		       full.requests_per_sec, full.cycles_per_request, full.worker_busy_share * 100,
+		       (unsigned long long)full.rejects);
+		printf("rte_sched:                             %8.1f cycles/packet (enqueue + dequeue)\n", sched);
+		printf("ratios: requests/s full / forward-only = %.3f; cycles/request full / rte_sched = %.3f\n",
+		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched);
+		printf("one worker core's capacity at this cost: %.0f requests/s\n", hz / full.cycles_per_request);
+	}
+	fg_dpdk_io_free(h.io);
+	fg_config_free(h.cfg);
+	free(h.templates);
+	rte_eal_cleanup();
+	return 0;
+}
