@@ -278,6 +278,26 @@ enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uin
 
 	uint32_t qi = choose_queue(qs, flow_hash);
 	struct fg_qs_queue *q = &qs->queues[qi];
+	if (qs->n_waiting == 0 && fg_qs_fits(qs, r->seats)) {
+		/* Nothing waits and the seats fit: exactly what queuing then
+		 * dispatching would do, without the round trip through the order. */
+		if (!queue_active(q) && q->idle_epoch != qs->stats.epochs)
+			q->f_prev = qs->r;
+		struct contribution before = contribution_of(q);
+		r->queue = qi;
+		r->arrival_r = qs->r;
+		r->guess_ns = qs->guess_ns;
+		r->work = r->cost = (uint64_t)initial_seats * qs->guess_ns + (uint64_t)final_seats * r->extra_latency_ns;
+		q->f_prev = later(q->f_prev, r->arrival_r) + r->cost;
+		q->seats_executing += r->seats;
+		q->n_executing++;
+		demand_changed(qs, before, contribution_of(q));
+		qs->seats_in_use += r->seats;
+		r->state = FG_QS_EXECUTING;
+		r->dispatch_ns = now;
+		qs->stats.dispatched++;
+		return FG_QS_EXECUTE;
+	}
 	if (qs->seats_in_use >= qs->cfg.concurrency_limit && q->n_waiting >= qs->cfg.queue_length_limit) {
 		qs->stats.rejected_queue_full++;
 		return FG_QS_REJECT_QUEUE_FULL; /* the youngest is the one refused */

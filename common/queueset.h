@@ -48,7 +48,7 @@ enum fg_qs_mode { FG_QS_EXEMPT = 0, FG_QS_REJECT = 1, FG_QS_QUEUE = 2 };
 
 enum fg_qs_verdict {
 	FG_QS_QUEUED = 0,             /* waiting: dispatch with fg_qs_dispatch_next */
-	FG_QS_EXECUTE,                /* executing now (exempt, or reject mode with room) */
+	FG_QS_EXECUTE,                /* executing now (exempt, reject mode with room, or nothing waits) */
 	FG_QS_REJECT_QUEUE_FULL,
 	FG_QS_REJECT_CONCURRENCY,
 };

@@ -6,6 +6,7 @@
 
 #define FLOW_OTHER 0u
 #define FLOW_MASK (FG_FLOW_TABLE_SIZE - 1)
+#define FG_FLOW_MAX_PROBES 32u
 
 void fg_stats_init(struct fg_worker_stats *s)
 {
@@ -20,7 +21,8 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level,
 	if (hash <= 1)
 		hash += 2; /* keep 0 (free) and 1 (other) reserved */
 	uint32_t i = (uint32_t)hash & FLOW_MASK;
-	for (uint32_t probes = 0; probes < FG_FLOW_TABLE_SIZE; probes++, i = (i + 1) & FLOW_MASK) {
+	/* Bounded probing: a full table costs O(1), and later flows share "(other)". */
+	for (uint32_t probes = 0; probes < FG_FLOW_MAX_PROBES; probes++, i = (i + 1) & FLOW_MASK) {
 		if (i == FLOW_OTHER)
 			continue;
 		struct fg_flow_stats *f = &s->flows[i];
