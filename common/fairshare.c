@@ -2,15 +2,16 @@
 #include "fairshare.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
-int fg_fairshare_init(struct fg_fairshare *f, uint32_t size)
+static int init(struct fg_fairshare *f, uint32_t size, bool sums)
 {
 	if (size == 0)
 		return -EINVAL;
 	f->count = calloc((size_t)size + 1, sizeof(*f->count));
-	f->sum = calloc((size_t)size + 1, sizeof(*f->sum));
-	if (!f->count || !f->sum) {
+	f->sum = sums ? calloc((size_t)size + 1, sizeof(*f->sum)) : NULL;
+	if (!f->count || (sums && !f->sum)) {
 		free(f->count);
 		free(f->sum);
 		return -ENOMEM;
@@ -23,6 +24,9 @@ int fg_fairshare_init(struct fg_fairshare *f, uint32_t size)
 	f->total = 0;
 	return 0;
 }
+
+int fg_fairshare_init(struct fg_fairshare *f, uint32_t size) { return init(f, size, true); }
+int fg_fairshare_init_counts(struct fg_fairshare *f, uint32_t size) { return init(f, size, false); }
 
 void fg_fairshare_fini(struct fg_fairshare *f)
 {
@@ -39,9 +43,14 @@ static void add(struct fg_fairshare *f, uint64_t d, int64_t sign)
 		d = f->size;
 	f->n += (uint64_t)sign;
 	f->total += (uint64_t)(sign * (int64_t)d);
-	for (uint64_t i = d; i <= f->size; i += i & (~i + 1)) {
-		f->count[i] += sign;
-		f->sum[i] += sign * (int64_t)d;
+	if (f->sum) {
+		for (uint64_t i = d; i <= f->size; i += i & (~i + 1)) {
+			f->count[i] += sign;
+			f->sum[i] += sign * (int64_t)d;
+		}
+	} else {
+		for (uint64_t i = d; i <= f->size; i += i & (~i + 1))
+			f->count[i] += sign;
 	}
 }
 

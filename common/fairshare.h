@@ -21,12 +21,14 @@ struct fg_fairshare {
 	uint32_t size;    /* largest demand value tracked */
 	uint32_t step0;   /* largest power of two <= size */
 	int64_t *count;   /* Fenwick tree, index 1..size */
-	int64_t *sum;
+	int64_t *sum;     /* NULL for a counts-only tree */
 	uint64_t n;       /* queues with demand > 0 */
 	uint64_t total;   /* sum of demands */
 };
 
 int fg_fairshare_init(struct fg_fairshare *f, uint32_t size);
+/* Counts only: total and max, no water level (half the updates). */
+int fg_fairshare_init_counts(struct fg_fairshare *f, uint32_t size);
 void fg_fairshare_fini(struct fg_fairshare *f);
 
 /* A queue's demand went from old_d to new_d (both clamped to size). */

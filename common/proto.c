@@ -2,6 +2,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
@@ -24,6 +25,15 @@ enum {
 	OFF_EXTRA_LAT = 24, OFF_DEADLINE = 28, OFF_REASON = 32, OFF_RESERVED = 34,
 	OFF_RETRY = 36,
 };
+
+/* Attribute values are short: a plain loop beats a library call here. */
+static inline bool has_nul(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!p[i])
+			return true;
+	return false;
+}
 
 static struct fg_str *single_attr(struct fg_msg *m, uint16_t type)
 {
@@ -63,7 +73,7 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 				return FG_PROTO_EATTR_LEN;
 			if (alen == 0 && !empty_allowed(type))
 				return FG_PROTO_EEMPTY;
-			if (memchr(p, 0, alen))
+			if (has_nul(p, alen))
 				return FG_PROTO_ENUL;
 			struct fg_str v = { (const char *)p, alen };
 			if (type == FG_ATTR_GROUP) {

@@ -125,7 +125,7 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	qs->n_alloc = cfg->queues;
 	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) ||
 	    (rc = fg_fairshare_init(&qs->share, share_size(cfg))) ||
-	    (rc = fg_fairshare_init(&qs->busy, share_size(cfg)))) {
+	    (rc = fg_fairshare_init_counts(&qs->busy, share_size(cfg)))) {
 		fg_qs_fini(qs);
 		return rc;
 	}
@@ -161,7 +161,7 @@ static int rebuild_share(struct fg_queueset *qs, uint32_t size)
 	int rc = fg_fairshare_init(&share, size);
 	if (rc)
 		return rc;
-	if ((rc = fg_fairshare_init(&busy, size))) {
+	if ((rc = fg_fairshare_init_counts(&busy, size))) {
 		fg_fairshare_fini(&share);
 		return rc;
 	}

@@ -1,6 +1,7 @@
 /*
  * reqtable — a worker's fixed table of request slots, plus O(1) intrusive
- * lists over them (the waiting FIFO, the executing list).
+ * lists over them (waiting requests in arrival order, executing ones in
+ * dispatch order: with uniform limits the heads expire first).
  *
  * A slot's generation changes every time it is freed, so a dispatch id
  * (worker, generation, slot) names one request for its whole life and a stale

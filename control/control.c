@@ -57,6 +57,11 @@ static char *error_response(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Messages may quote the client's bytes (a JSON parser's complaint, a
+	 * command name): keep them printable ASCII so the answer is valid JSON. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
 	json_t *o = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);

@@ -42,7 +42,8 @@ if CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lund
   for target in proto netpkt settings control sim flowcontrol; do
     corpus=$(mktemp -d)
     cp tests/fuzz/corpus/$target/* "$corpus"/ 2>/dev/null
-    if build-fuzz/tests/fuzz_$target -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 "$corpus" \
+    if build-fuzz/tests/fuzz_$target -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
+        -artifact_prefix=/tmp/fairgate-fuzz-$target- "$corpus" \
         >/tmp/fairgate-fuzz-$target.log 2>&1; then
       echo "ok   fuzz_$target ($(grep -o 'Done [0-9]* runs' /tmp/fairgate-fuzz-$target.log))"
       passed=$((passed + 1))

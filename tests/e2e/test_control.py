@@ -42,6 +42,8 @@ t.check(out.returncode == 0 and "PRIORITY LEVEL" in out.stdout and "tests" in ou
 
 r = raw(d.sock, b"{not json\n")
 t.check(r["ok"] is False and "malformed JSON" in r["error"], "malformed JSON gets an error")
+r = raw(d.sock, b'{"com\xdd\x91\x9e\x9b\xc5\xdd\xdd}\n')
+t.check(r["ok"] is False and "malformed JSON" in r["error"], "invalid UTF-8 gets a valid JSON error (fuzz finding)")
 r = raw(d.sock, b'{"command":"frobnicate"}\n')
 t.check(r["ok"] is False and "unknown command" in r["error"], "unknown command gets an error")
 r = raw(d.sock, b'[1,2,3]\n')
