@@ -20,10 +20,20 @@
 #define SIM_DEFAULT_WAIT_NS 15000000000LL
 #define SIM_DEFAULT_SCL 600
 
+/*
+ * A level as `workers` cores run it: queue q is owned by worker q % workers,
+ * which holds it in its own queue set; an arrival deals its hand over all
+ * the level's queues and joins the least loaded card's owner.  Every
+ * allotment period the seats are split into per-worker allotments by a
+ * global max-min over all queues' demands, granting only seats that are free.
+ */
 struct level {
 	const char *name;              /* in the compiled configuration */
 	struct fg_qs_config cfg;
-	struct fg_queueset qs;
+	struct fg_queueset *qs;        /* one per worker */
+	struct fg_dealer dealer;
+	uint64_t enqueues;
+	uint64_t limit_violations;     /* instants where the workers together exceeded the limit */
 };
 
 struct window_stats {
@@ -53,11 +63,11 @@ struct client {
 
 struct sim_req {
 	struct fg_qs_req q;          /* first: the queue set hands these back */
-	int client, thread;
+	int client, thread, worker;
 	uint32_t gen;
 };
 
-enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT };
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT };
 
 struct event {
 	int64_t t;
@@ -69,6 +79,8 @@ struct event {
 
 struct fg_sim {
 	int64_t scl, wait_ns, duration_ns;
+	int workers;
+	int64_t allot_ns;
 	struct fg_fc_config *fc;       /* the scenario's objects, compiled */
 	struct level *levels;
 	int n_levels;
@@ -283,6 +295,15 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	    get_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
 	    get_duration(root, "duration", SIM_DEFAULT_DURATION_NS, &s->duration_ns, "", err, errlen))
 		goto bad;
+	int64_t workers;
+	if (get_int(root, "workers", 1, 1, 64, &workers, "", err, errlen) ||
+	    get_duration(root, "allotmentPeriod", 1000000, &s->allot_ns, "", err, errlen))
+		goto bad;
+	s->workers = (int)workers;
+	if (s->allot_ns < 1000) {
+		fail(err, errlen, "allotmentPeriod: must be at least 1us");
+		goto bad;
+	}
 	if (s->duration_ns <= 0 || s->wait_ns < 0) {
 		fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
 		goto bad;
@@ -362,7 +383,10 @@ void fg_sim_free(struct fg_sim *s)
 	if (!s)
 		return;
 	for (int l = 0; s->levels && l < s->n_levels; l++)
-		fg_qs_fini(&s->levels[l].qs);
+		for (int w = 0; s->levels[l].qs && w < s->workers; w++)
+			fg_qs_fini(&s->levels[l].qs[w]);
+	for (int l = 0; s->levels && l < s->n_levels; l++)
+		free(s->levels[l].qs);
 	free(s->levels);
 	fg_fc_config_free(s->fc);
 	for (int c = 0; c < s->n_clients; c++) {
@@ -532,8 +556,112 @@ static void start(struct fg_sim *s, uint32_t ri)
 static void dispatch(struct fg_sim *s, struct level *l)
 {
 	struct fg_qs_req *q;
-	while ((q = fg_qs_dispatch_next(&l->qs, (uint64_t)s->now)))
-		start(s, (uint32_t)((struct sim_req *)q - s->reqs));
+	for (int w = 0; w < s->workers; w++)
+		while ((q = fg_qs_dispatch_next(&l->qs[w], (uint64_t)s->now)))
+			start(s, (uint32_t)((struct sim_req *)q - s->reqs));
+	uint64_t used = 0;
+	for (int w = 0; w < s->workers; w++)
+		used += l->qs[w].seats_in_use;
+	if (l->cfg.mode != FG_QS_EXEMPT && used > l->cfg.concurrency_limit)
+		l->limit_violations++;
+}
+
+/* The worker an arrival goes to and, in queue mode, its queue: the hand is
+ * dealt over all the level's queues, as one worker would with relaxed reads
+ * of the others' queue lengths. */
+static int place(struct level *l, int workers, uint64_t hash, int client, uint32_t *queue)
+{
+	if (workers == 1 || l->cfg.mode != FG_QS_QUEUE) {
+		*queue = FG_QS_NO_QUEUE;
+		return client % workers;
+	}
+	uint32_t cards[FG_DEALER_MAX_HAND], hand = l->cfg.hand_size;
+	fg_dealer_deal(&l->dealer, hash, cards);
+	uint32_t offset = (uint32_t)(l->enqueues++ % hand), best = cards[offset];
+	for (uint32_t i = 1; i < hand; i++) {
+		uint32_t c = cards[(offset + i) % hand];
+		if (l->qs[c % (uint32_t)workers].queues[c].waiting_work < l->qs[best % (uint32_t)workers].queues[best].waiting_work)
+			best = c;
+	}
+	*queue = best;
+	return (int)(best % (uint32_t)workers);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Per-worker allotments: the global max-min level over every queue's demand,
+ * each worker's share rounded by largest remainder, and only free seats
+ * granted (a worker above its new allotment just stops dispatching). */
+static void allot(struct fg_sim *s, struct level *l)
+{
+	int W = s->workers;
+	uint64_t C = l->cfg.concurrency_limit;
+	double target[64] = { 0 };
+	if (l->cfg.mode == FG_QS_QUEUE) {
+		uint32_t nq = l->qs[0].n_alloc;
+		uint64_t *d = malloc(sizeof(*d) * nq);
+		uint64_t total = 0;
+		for (uint32_t q = 0; q < nq; q++) {
+			const struct fg_qs_queue *qq = &l->qs[q % (uint32_t)W].queues[q];
+			d[q] = (uint64_t)qq->seats_waiting + qq->seats_executing;
+			if (d[q] > C)
+				d[q] = C;
+			total += d[q];
+		}
+		double level = INFINITY;
+		if (total > C) { /* water-fill C over the sorted demands */
+			uint64_t *sorted = malloc(sizeof(*sorted) * nq);
+			memcpy(sorted, d, sizeof(*d) * nq);
+			qsort(sorted, nq, sizeof(*sorted), cmp_u64);
+			double left = (double)C;
+			for (uint32_t i = 0; i < nq; i++) {
+				double share = left / (double)(nq - i);
+				if ((double)sorted[i] >= share) {
+					level = share;
+					break;
+				}
+				left -= (double)sorted[i];
+			}
+			free(sorted);
+		}
+		for (uint32_t q = 0; q < nq; q++)
+			target[q % (uint32_t)W] += (double)d[q] < level ? (double)d[q] : level;
+		free(d);
+	} else {
+		for (int w = 0; w < W; w++)
+			target[w] = (double)C / W;
+	}
+	/* Integers that add up to at most C: floors, then the largest remainders. */
+	uint64_t t[64], sum = 0;
+	for (int w = 0; w < W; w++)
+		sum += t[w] = (uint64_t)target[w];
+	while (sum < C) {
+		int best = -1;
+		for (int w = 0; w < W; w++)
+			if (target[w] - (double)t[w] > 1e-9 && (best < 0 || target[w] - (double)t[w] > target[best] - (double)t[best]))
+				best = w;
+		if (best < 0)
+			break;
+		t[best]++;
+		sum++;
+	}
+	uint64_t used = 0;
+	for (int w = 0; w < W; w++)
+		used += l->qs[w].seats_in_use;
+	uint64_t free_seats = C > used ? C - used : 0;
+	for (int w = 0; w < W; w++) {
+		uint64_t e = l->qs[w].seats_in_use, a = t[w];
+		if (t[w] > e) {
+			uint64_t extra = t[w] - e < free_seats ? t[w] - e : free_seats;
+			free_seats -= extra;
+			a = e + extra;
+		}
+		fg_qs_set_limit(&l->qs[w], (uint32_t)a, (uint64_t)s->now);
+	}
 }
 
 static void after_refusal(struct fg_sim *s, int ci, int th)
@@ -563,7 +691,13 @@ static void arrive(struct fg_sim *s, const struct event *e)
 	r->client = e->client;
 	r->thread = e->thread;
 	struct level *l = &s->levels[c->level];
-	switch (fg_qs_arrive(&l->qs, &r->q, c->hash, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now)) {
+	uint32_t queue;
+	r->worker = place(l, s->workers, c->hash, e->client, &queue);
+	struct fg_queueset *qs = &l->qs[r->worker];
+	enum fg_qs_verdict v = queue == FG_QS_NO_QUEUE
+		? fg_qs_arrive(qs, &r->q, c->hash, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now)
+		: fg_qs_arrive_at(qs, &r->q, queue, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now);
+	switch (v) {
 	case FG_QS_EXECUTE:
 		start(s, ri);
 		break;
@@ -573,7 +707,7 @@ static void arrive(struct fg_sim *s, const struct event *e)
 		break;
 	case FG_QS_REJECT_QUEUE_FULL:
 	case FG_QS_REJECT_CONCURRENCY: {
-		int queue_full = l->qs.cfg.mode == FG_QS_QUEUE;
+		int queue_full = l->cfg.mode == FG_QS_QUEUE;
 		count_reject(s, c, queue_full ? REJ_QUEUE_FULL : REJ_CONCURRENCY);
 		req_free(s, ri);
 		after_refusal(s, e->client, e->thread);
@@ -588,6 +722,13 @@ static void handle(struct fg_sim *s, const struct event *e)
 		arrive(s, e);
 		return;
 	}
+	if (e->type == EV_ALLOT) {
+		for (int l = 0; l < s->n_levels; l++)
+			allot(s, &s->levels[l]);
+		if (s->now + s->allot_ns <= s->duration_ns)
+			push(s, (struct event){ .t = s->now + s->allot_ns, .type = EV_ALLOT });
+		return;
+	}
 	struct sim_req *r = &s->reqs[e->req];
 	if (r->gen != e->gen)
 		return; /* the request this event was for is gone */
@@ -596,7 +737,7 @@ static void handle(struct fg_sim *s, const struct event *e)
 	if (e->type == EV_TIMEOUT) {
 		if (r->q.state != FG_QS_WAITING)
 			return;
-		fg_qs_remove_waiting(&l->qs, &r->q, (uint64_t)s->now);
+		fg_qs_remove_waiting(&l->qs[r->worker], &r->q, (uint64_t)s->now);
 		count_reject(s, c, REJ_TIME_OUT);
 		int ci = r->client, th = r->thread;
 		req_free(s, e->req);
@@ -604,13 +745,13 @@ static void handle(struct fg_sim *s, const struct event *e)
 	} else if (e->type == EV_FINISH) {
 		integrate(s, c, s->now);
 		c->cur_seats -= r->q.initial_seats;
-		uint64_t release = fg_qs_finish(&l->qs, &r->q, (uint64_t)s->now);
+		uint64_t release = fg_qs_finish(&l->qs[r->worker], &r->q, (uint64_t)s->now);
 		if (release)
 			push(s, (struct event){ .t = (int64_t)release, .type = EV_RELEASE, .req = e->req, .gen = r->gen });
 		else
 			req_free(s, e->req);
 	} else { /* EV_RELEASE */
-		fg_qs_release(&l->qs, &r->q, (uint64_t)s->now);
+		fg_qs_release(&l->qs[r->worker], &r->q, (uint64_t)s->now);
 		req_free(s, e->req);
 	}
 }
@@ -655,11 +796,16 @@ static json_t *results(struct fg_sim *s)
 	}
 	json_t *levels = json_array();
 	for (int l = 0; l < s->n_levels; l++) {
-		struct fg_qs_stats *st = &s->levels[l].qs.stats;
-		json_array_append_new(levels, json_pack("{s:s, s:s, s:i, s:I, s:I}", "name", s->levels[l].name,
+		uint64_t dispatched = 0, epochs = 0;
+		for (int w = 0; w < s->workers; w++) {
+			dispatched += s->levels[l].qs[w].stats.dispatched;
+			epochs += s->levels[l].qs[w].stats.epochs;
+		}
+		json_array_append_new(levels, json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "name", s->levels[l].name,
 			"type", s->levels[l].cfg.mode == FG_QS_EXEMPT ? "Exempt" : s->levels[l].cfg.mode == FG_QS_REJECT ? "Reject" : "Queue",
 			"concurrencyLimit", (int)s->levels[l].cfg.concurrency_limit,
-			"dispatched", (json_int_t)st->dispatched, "epochs", (json_int_t)st->epochs));
+			"dispatched", (json_int_t)dispatched, "epochs", (json_int_t)epochs,
+			"seatLimitViolations", (json_int_t)s->levels[l].limit_violations));
 	}
 	return json_pack("{s:o, s:o}", "windows", windows, "levels", levels);
 }
@@ -667,10 +813,23 @@ static json_t *results(struct fg_sim *s)
 json_t *fg_sim_run(struct fg_sim *s)
 {
 	for (int l = 0; l < s->n_levels; l++) {
-		s->levels[l].cfg.seed = 1040 + (uint64_t)l;
-		if (fg_qs_init(&s->levels[l].qs, &s->levels[l].cfg, 0))
+		struct level *lv = &s->levels[l];
+		lv->qs = calloc((size_t)s->workers, sizeof(*lv->qs));
+		if (!lv->qs)
 			return NULL;
+		if (lv->cfg.mode == FG_QS_QUEUE && fg_dealer_init(&lv->dealer, lv->cfg.queues, lv->cfg.hand_size))
+			return NULL;
+		for (int w = 0; w < s->workers; w++) {
+			struct fg_qs_config c = lv->cfg;
+			c.seed = 1040 + (uint64_t)l * 64 + (uint64_t)w;
+			if (fg_qs_init(&lv->qs[w], &c, 0))
+				return NULL;
+		}
+		if (s->workers > 1)
+			allot(s, lv);
 	}
+	if (s->workers > 1)
+		push(s, (struct event){ .t = s->allot_ns, .type = EV_ALLOT });
 	/* Kubernetes' harness staggers thread starts: thread j of client i at
 	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
 	for (int ci = 0; ci < s->n_clients; ci++) {

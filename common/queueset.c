@@ -114,6 +114,7 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 		return -EINVAL;
 	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
 	qs->last_ns = now;
+	qs->level_limit = cfg->concurrency_limit;
 	if (cfg->mode != FG_QS_QUEUE)
 		return 0;
 	int rc = fg_dealer_init(&qs->dealer, cfg->queues, cfg->hand_size);
@@ -189,6 +190,7 @@ int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, ui
 	next.seed = qs->cfg.seed;
 	uint32_t old_size = qs->share.size;
 	qs->cfg = next;
+	qs->level_limit = next.concurrency_limit;
 	int rc = 0;
 	if (cfg->mode == FG_QS_QUEUE && cfg->queues > qs->n_alloc)
 		rc = grow(qs, cfg->queues); /* more queues: at once */
@@ -238,8 +240,10 @@ static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 	return best;
 }
 
-enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
-				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
+/* An arrival's common part: widths normalized, the request reset; for levels
+ * without queues the verdict itself.  Returns -1 when a queue must be chosen. */
+static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_t initial_seats, uint16_t final_seats,
+			    uint64_t extra_latency_ns, uint64_t now)
 {
 	advance(qs, now);
 	qs->stats.arrived++;
@@ -250,10 +254,10 @@ enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uin
 		initial_seats = (uint16_t)cap;
 	if (cap && final_seats > cap)
 		final_seats = (uint16_t)cap;
-	if (qs->cfg.mode != FG_QS_EXEMPT && final_seats > qs->cfg.concurrency_limit) {
+	if (qs->cfg.mode != FG_QS_EXEMPT && qs->level_limit && final_seats > qs->level_limit) {
 		/* Keep the final work, spread over the seats the level has. */
-		extra_latency_ns = extra_latency_ns * final_seats / qs->cfg.concurrency_limit;
-		final_seats = (uint16_t)qs->cfg.concurrency_limit;
+		extra_latency_ns = extra_latency_ns * final_seats / qs->level_limit;
+		final_seats = (uint16_t)qs->level_limit;
 	}
 	memset(r, 0, sizeof(*r));
 	r->initial_seats = initial_seats;
@@ -275,8 +279,13 @@ enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uin
 		qs->stats.dispatched++;
 		return FG_QS_EXECUTE;
 	}
+	return -1;
+}
 
-	uint32_t qi = choose_queue(qs, flow_hash);
+/* A queue-mode arrival into queue qi, after the prologue. */
+static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t qi, uint64_t now)
+{
+	uint16_t initial_seats = r->initial_seats, final_seats = r->final_seats;
 	struct fg_qs_queue *q = &qs->queues[qi];
 	if (qs->n_waiting == 0 && fg_qs_fits(qs, r->seats)) {
 		/* Nothing waits and the seats fit: exactly what queuing then
@@ -331,6 +340,28 @@ enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uin
 	if (q->head == r)
 		rekey(qs, qi);
 	return FG_QS_QUEUED;
+}
+
+enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
+				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
+{
+	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, now);
+	return v >= 0 ? (enum fg_qs_verdict)v : arrive_in_queue(qs, r, choose_queue(qs, flow_hash), now);
+}
+
+enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint16_t initial_seats,
+				   uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
+{
+	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, now);
+	return v >= 0 ? (enum fg_qs_verdict)v : arrive_in_queue(qs, r, queue, now);
+}
+
+void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
+{
+	advance(qs, now);
+	/* Never above the limit the fair-share trees were sized for. */
+	qs->cfg.concurrency_limit = qs->share.count && limit > qs->share.size ? qs->share.size : limit;
+	qs->rate_stale = true;
 }
 
 static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct fg_qs_req *r)

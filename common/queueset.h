@@ -119,6 +119,7 @@ struct fg_queueset {
 	uint64_t tie;                /* round-robin counter for equal finishes */
 	uint64_t enqueues;           /* rotates the first card */
 	uint32_t seats_in_use;
+	uint32_t level_limit;        /* the level's seats; cfg.concurrency_limit may be a smaller allotment */
 	uint32_t n_waiting;
 	uint32_t seats_waiting;
 	struct fg_qs_stats stats;
@@ -135,6 +136,15 @@ void fg_qs_fini(struct fg_queueset *qs);
 enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
 				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns,
 				uint64_t now_ns);
+
+/* The same with the queue chosen by the caller (a multi-worker dataplane
+ * deals the hand over all workers' queues and picks the owner's queue). */
+enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint16_t initial_seats,
+				   uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now_ns);
+
+/* A new seat allotment for this queue set (at most the limit it was created
+ * with): it governs the next dispatch; nothing running is aborted. */
+void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now_ns);
 
 /* The next request to start executing, or NULL (nothing waits, or the chosen
  * head does not fit yet). */
@@ -168,8 +178,8 @@ static inline bool fg_qs_fits(const struct fg_queueset *qs, uint32_t seats)
 {
 	if (qs->cfg.mode == FG_QS_EXEMPT)
 		return true;
-	if (seats > qs->cfg.concurrency_limit)
-		return qs->seats_in_use == 0; /* too wide: runs alone */
+	if (seats > qs->level_limit)
+		return qs->seats_in_use == 0; /* too wide for the level: runs alone */
 	return qs->seats_in_use + seats <= qs->cfg.concurrency_limit;
 }
 
