@@ -319,20 +319,28 @@ static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	return true;
 }
 
-/* A request the queue set let go that will not execute (its client gave up,
- * or no backend is usable): the queue keeps the cost of its turn, the seats
- * come back now, and the client gets its answer from the held packet. */
-static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot,
-			    enum fg_reject_reason reason, uint64_t now)
+/* Answer a request that still holds its packet with a REJECT, and free its
+ * slot (the queue set has already let it go). */
+static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, enum fg_reject_reason reason)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	struct fg_pkt pkt = r->pkt;
 	uint64_t id = r->client_id;
 	count_reject(w, r->flow, r->level, reason);
-	fg_qs_release(level_qs(w, r), &r->qs, now);
 	fg_reqtable_release(&w->reqs, slot);
 	publish_level(w, r->level);
 	reject_in_place(w, cfg, &pkt, id, reason);
+}
+
+/* A request the queue set let go that will not execute (its client gave up,
+ * or no backend is usable): the queue keeps the cost of its turn and the
+ * seats come back now. */
+static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot,
+			    enum fg_reject_reason reason, uint64_t now)
+{
+	struct fg_req *r = &w->reqs.slots[slot];
+	fg_qs_release(level_qs(w, r), &r->qs, now);
+	reject_held(w, cfg, slot, reason);
 }
 
 /* --- arrivals and answers ---------------------------------------------- */
@@ -463,14 +471,9 @@ static void reject_waiting(struct fg_worker *w, const struct fg_config *cfg, uin
 			   enum fg_reject_reason reason, uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	struct fg_pkt pkt = r->pkt;
-	uint64_t id = r->client_id;
-	count_reject(w, r->flow, r->level, reason);
 	leave_waiting(w, slot);
 	fg_qs_remove_waiting(level_qs(w, r), &r->qs, now);
-	fg_reqtable_release(&w->reqs, slot);
-	publish_level(w, r->level);
-	reject_in_place(w, cfg, &pkt, id, reason);
+	reject_held(w, cfg, slot, reason);
 }
 
 void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
