@@ -5,7 +5,9 @@
  * (rcu_xchg_pointer) and frees the previous one after a grace period, so a
  * worker that took a pointer with rcu_dereference at the top of its loop
  * iteration may use it until its next quiescent state.  Nothing in it changes
- * after publication.
+ * after publication, except the seat board it points to (common/seatshare.h:
+ * shared, single-writer fields with their own protocol), which lives and dies
+ * with its configuration.
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -18,6 +20,7 @@
 #include "settings.h"
 
 struct fg_fc_config;
+struct fg_board;
 
 struct fg_config {
 	struct rcu_head rcu;
@@ -31,6 +34,9 @@ struct fg_config {
 	uint64_t eject_ns, max_eject_ns;
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
+	unsigned n_workers;
+	uint64_t allotment_period_ns;
+	struct fg_board *board;      /* several workers: queue loads and seat shares; else NULL */
 };
 
 #endif

@@ -16,6 +16,10 @@
 #define FG_DEFAULT_EJECT_NS 1000000000ull     /* first ejection; doubles per failed probe */
 #define FG_DEFAULT_MAX_EJECT_NS 30000000000ull
 #define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
+#define FG_DEFAULT_ALLOTMENT_PERIOD_NS 1000000ull /* 1 ms: seats re-split between workers */
+#define FG_MIN_ALLOTMENT_PERIOD_NS 100000ull  /* 100 us */
+#define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
+#define FG_MAX_WORKER_CORES 64u
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */
 #define FG_LEVEL_NAME_MAX 64u

@@ -1,5 +1,6 @@
 /* settings — defaults, FairgateSettings JSON, validation, compilation. */
 #include "settings.h"
+#include "seatshare.h"
 
 #include "config.h"
 #include "flowcontrol.h"
@@ -51,6 +52,8 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->eject_ns = (int64_t)FG_DEFAULT_EJECT_NS;
 	s->max_eject_ns = (int64_t)FG_DEFAULT_MAX_EJECT_NS;
 	s->max_requests = FG_DEFAULT_MAX_REQUESTS;
+	s->workers = 1;
+	s->allotment_period_ns = (int64_t)FG_DEFAULT_ALLOTMENT_PERIOD_NS;
 }
 
 int fg_settings_add_backend(struct fg_settings *s, const char *spec)
@@ -217,6 +220,8 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 	}
 	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
 	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
+	get_uint(spec, "workers", 1, FG_MAX_WORKER_CORES, &next.workers, errs);
+	get_duration(spec, "allotmentPeriod", FG_MIN_ALLOTMENT_PERIOD_NS, &next.allotment_period_ns, errs);
 	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
 	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
 	get_duration(spec, "backendTimeout", 1000000, &next.backend_timeout_ns, errs);
@@ -229,7 +234,7 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 		static const char *const known[] = { "io", "listen", "controlSocket", "backends", "controlAdmins",
 			"serverConcurrencyLimit", "maxRequests", "retryAfterMillis",
 			"queueWaitLimit", "backendTimeout", "shutdownGrace", "backendEjectAfter", "backendEjectTime",
-			"backendMaxEjectTime" };
+			"backendMaxEjectTime", "workers", "allotmentPeriod" };
 		size_t k = 0;
 		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
 			k++;
@@ -254,6 +259,11 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.maxRequests",
 			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
 			      s->seat_limit, s->max_requests);
+	if (s->allotment_period_ns > (int64_t)FG_MAX_ALLOTMENT_PERIOD_NS)
+		fg_errors_add(errs, "spec.allotmentPeriod", "must be at most 100ms (seats move between workers this often)");
+	if (s->workers > 1 && s->io != FG_IO_DPDK)
+		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
+			      s->workers);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (fg_endpoint_same_addr(&s->backends[i].ep, &s->listen)) {
 			char path[64];
@@ -281,6 +291,12 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->max_eject_ns = (uint64_t)s->max_eject_ns;
 	c->n_backends = s->n_backends;
 	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
+	c->n_workers = s->workers ? s->workers : 1;
+	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
+	if (c->n_workers > 1 && !(c->board = fg_board_new(fc, c->n_workers))) {
+		fg_config_free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -288,6 +304,7 @@ void fg_config_free(struct fg_config *c)
 {
 	if (!c)
 		return;
+	fg_board_free(c->board);
 	fg_fc_config_free(c->fc);
 	free(c);
 }

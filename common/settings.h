@@ -34,6 +34,8 @@ struct fg_settings {
 	uint32_t eject_after;        /* backend timeouts in a row before ejection */
 	int64_t eject_ns, max_eject_ns;
 	uint32_t max_requests;
+	uint32_t workers;            /* worker cores (DPDK mode); restart-only */
+	int64_t allotment_period_ns; /* how often seats are re-split between workers */
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 	/* Besides root, who may change the configuration through the socket. */

@@ -50,6 +50,11 @@ struct fg_worker_stats {
 	uint64_t tx_datagrams;
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
 	uint64_t backend_ejections;
+	uint64_t handed_off, taken_over;       /* requests to/from other workers' queues */
+	uint64_t answers_forwarded;            /* backend answers passed to their request's worker */
+	uint64_t handoff_refused;              /* a full ring: request rejected, answer dropped */
+	uint64_t config_generation;            /* the configuration this worker follows */
+	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;
 	uint64_t buffers_in_use;               /* I/O buffers out of the pool */

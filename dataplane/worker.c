@@ -8,8 +8,10 @@
 #include "flowcontrol.h"
 #include "flowhash.h"
 #include "proto.h"
+#include "shuffle.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x) __builtin_expect(!!(x), 1)
 
 static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req *q)
 {
@@ -55,6 +57,50 @@ void fg_worker_fini(struct fg_worker *w)
 	w->lingering = NULL;
 }
 
+int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity)
+{
+	memset(m, 0, sizeof(*m));
+	if (n_workers < 2 || n_workers > FG_SEATSHARE_MAX_WORKERS)
+		return -EINVAL;
+	m->rings = aligned_alloc(64, sizeof(*m->rings) * n_workers * n_workers);
+	if (!m->rings)
+		return -ENOMEM;
+	memset(m->rings, 0, sizeof(*m->rings) * n_workers * n_workers);
+	m->n_workers = n_workers;
+	for (unsigned from = 0; from < n_workers; from++)
+		for (unsigned to = 0; to < n_workers; to++) {
+			if (from == to)
+				continue; /* no ring to itself */
+			int rc = fg_spsc_init(&m->rings[from * n_workers + to], ring_capacity, sizeof(struct fg_handoff));
+			if (rc) {
+				fg_mesh_fini(m, NULL);
+				return rc;
+			}
+		}
+	return 0;
+}
+
+void fg_mesh_fini(struct fg_mesh *m, const struct fg_io *ios)
+{
+	for (unsigned i = 0; m->rings && i < m->n_workers * m->n_workers; i++) {
+		struct fg_spsc *r = &m->rings[i];
+		struct fg_handoff h;
+		while (r->items && ios && fg_spsc_pop(r, &h, 1, sizeof(h)))
+			ios[i % m->n_workers].ops->free(ios[i % m->n_workers].ctx, &h.pkt);
+		fg_spsc_fini(r);
+	}
+	free(m->rings);
+	m->rings = NULL;
+}
+
+int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh)
+{
+	if (w->id >= mesh->n_workers || w->config_generation)
+		return -EINVAL;
+	w->mesh = mesh;
+	return 0;
+}
+
 static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
 {
 	return (struct fg_qs_config){
@@ -86,6 +132,87 @@ static void retire_idle_levels(struct fg_worker *w)
 	}
 }
 
+/* --- several workers: the board -------------------------------------- */
+
+/* One queue's load, and the level's seats in use here, for the other workers
+ * and the allotter (relaxed stores: single writer). */
+static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
+{
+	const struct fg_level_rt *rt = &w->levels[slot];
+	if (!w->board || !rt->live)
+		return;
+	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
+	if (queue < lb->n_queues) { /* not a queue that drains after a shrink */
+		const struct fg_qs_queue *q = &rt->qs.queues[queue];
+		struct fg_queue_load *ld = fg_board_load(lb, w->board->n_workers, queue);
+		FG_STAT_SET(ld->work, q->waiting_work);
+		FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
+	}
+	if (lb->limit)
+		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
+}
+
+/* Following a new configuration with several workers: the level starts at
+ * min(the seats this worker could use, its even share of the new limit) —
+ * safe whatever the other workers still follow — and the new board gets this
+ * worker's loads.  The allotter hands out the rest. */
+static void join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held, uint64_t now)
+{
+	struct fg_level_rt *rt = &w->levels[slot];
+	const struct fg_level_board *lb = &cfg->board->levels[rt->cfg_index];
+	unsigned n = cfg->board->n_workers;
+	if (lb->limit) {
+		uint32_t share = fg_seatshare_static(lb->limit, n, w->id);
+		uint32_t start = held < share ? held : share;
+		fg_qs_set_limit(&rt->qs, start, now);
+		FG_STAT_SET(lb->shares[w->id].applied, start);
+		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
+	}
+	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n) {
+		struct fg_queue_load *ld = fg_board_load(lb, n, q);
+		FG_STAT_SET(ld->work, rt->qs.queues[q].waiting_work);
+		FG_STAT_SET(ld->demand, rt->qs.queues[q].seats_waiting + rt->qs.queues[q].seats_executing);
+	}
+}
+
+/* Apply the seat grants the allotter made since the last poll. */
+static void follow_grants(struct fg_worker *w, uint64_t now)
+{
+	const struct fg_board *b = w->board;
+	for (uint32_t i = 0; i < b->n_levels && i < w->n_level_map; i++) {
+		struct fg_seat_share *s = &b->levels[i].shares[w->id];
+		uint32_t seq = __atomic_load_n(&s->grant_seq, __ATOMIC_ACQUIRE);
+		if (seq == s->acked_seq)
+			continue;
+		uint32_t grant = FG_STAT_GET(s->grant);
+		fg_qs_set_limit(&w->levels[w->level_of_cfg[i]].qs, grant, now);
+		FG_STAT_SET(s->applied, grant);
+		__atomic_store_n(&s->acked_seq, seq, __ATOMIC_RELEASE);
+		FG_STAT_ADD(w->stats.allotment_changes, 1);
+	}
+}
+
+/* The hand's least loaded queue over all workers' queues (the first card
+ * rotates, as with one worker). */
+static uint32_t choose_queue_global(struct fg_worker *w, uint32_t slot, uint64_t flow_hash)
+{
+	struct fg_level_rt *rt = &w->levels[slot];
+	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
+	uint32_t cards[FG_DEALER_MAX_HAND], hand = rt->qs.cfg.hand_size;
+	fg_qs_hand(&rt->qs, flow_hash, cards);
+	uint32_t offset = (uint32_t)(w->deals++ % hand), best = cards[offset];
+	uint64_t best_work = FG_STAT_GET(fg_board_load(lb, w->board->n_workers, best)->work);
+	for (uint32_t i = 1; i < hand; i++) {
+		uint32_t c = cards[(offset + i) % hand];
+		uint64_t work = FG_STAT_GET(fg_board_load(lb, w->board->n_workers, c)->work);
+		if (work < best_work) {
+			best = c;
+			best_work = work;
+		}
+	}
+	return best;
+}
+
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	const struct fg_fc_config *fc = cfg->fc;
@@ -103,8 +230,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 			else if (!w->levels[k].used && free_slot == FG_MAX_LEVELS)
 				free_slot = k;
 		}
+		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
 		if (slot < FG_MAX_LEVELS) {
 			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
+			held = w->levels[slot].qs.cfg.concurrency_limit;
 			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
 		} else {
 			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
@@ -126,7 +255,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		if (!rc) {
 			map[i] = (uint16_t)slot;
 			keep[slot] = true;
+			w->levels[slot].cfg_index = i;
 			publish_level_shape(w, slot, l);
+			if (cfg->board)
+				join_board(w, cfg, slot, held, now);
 		}
 	}
 	if (rc) {
@@ -145,7 +277,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	else
 		fg_backendpool_resize(&w->pool, cfg->n_backends);
+	w->board = cfg->board;
 	w->config_generation = cfg->generation;
+	/* After the board entries: the allotter reads this first (acquire). */
+	__atomic_store_n(&w->stats.config_generation, cfg->generation, __ATOMIC_RELEASE);
 	retire_idle_levels(w);
 	return 0;
 }
@@ -237,10 +372,13 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 
 /* --- state changes ----------------------------------------------------- */
 
-/* Gauges after a change in the request's level. */
-static void publish_level(struct fg_worker *w, uint32_t slot)
+/* Gauges (and, with several workers, the board) after a change in the
+ * request's level and queue. */
+static void publish_level(struct fg_worker *w, const struct fg_req *r)
 {
+	uint32_t slot = r->level;
 	struct fg_queueset *qs = &w->levels[slot].qs;
+	publish_queue(w, slot, r->qs.queue);
 	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_SET(w->stats.executing, w->executing.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
@@ -264,7 +402,7 @@ static void release_lingering(struct fg_worker *w, uint32_t slot, uint64_t now)
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_qs_release(level_qs(w, r), &r->qs, now);
 	fg_reqtable_release(&w->reqs, slot);
-	publish_level(w, r->level);
+	publish_level(w, r);
 }
 
 /* The request stops executing; its seats go back now or after its extra latency. */
@@ -288,7 +426,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 			fg_qs_release(level_qs(w, r), &r->qs, now); /* a failed request holds nothing longer */
 		fg_reqtable_release(&w->reqs, slot);
 	}
-	publish_level(w, r->level);
+	publish_level(w, r);
 }
 
 /* Send a request the queue set just admitted to a backend.  The packet's id
@@ -309,7 +447,7 @@ static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
-	publish_level(w, r->level);
+	publish_level(w, r);
 
 	struct fg_pkt pkt = r->pkt;
 	r->pkt.handle = NULL;
@@ -328,7 +466,7 @@ static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32
 	uint64_t id = r->client_id;
 	count_reject(w, r->flow, r->level, reason);
 	fg_reqtable_release(&w->reqs, slot);
-	publish_level(w, r->level);
+	publish_level(w, r);
 	reject_in_place(w, cfg, &pkt, id, reason);
 }
 
@@ -345,22 +483,21 @@ static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, ui
 
 /* --- arrivals and answers ---------------------------------------------- */
 
-static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			   const struct fg_msg *m, uint64_t now)
+/* Admit a classified request into this worker's queue set of its level
+ * (queue: the one chosen over all workers' queues, or FG_QS_NO_QUEUE for
+ * the queue set's own choice).  Owner side of a hand-off, too. */
+static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
+		  const struct fg_fc_match *match, uint32_t queue, uint64_t now)
 {
 	FG_STAT_ADD(w->stats.received, 1);
-	struct fg_fc_request fr;
-	struct fg_fc_match match;
-	fg_fc_request_from_msg(m, &fr);
-	fg_fc_classify(cfg->fc, &fr, &match);
-	uint16_t level = w->level_of_cfg[match.level];
-	const char *schema = cfg->fc->schema_names[match.schema];
+	uint16_t level = w->level_of_cfg[match->level];
+	const char *schema = cfg->fc->schema_names[match->schema];
 	/* Levels without queues have no flows (hash 0); statistics still keep
 	 * schema and distinguisher apart. */
-	uint64_t stats_key = match.flow_hash ? match.flow_hash
-		: fg_flow_hash(schema, strlen(schema), match.distinguisher.ptr, match.distinguisher.len);
-	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, schema, match.distinguisher.ptr,
-				      match.distinguisher.len);
+	uint64_t stats_key = match->flow_hash ? match->flow_hash
+		: fg_flow_hash(schema, strlen(schema), match->distinguisher.ptr, match->distinguisher.len);
+	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, schema, match->distinguisher.ptr,
+				      match->distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
 	FG_STAT_ADD(w->stats.levels[level].received, 1);
 
@@ -375,8 +512,11 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	if (!reason) {
 		struct fg_req *r = &w->reqs.slots[slot];
 		r->level = level;
-		switch (fg_qs_arrive(level_qs(w, r), &r->qs, match.flow_hash, m->hdr.seats, m->hdr.final_seats,
-				     (uint64_t)m->hdr.extra_latency_us * 1000, now)) {
+		uint64_t extra_ns = (uint64_t)hdr->extra_latency_us * 1000;
+		enum fg_qs_verdict v = queue == FG_QS_NO_QUEUE
+			? fg_qs_arrive(level_qs(w, r), &r->qs, match->flow_hash, hdr->seats, hdr->final_seats, extra_ns, now)
+			: fg_qs_arrive_at(level_qs(w, r), &r->qs, queue, hdr->seats, hdr->final_seats, extra_ns, now);
+		switch (v) {
 		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
 		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
 		default: break;
@@ -386,15 +526,15 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	}
 	if (reason) {
 		count_reject(w, flow, level, reason);
-		reject_in_place(w, cfg, pkt, m->hdr.request_id, reason);
+		reject_in_place(w, cfg, pkt, hdr->request_id, reason);
 		return;
 	}
 	struct fg_req *r = &w->reqs.slots[slot];
 	r->flow = flow;
-	r->client_id = m->hdr.request_id;
+	r->client_id = hdr->request_id;
 	r->client = pkt->peer;
 	r->arrival_ns = now;
-	r->client_deadline_ns = m->hdr.deadline_ms ? now + m->hdr.deadline_ms * 1000000ull : UINT64_MAX;
+	r->client_deadline_ns = hdr->deadline_ms ? now + hdr->deadline_ms * 1000000ull : UINT64_MAX;
 	r->pkt = *pkt;
 	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
 		if (!start_executing(w, cfg, slot, now))
@@ -405,16 +545,91 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	r->deadline_ns = now + cfg->queue_wait_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[flow].waiting, 1);
-	publish_level(w, r->level);
+	publish_level(w, r);
 	/* Dispatch at once, so that the next arrival's queue-full test sees the
 	 * seats this one took (KEP "Queuing"). */
 	dispatch_level(w, cfg, level, now);
 }
 
-static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			  const struct fg_msg *m, uint64_t now)
+/* Pass a datagram to the worker that owns its queue or request; false when
+ * the ring is full (the caller answers or drops it). */
+static bool hand_over(struct fg_worker *w, unsigned owner, const struct fg_handoff *h)
 {
-	uint32_t slot = fg_reqtable_lookup(&w->reqs, w->id, m->hdr.request_id);
+	struct fg_spsc *ring = &w->mesh->rings[w->id * w->mesh->n_workers + owner];
+	if (unlikely(!fg_spsc_push(ring, h, sizeof(*h)))) {
+		FG_STAT_ADD(w->stats.handoff_refused, 1);
+		return false;
+	}
+	return true;
+}
+
+static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			   const struct fg_msg *m, uint64_t now)
+{
+	if (unlikely(w->config_generation != cfg->generation)) {
+		/* The new configuration could not be followed (out of memory):
+		 * refuse rather than queue into levels it no longer describes. */
+		FG_STAT_ADD(w->stats.received, 1);
+		FG_STAT_ADD(w->stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
+		reject_in_place(w, cfg, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT);
+		return;
+	}
+	struct fg_fc_request fr;
+	struct fg_fc_match match;
+	fg_fc_request_from_msg(m, &fr);
+	fg_fc_classify(cfg->fc, &fr, &match);
+	uint32_t queue = FG_QS_NO_QUEUE;
+	if (w->board && match.flow_hash) { /* several workers, a level with queues */
+		uint32_t slot = w->level_of_cfg[match.level];
+		queue = choose_queue_global(w, slot, match.flow_hash);
+		unsigned owner = queue % w->board->n_workers;
+		if (owner != w->id) {
+			struct fg_handoff h = {
+				.pkt = *pkt, .hdr = m->hdr, .generation = cfg->generation, .flow_hash = match.flow_hash,
+				.cfg_level = match.level, .schema = match.schema, .queue = queue,
+				.dist_off = match.distinguisher.len ? (uint16_t)((const uint8_t *)match.distinguisher.ptr - pkt->data) : 0,
+				.dist_len = match.distinguisher.len,
+			};
+			if (hand_over(w, owner, &h)) {
+				FG_STAT_ADD(w->stats.handed_off, 1);
+				return;
+			}
+			/* The owner is this far behind: answer now rather than lose it. */
+			FG_STAT_ADD(w->stats.received, 1);
+			count_reject(w, 0, slot, FG_REJECT_QUEUE_FULL);
+			reject_in_place(w, cfg, pkt, m->hdr.request_id, FG_REJECT_QUEUE_FULL);
+			return;
+		}
+	}
+	admit(w, cfg, pkt, &m->hdr, &match, queue, now);
+}
+
+/* A request another worker handed over.  Classified with the same
+ * configuration: admitted into the queue it chose.  Otherwise (a reload in
+ * between) classified and placed again, as if it had just arrived here. */
+static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct fg_handoff *h, uint64_t now)
+{
+	FG_STAT_ADD(w->stats.taken_over, 1);
+	if (likely(h->generation == cfg->generation && w->config_generation == cfg->generation)) {
+		struct fg_fc_match match = {
+			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash,
+			.distinguisher = { h->dist_len ? (const char *)h->pkt.data + h->dist_off : "", h->dist_len },
+		};
+		admit(w, cfg, &h->pkt, &h->hdr, &match, h->queue, now);
+		return;
+	}
+	struct fg_msg m;
+	if (fg_proto_decode(h->pkt.data, h->pkt.len, &m) != FG_PROTO_OK) { /* it decoded before: defensive */
+		w->io.ops->free(w->io.ctx, &h->pkt);
+		return;
+	}
+	handle_request(w, cfg, &h->pkt, &m, now);
+}
+
+static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			  const struct fg_hdr *hdr, uint64_t now)
+{
+	uint32_t slot = fg_reqtable_lookup(&w->reqs, w->id, hdr->request_id);
 	struct fg_req *r = slot == FG_REQ_NIL ? NULL : &w->reqs.slots[slot];
 	/* Only the backend the request went to may answer it. */
 	if (!r || r->backend >= cfg->n_backends ||
@@ -423,8 +638,8 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 		w->io.ops->free(w->io.ctx, pkt);
 		return;
 	}
-	if (m->hdr.type == FG_MSG_REJECT)
-		count_reject(w, r->flow, r->level, (enum fg_reject_reason)m->hdr.reason);
+	if (hdr->type == FG_MSG_REJECT)
+		count_reject(w, r->flow, r->level, (enum fg_reject_reason)hdr->reason);
 	else {
 		FG_STAT_ADD(w->stats.responded, 1);
 		FG_STAT_ADD(w->stats.levels[r->level].responded, 1);
@@ -455,11 +670,18 @@ void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct f
 		}
 		return;
 	}
+	unsigned owner = fg_dispatch_id_worker(m.hdr.request_id);
 	if (m.hdr.type == FG_MSG_REQUEST)
 		handle_request(w, cfg, pkt, &m, now);
-	else if (fg_dispatch_id_worker(m.hdr.request_id) == w->id)
-		handle_answer(w, cfg, pkt, &m, now);
-	else {
+	else if (owner == w->id)
+		handle_answer(w, cfg, pkt, &m.hdr, now);
+	else if (w->mesh && owner < w->mesh->n_workers) {
+		struct fg_handoff h = { .pkt = *pkt, .hdr = m.hdr, .cfg_level = FG_HANDOFF_ANSWER };
+		if (hand_over(w, owner, &h))
+			FG_STAT_ADD(w->stats.answers_forwarded, 1);
+		else
+			w->io.ops->free(w->io.ctx, pkt); /* its request times out and is answered */
+	} else {
 		FG_STAT_ADD(w->stats.rx_unexpected, 1);
 		w->io.ops->free(w->io.ctx, pkt);
 	}
@@ -513,11 +735,34 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	retire_idle_levels(w);
 }
 
+/* What the other workers handed over: requests for this worker's queues,
+ * answers for its requests.  A burst per ring per poll. */
+static void take_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	unsigned n_workers = w->mesh->n_workers;
+	struct fg_handoff hs[FG_RX_BURST];
+	for (unsigned from = 0; from < n_workers; from++) {
+		if (from == w->id)
+			continue;
+		unsigned n = fg_spsc_pop(&w->mesh->rings[from * n_workers + w->id], hs, FG_RX_BURST, sizeof(hs[0]));
+		for (unsigned i = 0; i < n; i++) {
+			if (hs[i].cfg_level == FG_HANDOFF_ANSWER)
+				handle_answer(w, cfg, &hs[i].pkt, &hs[i].hdr, now);
+			else
+				take_over(w, cfg, &hs[i], now);
+		}
+	}
+}
+
 unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	/* A new configuration: follow it before touching any request. */
 	if (unlikely(cfg->generation != w->config_generation))
 		fg_worker_configure(w, cfg, now);
+	if (w->board && likely(w->config_generation == cfg->generation))
+		follow_grants(w, now);
+	if (w->mesh)
+		take_handoffs(w, cfg, now);
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);
 	for (unsigned i = 0; i < n; i++)

@@ -26,6 +26,8 @@
 #include "io.h"
 #include "queueset.h"
 #include "reqtable.h"
+#include "seatshare.h"
+#include "spsc.h"
 #include "stats.h"
 
 /*
@@ -35,8 +37,40 @@
  */
 struct fg_level_rt {
 	bool used, live;
+	uint32_t cfg_index;          /* in the followed configuration (live levels) */
 	struct fg_queueset qs;
 };
+
+/*
+ * Several workers: queue q of a level is owned by worker q % n_workers.  The
+ * worker that receives a request classifies it, deals its hand over all the
+ * level's queues, picks the least loaded card (the board's loads: relaxed
+ * reads of the owners' figures) and, when another worker owns it, hands the
+ * request over through the SPSC ring from itself to the owner.  Answers from
+ * backends go to the worker their dispatch id names the same way.  Seats:
+ * each worker dispatches within its allotment (common/seatshare.h).
+ */
+#define FG_HANDOFF_ANSWER UINT32_MAX /* cfg_level of a backend's answer */
+
+struct fg_handoff {
+	struct fg_pkt pkt;            /* the datagram, owned by the ring while in it */
+	struct fg_hdr hdr;            /* its decoded header */
+	uint64_t generation;          /* configuration the sender classified with */
+	uint64_t flow_hash;
+	uint32_t cfg_level, schema;   /* requests: the classification */
+	uint32_t queue;
+	uint16_t dist_off, dist_len;  /* the distinguisher, inside pkt.data */
+};
+
+struct fg_mesh {
+	unsigned n_workers;
+	struct fg_spsc *rings;        /* rings[from * n_workers + to] */
+};
+
+/* Rings of ring_capacity hand-offs (a power of two) between n workers. */
+int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity);
+/* Frees what is still in the rings through io_of_worker's io. */
+void fg_mesh_fini(struct fg_mesh *m, const struct fg_io *ios);
 
 struct fg_worker {
 	unsigned id;
@@ -52,11 +86,16 @@ struct fg_worker {
 	uint32_t *lingering;         /* min-heap of slots by release_ns */
 	uint32_t n_lingering;
 	struct fg_backendpool pool;
+	struct fg_mesh *mesh;        /* NULL: the only worker */
+	uint64_t deals;              /* rotates the first card of hands dealt here */
+	struct fg_board *board;      /* the followed configuration's, with a mesh */
 	bool draining;               /* shutting down: admit nothing new */
 	struct fg_worker_stats stats;
 };
 
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests);
+/* Join the mesh of several workers (before the first configure); id < n. */
+int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh);
 void fg_worker_fini(struct fg_worker *w);
 
 /*

@@ -1,10 +1,12 @@
 /* Unit tests of the worker's dispatcher logic (dataplane/worker.c) on a fake
  * io and a virtual clock. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "client.h"
 #include "flowcontrol.h"
 #include "fake_io.h"
+#include "seatshare.h"
 #include "settings.h"
 #include "test.h"
 #include "worker.h"
@@ -612,6 +614,294 @@ TEST(no_usable_backend_rejects_at_once)
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_NO_BACKEND], 1);
 	check_invariant(&r);
 	rig_fini(&r);
+}
+
+/* --- several workers (one thread drives them, so each step is exact) ---- */
+
+#define MESH_MAX 3
+
+struct mesh_rig {
+	struct fake_io io;            /* one pool and one wire for all workers */
+	struct fg_mesh mesh;
+	struct fg_worker w[MESH_MAX];
+	unsigned n;
+	struct fg_config *cfgs[64];   /* every generation published so far */
+	unsigned n_cfgs;
+	unsigned follows[MESH_MAX];   /* index into cfgs each worker follows */
+	struct fg_endpoint client[4], backend[2];
+	uint64_t now;
+	unsigned seen;
+};
+
+static struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_t qlen)
+{
+	struct fg_config *c = calloc(1, sizeof(*c));
+	c->fc = one_level(seats, qlen);
+	c->seat_limit = seats;
+	c->generation = r->n_cfgs + 1;
+	c->queue_wait_ns = 1000 * MS;
+	c->backend_timeout_ns = 5000 * MS;
+	c->eject_after = 1000;
+	c->eject_ns = 1000 * MS;
+	c->max_eject_ns = 30000 * MS;
+	c->n_backends = 2;
+	c->backends[0].ep = r->backend[0];
+	c->backends[1].ep = r->backend[1];
+	c->n_workers = r->n;
+	c->board = fg_board_new(c->fc, r->n);
+	r->cfgs[r->n_cfgs++] = c;
+	return c;
+}
+
+static void mesh_init(struct mesh_rig *r, unsigned n, uint32_t seats)
+{
+	memset(r, 0, sizeof(*r));
+	fake_init(&r->io);
+	r->n = n;
+	CHECK_EQ(fg_mesh_init(&r->mesh, n, 64), 0);
+	for (int i = 0; i < 4; i++)
+		fg_endpoint_parse((const char *[]){ "127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.2:1003", "127.0.0.3:1004" }[i],
+				  &r->client[i]);
+	fg_endpoint_parse("127.0.0.1:7501", &r->backend[0]);
+	fg_endpoint_parse("127.0.0.1:7502", &r->backend[1]);
+	r->now = 1000 * MS;
+	mesh_config(r, seats, 50);
+	for (unsigned i = 0; i < n; i++) {
+		CHECK_EQ(fg_worker_init(&r->w[i], i, (struct fg_io){ &fake_ops, &r->io }, 512), 0);
+		CHECK_EQ(fg_worker_join(&r->w[i], &r->mesh), 0);
+		CHECK_EQ(fg_worker_configure(&r->w[i], r->cfgs[0], r->now), 0);
+	}
+}
+
+static void mesh_fini(struct mesh_rig *r)
+{
+	struct fg_io ios[MESH_MAX];
+	for (unsigned i = 0; i < r->n; i++) {
+		ios[i] = r->w[i].io;
+		fg_worker_fini(&r->w[i]);
+	}
+	fg_mesh_fini(&r->mesh, ios);
+	for (unsigned i = 0; i < r->n_cfgs; i++)
+		fg_config_free(r->cfgs[i]);
+	CHECK_EQ(r->io.in_use, 0); /* every buffer came back */
+	fake_fini(&r->io);
+}
+
+static void mesh_step(struct mesh_rig *r, unsigned i) { fg_worker_poll(&r->w[i], r->cfgs[r->follows[i]], r->now); }
+
+static void mesh_send(struct mesh_rig *r, uint64_t id, const char *user, uint16_t seats)
+{
+	struct fg_msg m;
+	uint8_t buf[512];
+	fg_msg_init(&m, FG_MSG_REQUEST, id);
+	m.user = fg_str_of(user);
+	m.verb = fg_str_of("get");
+	m.hdr.seats = seats;
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r->io, buf, (size_t)n, r->client[id % 4]);
+}
+
+static void mesh_respond(struct mesh_rig *r, int backend, uint64_t dispatch_id)
+{
+	struct fg_msg m;
+	uint8_t buf[128];
+	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch_id);
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r->io, buf, (size_t)n, r->backend[backend]);
+}
+
+static uint64_t mesh_sum(struct mesh_rig *r, size_t offset)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < r->n; i++)
+		sum += *(const uint64_t *)((const char *)&r->w[i].stats + offset);
+	return sum;
+}
+#define MESH_SUM(r, field) mesh_sum(r, offsetof(struct fg_worker_stats, field))
+
+static uint32_t mesh_seats_in_use(struct mesh_rig *r)
+{
+	uint32_t sum = 0;
+	for (unsigned i = 0; i < r->n; i++)
+		sum += pl_qs(&r->w[i])->seats_in_use;
+	return sum;
+}
+
+TEST(mesh_requests_reach_their_queue_owner_and_answers_come_back)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 64);
+	/* 40 flows, all received by worker 0: about half belong to worker 1. */
+	char user[16];
+	for (uint64_t id = 1; id <= 40; id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+	}
+	mesh_step(&r, 0);
+	mesh_step(&r, 0);
+	CHECK(r.w[0].stats.handed_off > 5);
+	mesh_step(&r, 1); /* takes them over and dispatches */
+	CHECK_EQ(r.w[1].stats.taken_over, r.w[0].stats.handed_off);
+	CHECK_EQ(MESH_SUM(&r, received), 40);
+	CHECK_EQ(MESH_SUM(&r, dispatched), 40);
+	/* Every answer arrives at worker 0; worker 1's go back to it. */
+	struct fg_msg m;
+	uint64_t to_worker1 = 0;
+	while (r.seen < r.io.n_sent) {
+		struct fake_sent *s = &r.io.sent[r.seen++];
+		CHECK(fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK);
+		CHECK_EQ(m.hdr.type, FG_MSG_REQUEST);
+		to_worker1 += fg_dispatch_id_worker(m.hdr.request_id) == 1;
+		mesh_respond(&r, fg_endpoint_same_addr(&s->to, &r.backend[0]) ? 0 : 1, m.hdr.request_id);
+	}
+	CHECK_EQ(to_worker1, r.w[0].stats.handed_off);
+	mesh_step(&r, 0);
+	mesh_step(&r, 0);
+	CHECK_EQ(r.w[0].stats.answers_forwarded, to_worker1);
+	mesh_step(&r, 1);
+	CHECK_EQ(MESH_SUM(&r, responded), 40);
+	/* Each client request got exactly one response, with its own id. */
+	uint8_t answered[41] = { 0 };
+	while (r.seen < r.io.n_sent) {
+		struct fake_sent *s = &r.io.sent[r.seen++];
+		CHECK(fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK);
+		CHECK_EQ(m.hdr.type, FG_MSG_RESPONSE);
+		if (m.hdr.request_id >= 1 && m.hdr.request_id <= 40)
+			answered[m.hdr.request_id]++;
+	}
+	for (int id = 1; id <= 40; id++)
+		CHECK_EQ(answered[id], 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	mesh_fini(&r);
+}
+
+TEST(mesh_answer_from_the_wrong_backend_or_for_no_worker_is_dropped)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_msg m;
+	uint8_t buf[128];
+	fg_msg_init(&m, FG_MSG_RESPONSE, (uint64_t)7 << 56); /* worker 7 does not exist */
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	mesh_step(&r, 0);
+	CHECK_EQ(r.w[0].stats.rx_unexpected, 1);
+	fg_msg_init(&m, FG_MSG_RESPONSE, (uint64_t)1 << 56); /* worker 1, but no such request */
+	n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	CHECK_EQ(r.w[0].stats.answers_forwarded, 1);
+	CHECK_EQ(r.w[1].stats.responses_unmatched, 1);
+	mesh_fini(&r);
+}
+
+/*
+ * The seat-limit invariant under randomized load, limit changes and
+ * reloads: three workers that poll in random order, an allotter that runs at
+ * random moments (only when every worker follows the newest configuration,
+ * as the daemon's does), workers that follow a new configuration late, and
+ * random answers.  Whenever the seats in use grow, they stay within the
+ * limit of a configuration some worker follows (the KEP lets them stay above
+ * a decreased limit only until executions finish).  Bounded: 20 000 steps.
+ */
+TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 3, 6);
+	unsigned rng = 1040;
+	uint64_t next_id = 1, violations = 0, grants = 0, rounds = 0, max_seen = 0;
+	static uint64_t executing[8192];
+	static uint8_t exec_backend[8192];
+	unsigned n_exec = 0;
+	char user[16];
+	for (int stepn = 0; stepn < 20000; stepn++) {
+		uint32_t before = mesh_seats_in_use(&r);
+		unsigned action = (unsigned)rand_r(&rng) % 100;
+		if (action < 15) { /* arrivals on a random worker */
+			unsigned k = 1 + (unsigned)rand_r(&rng) % 3;
+			for (unsigned j = 0; j < k; j++) {
+				snprintf(user, sizeof(user), "u%u", (unsigned)rand_r(&rng) % 40);
+				mesh_send(&r, next_id++, user, (uint16_t)(1 + rand_r(&rng) % 3));
+			}
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 45) { /* a worker polls (hand-offs, answers, grants) */
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 85 && n_exec) { /* a backend answers one request */
+			unsigned k = (unsigned)rand_r(&rng) % n_exec;
+			mesh_respond(&r, exec_backend[k], executing[k]);
+			n_exec--;
+			executing[k] = executing[n_exec];
+			exec_backend[k] = exec_backend[n_exec];
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 95) { /* the allotter's round */
+			bool all = true;
+			for (unsigned i = 0; i < r.n; i++)
+				all &= r.follows[i] == r.n_cfgs - 1 && r.w[i].config_generation == r.cfgs[r.n_cfgs - 1]->generation;
+			if (all) {
+				rounds++;
+				grants += fg_board_allot(r.cfgs[r.n_cfgs - 1]->board);
+			}
+		} else if (action < 96 && r.n_cfgs < 60) { /* a reload with a new limit */
+			mesh_config(&r, 3 + (uint32_t)rand_r(&rng) % 10, 50);
+		} else { /* one worker follows the newest configuration */
+			r.follows[(unsigned)rand_r(&rng) % r.n] = r.n_cfgs - 1;
+		}
+		r.now += MS / 10;
+		/* Collect what went to backends. */
+		while (r.seen < r.io.n_sent) {
+			struct fake_sent *s = &r.io.sent[r.seen++];
+			struct fg_msg m;
+			if (fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK && m.hdr.type == FG_MSG_REQUEST && n_exec < 8192) {
+				exec_backend[n_exec] = !fg_endpoint_same_addr(&s->to, &r.backend[0]);
+				executing[n_exec++] = m.hdr.request_id;
+			}
+		}
+		uint32_t after = mesh_seats_in_use(&r), allowed = 0;
+		for (unsigned i = 0; i < r.n; i++) {
+			uint32_t limit = r.cfgs[r.follows[i]]->seat_limit;
+			allowed = limit > allowed ? limit : allowed;
+		}
+		if (after > before && after > allowed)
+			violations++;
+		max_seen = after > max_seen ? after : max_seen;
+	}
+	printf("  seat-limit run: %llu rounds, %llu grants, %u configurations, peak %llu seats, %llu hand-offs\n",
+	       (unsigned long long)rounds, (unsigned long long)grants, r.n_cfgs, (unsigned long long)max_seen,
+	       (unsigned long long)MESH_SUM(&r, handed_off));
+	CHECK_EQ(violations, 0);
+	CHECK(grants > 100);            /* the allotter really moved seats */
+	CHECK(max_seen >= 6);           /* and the workers used them */
+	CHECK(MESH_SUM(&r, handed_off) > 1000);
+	/* Drain: answer everything; nothing is lost. */
+	for (unsigned i = 0; i < r.n; i++)
+		r.follows[i] = r.n_cfgs - 1;
+	for (int round = 0; round < 2000 && (n_exec || mesh_seats_in_use(&r) || MESH_SUM(&r, waiting)); round++) {
+		while (n_exec) {
+			n_exec--;
+			mesh_respond(&r, exec_backend[n_exec], executing[n_exec]);
+		}
+		for (unsigned i = 0; i < r.n; i++)
+			mesh_step(&r, i);
+		fg_board_allot(r.cfgs[r.n_cfgs - 1]->board);
+		r.now += MS;
+		while (r.seen < r.io.n_sent) {
+			struct fake_sent *s = &r.io.sent[r.seen++];
+			struct fg_msg m;
+			if (fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK && m.hdr.type == FG_MSG_REQUEST && n_exec < 8192) {
+				exec_backend[n_exec] = !fg_endpoint_same_addr(&s->to, &r.backend[0]);
+				executing[n_exec++] = m.hdr.request_id;
+			}
+		}
+	}
+	uint64_t rejected = 0;
+	for (int k = 0; k < FG_REJECT__COUNT; k++)
+		for (unsigned i = 0; i < r.n; i++)
+			rejected += r.w[i].stats.rejected[k];
+	CHECK_EQ(MESH_SUM(&r, received), next_id - 1);
+	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	mesh_fini(&r);
 }
 
 TEST_MAIN

@@ -1,0 +1,112 @@
+/*
+ * seatshare — how several worker cores share one priority level's seats.
+ *
+ * Each queue of a level is owned by one worker (queue q by worker q % W).  A
+ * level's limit C is split into per-worker allotments by the control thread
+ * with a global max-min over the demands of all the level's queues (KEP
+ * "Computing the max-min fair allocation"), recomputed every allotment
+ * period.  The split is pure arithmetic here (fg_seatshare_targets, also used
+ * by the simulator); the hand-over between the control thread and the
+ * workers is the grant protocol below.
+ *
+ * The board: a per-configuration-generation table that workers and the
+ * control thread share (the only mutable memory a published fg_config points
+ * to).  Per level it has the queues' loads (written by each queue's owner,
+ * read by every worker for the shortest-queue choice and by the control
+ * thread for the demands) and one cache line per worker with its seat share.
+ *
+ * Grant protocol (keeps sum over workers of executing seats <= C):
+ *   - a worker dispatches only while its seats in use fit its applied
+ *     allotment, publishes `used` on every change, and applies a new grant
+ *     (grant_seq != acked_seq) at its next poll: applied = grant, then
+ *     acked_seq = grant_seq (release);
+ *   - the control thread counts for each worker reserved = max(applied, used)
+ *     (plus the pending grant while one is not acknowledged: the worker may
+ *     apply it any moment) and grants more only out of C - sum(reserved); a
+ *     shrink is a grant below `applied` that frees its seats only once
+ *     acknowledged and the seats drained;
+ *   - a worker following a new configuration starts each level at
+ *     min(applied, its static share of the new limit), so workers on
+ *     different generations together stay within the larger of the limits.
+ * Exceptions the KEP allows: the transient above a decreased limit while
+ * executions finish, and a lone too-wide request.
+ */
+#ifndef FG_SEATSHARE_H
+#define FG_SEATSHARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FG_SEATSHARE_MAX_WORKERS 64u
+
+/* One worker's part of one level: one cache line. */
+struct fg_seat_share {
+	uint32_t grant_seq, grant;     /* control thread: grant, then grant_seq (release) */
+	uint32_t acked_seq, applied;   /* worker: applied, then acked_seq (release) */
+	uint32_t used;                 /* worker: seats held at this worker */
+	uint32_t demand_changed;       /* worker: a queue of its went from empty to waiting */
+} __attribute__((aligned(64)));
+
+/* One queue's load as its owner publishes it. */
+struct fg_queue_load {
+	uint64_t work;                 /* estimated seat-ns waiting: the shortest-queue choice */
+	uint32_t demand;               /* seats waiting + executing: the max-min demand */
+	uint32_t pad;
+};
+
+struct fg_level_board {
+	uint32_t limit;                /* the level's seats (0: exempt, no sharing) */
+	uint32_t n_queues;             /* 0: no queues (reject type): an even split */
+	uint32_t per_owner;            /* queue slots per worker: ceil(n_queues / W) */
+	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
+	struct fg_seat_share *shares;  /* [W] */
+};
+
+struct fg_board {
+	unsigned n_workers;
+	uint32_t n_levels;
+	struct fg_level_board levels[];
+};
+
+struct fg_fc_config;
+
+/* A board for a compiled configuration and W workers (NULL: out of memory). */
+struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers);
+void fg_board_free(struct fg_board *b);
+
+static inline struct fg_queue_load *fg_board_load(const struct fg_level_board *l, unsigned n_workers, uint32_t q)
+{
+	return &l->loads[(q % n_workers) * l->per_owner + q / n_workers];
+}
+
+/* The even split a worker starts a level with: C / W, the remainder to the first workers. */
+static inline uint32_t fg_seatshare_static(uint32_t limit, unsigned n_workers, unsigned worker)
+{
+	return limit / n_workers + (worker < limit % n_workers);
+}
+
+/*
+ * Per-worker targets: the max-min water level of C over the queues' demands
+ * (each capped at C), summed per owner, rounded to whole seats by largest
+ * remainder so they add up to at most C.  With no queues: the even split.
+ */
+void fg_seatshare_targets(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
+			  uint32_t *target);
+
+/*
+ * New grants from targets: shrink to the target at once (seats come back as
+ * the worker drains), grow only out of the free seats, C - sum(reserved).
+ * pending[w]: worker w has not acknowledged its last grant; it keeps it.
+ * grant[w] is left unchanged for a pending worker.
+ */
+void fg_seatshare_grants(uint32_t limit, unsigned n_workers, const uint32_t *target, const uint32_t *reserved,
+			 const bool *pending, uint32_t *grant);
+
+/*
+ * One allotment round over a board (control thread): reads every worker's
+ * share and queue loads, writes new grants.  Call only when every worker
+ * follows the board's configuration generation.  Returns the grants changed.
+ */
+unsigned fg_board_allot(struct fg_board *b);
+
+#endif
