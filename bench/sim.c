@@ -12,7 +12,9 @@
 #include "duration.h"
 #include "flowcontrol.h"
 #include "flowhash.h"
+#include "seatshare.h"
 #include "queueset.h"
+#include "seatshare.h"
 
 #define SIM_MAX_WINDOWS 64
 #define SIM_NAME_MAX 128
@@ -587,81 +589,37 @@ static int place(struct level *l, int workers, uint64_t hash, int client, uint32
 	return (int)(best % (uint32_t)workers);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Per-worker allotments: the global max-min level over every queue's demand,
- * each worker's share rounded by largest remainder, and only free seats
- * granted (a worker above its new allotment just stops dispatching). */
+/* Per-worker allotments with the daemon's own arithmetic (common/seatshare.h):
+ * targets from the global max-min over every queue's demand, grants that
+ * grow only into free seats.  The simulated workers acknowledge at once, so
+ * a shrink frees its seats for the next period, as in the daemon. */
 static void allot(struct fg_sim *s, struct level *l)
 {
-	int W = s->workers;
-	uint64_t C = l->cfg.concurrency_limit;
-	double target[64] = { 0 };
+	unsigned W = (unsigned)s->workers;
+	uint32_t C = l->cfg.concurrency_limit, n_queues = 0;
+	uint32_t target[FG_SEATSHARE_MAX_WORKERS], reserved[FG_SEATSHARE_MAX_WORKERS], grant[FG_SEATSHARE_MAX_WORKERS];
+	bool pending[FG_SEATSHARE_MAX_WORKERS] = { false };
+	uint32_t *demand = NULL;
 	if (l->cfg.mode == FG_QS_QUEUE) {
-		uint32_t nq = l->qs[0].n_alloc;
-		uint64_t *d = malloc(sizeof(*d) * nq);
-		uint64_t total = 0;
-		for (uint32_t q = 0; q < nq; q++) {
-			const struct fg_qs_queue *qq = &l->qs[q % (uint32_t)W].queues[q];
-			d[q] = (uint64_t)qq->seats_waiting + qq->seats_executing;
-			if (d[q] > C)
-				d[q] = C;
-			total += d[q];
+		n_queues = l->qs[0].n_alloc;
+		demand = malloc(sizeof(*demand) * n_queues);
+		if (!demand)
+			return;
+		for (uint32_t q = 0; q < n_queues; q++) {
+			const struct fg_qs_queue *qq = &l->qs[q % W].queues[q];
+			demand[q] = qq->seats_waiting + qq->seats_executing;
 		}
-		double level = INFINITY;
-		if (total > C) { /* water-fill C over the sorted demands */
-			uint64_t *sorted = malloc(sizeof(*sorted) * nq);
-			memcpy(sorted, d, sizeof(*d) * nq);
-			qsort(sorted, nq, sizeof(*sorted), cmp_u64);
-			double left = (double)C;
-			for (uint32_t i = 0; i < nq; i++) {
-				double share = left / (double)(nq - i);
-				if ((double)sorted[i] >= share) {
-					level = share;
-					break;
-				}
-				left -= (double)sorted[i];
-			}
-			free(sorted);
-		}
-		for (uint32_t q = 0; q < nq; q++)
-			target[q % (uint32_t)W] += (double)d[q] < level ? (double)d[q] : level;
-		free(d);
-	} else {
-		for (int w = 0; w < W; w++)
-			target[w] = (double)C / W;
 	}
-	/* Integers that add up to at most C: floors, then the largest remainders. */
-	uint64_t t[64], sum = 0;
-	for (int w = 0; w < W; w++)
-		sum += t[w] = (uint64_t)target[w];
-	while (sum < C) {
-		int best = -1;
-		for (int w = 0; w < W; w++)
-			if (target[w] - (double)t[w] > 1e-9 && (best < 0 || target[w] - (double)t[w] > target[best] - (double)t[best]))
-				best = w;
-		if (best < 0)
-			break;
-		t[best]++;
-		sum++;
+	fg_seatshare_targets(C, W, demand, n_queues, target);
+	free(demand);
+	for (unsigned w = 0; w < W; w++) {
+		uint32_t applied = l->qs[w].cfg.concurrency_limit, used = l->qs[w].seats_in_use;
+		reserved[w] = applied > used ? applied : used;
+		grant[w] = applied;
 	}
-	uint64_t used = 0;
-	for (int w = 0; w < W; w++)
-		used += l->qs[w].seats_in_use;
-	uint64_t free_seats = C > used ? C - used : 0;
-	for (int w = 0; w < W; w++) {
-		uint64_t e = l->qs[w].seats_in_use, a = t[w];
-		if (t[w] > e) {
-			uint64_t extra = t[w] - e < free_seats ? t[w] - e : free_seats;
-			free_seats -= extra;
-			a = e + extra;
-		}
-		fg_qs_set_limit(&l->qs[w], (uint32_t)a, (uint64_t)s->now);
-	}
+	fg_seatshare_grants(C, W, target, reserved, pending, grant);
+	for (unsigned w = 0; w < W; w++)
+		fg_qs_set_limit(&l->qs[w], grant[w], (uint64_t)s->now);
 }
 
 static void after_refusal(struct fg_sim *s, int ci, int th)
