@@ -362,7 +362,7 @@ static struct fg_config *full_config(struct harness *h)
 	fg_fc_set_free(set);
 	struct fg_config *c = fg_settings_compile(&s, fc, 1);
 	char err[256];
-	h->io = fg_dpdk_io_attach(h->port, &s, s.max_requests, err, sizeof(err));
+	h->io = fg_dpdk_io_attach(h->port, &s, s.max_requests, 1, err, sizeof(err));
 	if (!h->io) {
 		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
 		fg_config_free(c);

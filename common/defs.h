@@ -20,6 +20,7 @@
 #define FG_MIN_ALLOTMENT_PERIOD_NS 100000ull  /* 100 us */
 #define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
 #define FG_MAX_WORKER_CORES 64u
+#define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight from one worker to another */
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */
 #define FG_LEVEL_NAME_MAX 64u

@@ -151,7 +151,6 @@ unsigned fg_board_allot(struct fg_board *b)
 			if (pending[w] && s->grant > reserved[w])
 				reserved[w] = s->grant;
 			grant[w] = s->grant;
-			__atomic_store_n(&s->demand_changed, 0, __ATOMIC_RELAXED);
 		}
 		if (l->n_queues > demand_cap) {
 			uint32_t *nd = realloc(demand, sizeof(*demand) * l->n_queues);

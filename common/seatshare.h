@@ -44,7 +44,6 @@ struct fg_seat_share {
 	uint32_t grant_seq, grant;     /* control thread: grant, then grant_seq (release) */
 	uint32_t acked_seq, applied;   /* worker: applied, then acked_seq (release) */
 	uint32_t used;                 /* worker: seats held at this worker */
-	uint32_t demand_changed;       /* worker: a queue of its went from empty to waiting */
 } __attribute__((aligned(64)));
 
 /* One queue's load as its owner publishes it. */

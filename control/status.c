@@ -79,6 +79,25 @@ static json_t *levels_json(const struct fg_control_view *v)
 	return arr;
 }
 
+/* Per worker: what crossed between workers, and the seat grants applied. */
+static json_t *workers_json(const struct fg_control_view *v)
+{
+	json_t *arr = json_array();
+	for (unsigned w = 0; w < v->n_workers; w++) {
+		struct fg_worker_stats *s = v->worker_stats[w];
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "worker", (int)w,
+			"datagramsReceived", (json_int_t)FG_STAT_GET(s->rx_datagrams),
+			"requestsReceived", (json_int_t)FG_STAT_GET(s->received),
+			"handedOff", (json_int_t)FG_STAT_GET(s->handed_off),
+			"takenOver", (json_int_t)FG_STAT_GET(s->taken_over),
+			"answersForwarded", (json_int_t)FG_STAT_GET(s->answers_forwarded),
+			"handoffRefused", (json_int_t)FG_STAT_GET(s->handoff_refused),
+			"allotmentChanges", (json_int_t)FG_STAT_GET(s->allotment_changes),
+			"configGeneration", (json_int_t)FG_STAT_GET(s->config_generation)));
+	}
+	return arr;
+}
+
 json_t *fg_status_json(const struct fg_control_view *v)
 {
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
@@ -125,7 +144,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 
 	char listen[32];
 	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
 		"version", FG_VERSION,
 		"io", v->settings->io == FG_IO_DPDK ? "dpdk" : "socket",
 		"listen", listen,
@@ -134,6 +153,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"serverConcurrencyLimit", server_limit,
 		"backends", n_backends,
 		"shuttingDown", *v->shutting_down ? 1 : 0,
+		"workers", workers_json(v),
 		"counters",
 		"datagramsReceived", (json_int_t)sum_rx,
 		"requestsReceived", (json_int_t)sum_recv,

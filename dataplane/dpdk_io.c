@@ -22,11 +22,28 @@
 #define DPDK_MBUF_CACHE 256u
 #define DPDK_ARP_RETRY_NS FG_NS_PER_SEC
 
+/* A backend's address as ARP taught it: the MAC in the low 48 bits, bit 48
+ * set once known.  One word, so any lane may learn it while others read. */
+#define ARP_KNOWN (1ull << 48)
+
 struct arp_entry {
 	uint32_t ip;
-	uint8_t mac[6];
-	uint8_t known;
+	uint64_t mac_known;
 };
+
+/* What one worker uses of the port: its RX queue (if the port has one for
+ * it), its own TX queue and batch.  Written by that worker only. */
+struct fg_dpdk_lane {
+	struct fg_dpdk_io *d;
+	uint16_t rxq, txq;
+	bool has_rx;
+	uint16_t ip_id;
+	struct rte_mbuf *tx[DPDK_TX_BATCH];
+	unsigned tx_n;
+	uint64_t next_arp_ns;
+	uint64_t dropped_other, dropped_bad, dropped_no_arp;
+	unsigned tx_dropped; /* since the last flush */
+} __attribute__((aligned(64)));
 
 struct fg_dpdk_io {
 	uint16_t port;
@@ -34,14 +51,10 @@ struct fg_dpdk_io {
 	uint8_t mac[6];
 	uint32_t ip;    /* fairgate's address, network order */
 	uint16_t udp_port;
-	uint16_t ip_id;
-	struct rte_mbuf *tx[DPDK_TX_BATCH];
-	unsigned tx_n;
 	struct arp_entry arp[FG_MAX_BACKENDS];
 	unsigned n_arp;
-	uint64_t next_arp_ns;
-	uint64_t dropped_other, dropped_bad, dropped_no_arp;
-	unsigned tx_dropped; /* since the last flush */
+	unsigned n_lanes, n_rxq;
+	struct fg_dpdk_lane *lanes;
 	int eal_ready, port_started;
 };
 
@@ -53,37 +66,44 @@ static struct arp_entry *arp_find(struct fg_dpdk_io *d, uint32_t ip)
 	return NULL;
 }
 
-static void queue_tx(struct fg_dpdk_io *d, struct rte_mbuf *m);
+static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m);
 
-static void send_arp(struct fg_dpdk_io *d, uint16_t op, const uint8_t tha[6], uint32_t tpa)
+static void send_arp(struct fg_dpdk_lane *l, uint16_t op, const uint8_t tha[6], uint32_t tpa)
 {
+	struct fg_dpdk_io *d = l->d;
 	struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
 	if (!m)
 		return;
 	uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, 60); /* minimum Ethernet frame */
 	memset(f, 0, 60);
 	fg_net_build_arp(f, op, d->mac, d->ip, tha, tpa);
-	queue_tx(d, m);
+	queue_tx(l, m);
 }
 
-static void handle_arp(struct fg_dpdk_io *d, const struct fg_net_frame *f)
+static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
 {
+	struct fg_dpdk_io *d = l->d;
 	struct arp_entry *e = arp_find(d, f->arp_spa);
 	if (e) { /* learn only backends' addresses */
-		memcpy(e->mac, f->arp_sha, 6);
-		e->known = 1;
+		uint64_t v = ARP_KNOWN;
+		for (int i = 0; i < 6; i++)
+			v |= (uint64_t)f->arp_sha[i] << (8 * i);
+		__atomic_store_n(&e->mac_known, v, __ATOMIC_RELAXED);
 	}
 	if (f->arp_op == FG_NET_ARP_REQUEST && f->arp_tpa == d->ip)
-		send_arp(d, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
+		send_arp(l, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
 }
 
 static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 {
-	struct fg_dpdk_io *d = ctx;
+	struct fg_dpdk_lane *l = ctx;
+	struct fg_dpdk_io *d = l->d;
+	if (!l->has_rx)
+		return 0; /* a port with fewer RX queues than workers: another lane receives */
 	struct rte_mbuf *ms[FG_RX_BURST];
 	if (max > FG_RX_BURST)
 		max = FG_RX_BURST;
-	unsigned n = rte_eth_rx_burst(d->port, 0, ms, (uint16_t)max), out = 0;
+	unsigned n = rte_eth_rx_burst(d->port, l->rxq, ms, (uint16_t)max), out = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct rte_mbuf *m = ms[i];
 		struct fg_net_frame f;
@@ -91,7 +111,7 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		enum fg_net_kind k = m->nb_segs == 1 ? fg_net_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &f)
 						      : FG_NET_BAD;
 		if (k == FG_NET_ARP) {
-			handle_arp(d, &f);
+			handle_arp(l, &f);
 			rte_pktmbuf_free(m);
 		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port) {
 			struct fg_pkt *p = &pkts[out++];
@@ -104,9 +124,9 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 			memcpy(p->peer.mac, f.src_mac, 6);
 		} else {
 			if (k == FG_NET_BAD || k == FG_NET_FRAGMENT)
-				d->dropped_bad++;
+				l->dropped_bad++;
 			else
-				d->dropped_other++;
+				l->dropped_other++;
 			rte_pktmbuf_free(m);
 		}
 	}
@@ -114,65 +134,70 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 }
 
 /* Send the TX batch; what the ring will not take is freed and counted. */
-static void tx_burst(struct fg_dpdk_io *d)
+static void tx_burst(struct fg_dpdk_lane *l)
 {
 	unsigned sent = 0;
 	/* A few retries absorb a momentarily full TX ring; the rest is counted. */
-	for (int tries = 0; sent < d->tx_n && tries < 8; tries++)
-		sent += rte_eth_tx_burst(d->port, 0, d->tx + sent, (uint16_t)(d->tx_n - sent));
-	for (unsigned i = sent; i < d->tx_n; i++) {
-		d->tx_dropped++;
-		rte_pktmbuf_free(d->tx[i]);
+	for (int tries = 0; sent < l->tx_n && tries < 8; tries++)
+		sent += rte_eth_tx_burst(l->d->port, l->txq, l->tx + sent, (uint16_t)(l->tx_n - sent));
+	for (unsigned i = sent; i < l->tx_n; i++) {
+		l->tx_dropped++;
+		rte_pktmbuf_free(l->tx[i]);
 	}
-	d->tx_n = 0;
+	l->tx_n = 0;
 }
 
 static unsigned dio_flush(void *ctx)
 {
-	struct fg_dpdk_io *d = ctx;
-	tx_burst(d);
-	unsigned dropped = d->tx_dropped;
-	d->tx_dropped = 0;
+	struct fg_dpdk_lane *l = ctx;
+	tx_burst(l);
+	unsigned dropped = l->tx_dropped;
+	l->tx_dropped = 0;
 	return dropped;
 }
 
-static void queue_tx(struct fg_dpdk_io *d, struct rte_mbuf *m)
+static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m)
 {
-	if (d->tx_n == DPDK_TX_BATCH)
-		tx_burst(d);
-	d->tx[d->tx_n++] = m;
+	if (l->tx_n == DPDK_TX_BATCH)
+		tx_burst(l);
+	l->tx[l->tx_n++] = m;
 }
 
 static const uint8_t zero_mac[6];
 
 static void dio_tx(void *ctx, struct fg_pkt *p)
 {
-	struct fg_dpdk_io *d = ctx;
+	struct fg_dpdk_lane *l = ctx;
+	struct fg_dpdk_io *d = l->d;
 	struct rte_mbuf *m = p->handle;
 	p->handle = NULL;
 	const uint8_t *dst = p->peer.mac;
+	uint8_t learned[6];
 	if (!memcmp(dst, zero_mac, 6)) {
 		struct arp_entry *e = arp_find(d, p->peer.ip);
-		if (!e || !e->known) {
+		uint64_t v = e ? __atomic_load_n(&e->mac_known, __ATOMIC_RELAXED) : 0;
+		if (!(v & ARP_KNOWN)) {
 			/* Unresolved backend: the request will time out and be answered. */
-			d->dropped_no_arp++;
+			l->dropped_no_arp++;
 			rte_pktmbuf_free(m);
 			return;
 		}
-		dst = e->mac;
+		for (int i = 0; i < 6; i++)
+			learned[i] = (uint8_t)(v >> (8 * i));
+		dst = learned;
 	}
 	uint8_t *hdr = p->data - FG_NET_HDRS_LEN;
 	m->data_off = (uint16_t)(hdr - (uint8_t *)m->buf_addr);
 	m->data_len = (uint16_t)(FG_NET_HDRS_LEN + p->len);
 	m->pkt_len = m->data_len;
-	fg_net_build_udp(hdr, d->mac, dst, d->ip, p->peer.ip, d->udp_port, p->peer.port, (uint16_t)p->len, d->ip_id++);
-	queue_tx(d, m);
+	fg_net_build_udp(hdr, d->mac, dst, d->ip, p->peer.ip, d->udp_port, p->peer.port, (uint16_t)p->len, l->ip_id++);
+	queue_tx(l, m);
 }
 
 static int dio_alloc(void *ctx, struct fg_pkt *p)
 {
-	struct fg_dpdk_io *d = ctx;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(d->pool);
+	struct fg_dpdk_lane *l = ctx;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(l->d->pool);
 	if (!m)
 		return -ENOBUFS;
 	p->handle = m;
@@ -189,21 +214,24 @@ static void dio_free(void *ctx, struct fg_pkt *p)
 	p->handle = NULL;
 }
 
+/* ARP requests for unresolved backends: lane 0 asks for everyone. */
 static void dio_tick(void *ctx, uint64_t now)
 {
-	struct fg_dpdk_io *d = ctx;
-	if (now < d->next_arp_ns)
+	struct fg_dpdk_lane *l = ctx;
+	struct fg_dpdk_io *d = l->d;
+	if (l != &d->lanes[0] || now < l->next_arp_ns)
 		return;
-	d->next_arp_ns = now + DPDK_ARP_RETRY_NS;
+	l->next_arp_ns = now + DPDK_ARP_RETRY_NS;
 	for (unsigned i = 0; i < d->n_arp; i++)
-		if (!d->arp[i].known)
-			send_arp(d, FG_NET_ARP_REQUEST, zero_mac, d->arp[i].ip);
+		if (!(__atomic_load_n(&d->arp[i].mac_known, __ATOMIC_RELAXED) & ARP_KNOWN))
+			send_arp(l, FG_NET_ARP_REQUEST, zero_mac, d->arp[i].ip);
 }
 
+/* The pool is shared by the lanes: the count is the port's. */
 static uint64_t dio_in_use(void *ctx)
 {
-	struct fg_dpdk_io *d = ctx;
-	return rte_mempool_in_use_count(d->pool);
+	struct fg_dpdk_lane *l = ctx;
+	return rte_mempool_in_use_count(l->d->pool);
 }
 
 static const struct fg_io_ops dpdk_ops = {
@@ -211,10 +239,14 @@ static const struct fg_io_ops dpdk_ops = {
 	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use,
 };
 
-struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return (struct fg_io){ &dpdk_ops, d }; }
+struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return fg_dpdk_io_lane(d, 0); }
+
+struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane) { return (struct fg_io){ &dpdk_ops, &d->lanes[lane] }; }
+
+unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d) { return d->n_rxq; }
 
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
-				     uint32_t n_buffers, char *errbuf, size_t errlen)
+				     uint32_t n_buffers, unsigned n_lanes, char *errbuf, size_t errlen)
 {
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		snprintf(errbuf, errlen, "EAL initialisation failed: %s", rte_strerror(rte_errno));
@@ -227,7 +259,7 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 	}
 	uint16_t port = 0;
 	RTE_ETH_FOREACH_DEV(port) break;
-	struct fg_dpdk_io *d = fg_dpdk_io_attach(port, s, n_buffers, errbuf, errlen);
+	struct fg_dpdk_io *d = fg_dpdk_io_attach(port, s, n_buffers, n_lanes, errbuf, errlen);
 	if (d)
 		d->eal_ready = 1;
 	else
@@ -235,17 +267,45 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 	return d;
 }
 
-struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, char *errbuf,
-				     size_t errlen)
+struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, unsigned n_lanes,
+				     char *errbuf, size_t errlen)
 {
 	struct fg_dpdk_io *d = calloc(1, sizeof(*d));
-	if (!d) {
-		snprintf(errbuf, errlen, "out of memory");
+	if (!d || n_lanes == 0) {
+		snprintf(errbuf, errlen, n_lanes ? "out of memory" : "no worker lane");
+		free(d);
 		return NULL;
 	}
 	d->port = port;
-	/* Held packets + RX descriptors + TX batch + in-flight slack. */
-	unsigned n_mbufs = n_buffers + 2 * DPDK_RING_DESC + DPDK_TX_BATCH + 2 * DPDK_MBUF_CACHE;
+	d->n_lanes = n_lanes;
+	d->lanes = aligned_alloc(64, sizeof(*d->lanes) * n_lanes);
+	if (!d->lanes) {
+		snprintf(errbuf, errlen, "out of memory");
+		goto err;
+	}
+	memset(d->lanes, 0, sizeof(*d->lanes) * n_lanes);
+	struct rte_eth_dev_info info;
+	int rc = rte_eth_dev_info_get(d->port, &info);
+	if (rc) {
+		snprintf(errbuf, errlen, "port %u: no device information: %s", d->port, strerror(-rc));
+		goto err;
+	}
+	if (info.max_tx_queues < n_lanes) {
+		snprintf(errbuf, errlen, "port %u (%s) has %u TX queue(s); %u workers need one each", d->port,
+			 info.driver_name, info.max_tx_queues, n_lanes);
+		goto err;
+	}
+	/* One RX queue per worker where the device spreads flows over queues
+	 * (RSS, or a tap's per-queue flows); otherwise worker 0 receives all
+	 * and hands requests to their queues' owners. */
+	uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && (rss || !strcmp(info.driver_name, "net_tap"))
+		? n_lanes : 1;
+	for (unsigned i = 0; i < n_lanes; i++)
+		d->lanes[i] = (struct fg_dpdk_lane){ .d = d, .rxq = (uint16_t)i, .txq = (uint16_t)i, .has_rx = i < d->n_rxq };
+	/* Held packets + RX/TX descriptors + TX batches + per-lane caches. */
+	unsigned n_mbufs = n_buffers * n_lanes + 2 * DPDK_RING_DESC * n_lanes + DPDK_TX_BATCH * n_lanes +
+			   (n_lanes + 1) * DPDK_MBUF_CACHE;
 	char name[32];
 	snprintf(name, sizeof(name), "fg_mbufs_%u", port);
 	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -256,14 +316,18 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	}
 	struct rte_eth_conf conf;
 	memset(&conf, 0, sizeof(conf));
+	if (d->n_rxq > 1 && rss) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = rss;
+	}
 	uint16_t nrx = DPDK_RING_DESC, ntx = DPDK_RING_DESC;
-	int rc = rte_eth_dev_configure(d->port, 1, 1, &conf);
+	rc = rte_eth_dev_configure(d->port, (uint16_t)d->n_rxq, (uint16_t)n_lanes, &conf);
 	if (!rc)
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(d->port, &nrx, &ntx);
-	if (!rc)
-		rc = rte_eth_rx_queue_setup(d->port, 0, nrx, rte_eth_dev_socket_id(d->port), NULL, d->pool);
-	if (!rc)
-		rc = rte_eth_tx_queue_setup(d->port, 0, ntx, rte_eth_dev_socket_id(d->port), NULL);
+	for (unsigned q = 0; !rc && q < d->n_rxq; q++)
+		rc = rte_eth_rx_queue_setup(d->port, (uint16_t)q, nrx, rte_eth_dev_socket_id(d->port), NULL, d->pool);
+	for (unsigned q = 0; !rc && q < n_lanes; q++)
+		rc = rte_eth_tx_queue_setup(d->port, (uint16_t)q, ntx, rte_eth_dev_socket_id(d->port), NULL);
 	if (!rc)
 		rc = rte_eth_dev_start(d->port);
 	if (rc) {
@@ -292,7 +356,8 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 	if (!d)
 		return;
 	if (d->port_started) {
-		dio_flush(d);
+		for (unsigned i = 0; i < d->n_lanes; i++)
+			dio_flush(&d->lanes[i]);
 		rte_eth_dev_stop(d->port);
 		rte_eth_dev_close(d->port);
 	}
@@ -300,5 +365,6 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 		rte_mempool_free(d->pool);
 	if (d->eal_ready)
 		rte_eal_cleanup();
+	free(d->lanes);
 	free(d);
 }

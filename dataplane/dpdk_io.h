@@ -4,7 +4,13 @@
  * for fairgate's own address, backends by static MAC or ARP.
  *
  * fairgate's address is the --listen address.  Replies go to the sender's MAC.
- * Thread contract: create/free from main; the io ops from the one worker.
+ *
+ * Several workers: each has a lane — its own TX queue and, where the device
+ * spreads flows over RX queues (RSS, or a tap's queues), its own RX queue;
+ * otherwise lane 0 receives everything and the workers' hand-off rings carry
+ * requests to their queues' owners.  The mbuf pool is shared (DPDK's
+ * per-lcore caches make it safe from every lane).
+ * Thread contract: create/free from main; a lane's io ops from its worker.
  */
 #ifndef FG_DPDK_IO_H
 #define FG_DPDK_IO_H
@@ -18,12 +24,14 @@
 struct fg_dpdk_io;
 
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
-				     uint32_t n_buffers, char *errbuf, size_t errlen);
+				     uint32_t n_buffers, unsigned n_lanes, char *errbuf, size_t errlen);
 /* Drive an already probed port (e.g. one made with rte_eth_from_rings) in a
  * process whose EAL is up; fg_dpdk_io_free then leaves the EAL running. */
-struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, char *errbuf,
-				     size_t errlen);
+struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, unsigned n_lanes,
+				     char *errbuf, size_t errlen);
 void fg_dpdk_io_free(struct fg_dpdk_io *d);
-struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d);
+struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
+struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
+unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);
 
 #endif

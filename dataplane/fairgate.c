@@ -4,11 +4,16 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <urcu-qsbr.h>
+
+#include <rte_launch.h>
+#include <rte_lcore.h>
 
 #include "clock.h"
 #include "control.h"
@@ -24,6 +29,14 @@
 static volatile sig_atomic_t stop_signal;
 static volatile int shutting_down;
 static struct fg_config *published_config;
+
+/* Several workers (DPDK mode): each on its own lcore, joined by a mesh of
+ * hand-off rings; the allotter thread splits seats between them. */
+static struct fg_worker **workers;
+static unsigned n_workers = 1;
+static unsigned workers_done; /* workers past their own drain */
+static volatile int allotter_stop;
+static const struct fg_settings *worker_settings;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
@@ -48,7 +61,9 @@ static void usage(FILE *f)
 		"  --backend-timeout DURATION  longest execution before REJECT backend-timeout (default 30s)\n"
 		"  --shutdown-grace DURATION   wait for executing requests on SIGTERM (default 5s)\n"
 		"  --retry-after-ms N       retry-after hint in REJECTs (default %u)\n"
-		"  --max-requests N         request slots (default %u)\n"
+		"  --max-requests N         request slots per worker (default %u)\n"
+		"  --workers N              worker cores (DPDK mode; EAL must give N lcores, e.g. -l 0-1)\n"
+		"  --allotment-period DURATION  how often seats are re-split between workers (default 1ms)\n"
 		"  --check                  validate the settings, print them, exit\n"
 		"  --help, --version\n"
 		"\n"
@@ -110,7 +125,8 @@ static int parse_dur(const char *s, int64_t *out)
 }
 
 enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS,
-       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION };
+       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION,
+       OPT_WORKERS, OPT_ALLOT };
 
 static const struct option long_opts[] = {
 	{ "config", required_argument, 0, OPT_CONFIG }, { "io", required_argument, 0, OPT_IO },
@@ -120,7 +136,9 @@ static const struct option long_opts[] = {
 	{ "backend-timeout", required_argument, 0, OPT_BTIMEOUT },
 	{ "shutdown-grace", required_argument, 0, OPT_GRACE }, { "retry-after-ms", required_argument, 0, OPT_RETRY },
 	{ "max-requests", required_argument, 0, OPT_MAXREQ }, { "check", no_argument, 0, OPT_CHECK },
-	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION }, { 0, 0, 0, 0 },
+	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION },
+	{ "workers", required_argument, 0, OPT_WORKERS }, { "allotment-period", required_argument, 0, OPT_ALLOT },
+	{ 0, 0, 0, 0 },
 };
 
 /* Objects from --config: FlowSchemas and levels (the settings go to *s). */
@@ -181,6 +199,9 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 		case OPT_QWAIT: bad = parse_dur(optarg, &s->queue_wait_ns) != 0; break;
 		case OPT_BTIMEOUT: bad = parse_dur(optarg, &s->backend_timeout_ns) != 0 || s->backend_timeout_ns < 1000000; break;
 		case OPT_GRACE: bad = parse_dur(optarg, &s->shutdown_grace_ns) != 0; break;
+		case OPT_WORKERS: bad = parse_u32(optarg, 1, FG_MAX_WORKER_CORES, &s->workers) != 0; break;
+		case OPT_ALLOT: bad = parse_dur(optarg, &s->allotment_period_ns) != 0 ||
+				      s->allotment_period_ns < (int64_t)FG_MIN_ALLOTMENT_PERIOD_NS; break;
 		case OPT_CHECK: *check_only = 1; break;
 		case OPT_HELP: usage(stdout); exit(0);
 		case OPT_VERSION: printf("fairgate %s (protocol 1)\n", FG_VERSION); exit(0);
@@ -202,9 +223,11 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 static void print_settings(const struct fg_settings *s)
 {
 	char ep[32], d1[32], d2[32], d3[32];
-	printf("io: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\n"
+	char d4[32];
+	printf("io: %s\nworkers: %u\nallotmentPeriod: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\n"
 	       "queueWaitLimit: %s\nbackendTimeout: %s\nshutdownGrace: %s\nretryAfterMillis: %u\nmaxRequests: %u\nbackends:\n",
-	       s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s->listen, ep, sizeof(ep)),
+	       s->io == FG_IO_DPDK ? "dpdk" : "socket", s->workers, fg_duration_format(s->allotment_period_ns, d4, sizeof(d4)),
+	       fg_endpoint_format(&s->listen, ep, sizeof(ep)),
 	       s->control_socket, s->seat_limit,
 	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
 	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
@@ -230,7 +253,9 @@ static void print_levels(const struct fg_fc_config *fc)
 	printf("\n");
 }
 
-/* The worker loop: runs until a signal, then drains within the grace period. */
+/* The worker loop: runs until a signal, then drains within the grace period.
+ * With several workers, a worker past its drain keeps taking what the others
+ * hand over (and answers it shutting-down) until all are past theirs. */
 static void run_worker(struct fg_worker *w, const struct fg_settings *s)
 {
 	uint64_t drain_deadline = 0;
@@ -238,16 +263,17 @@ static void run_worker(struct fg_worker *w, const struct fg_settings *s)
 		rcu_quiescent_state();
 		const struct fg_config *cfg = rcu_dereference(published_config);
 		uint64_t now = fg_now_ns();
-		if (stop_signal && !shutting_down) {
+		if (stop_signal && !w->draining) {
 			shutting_down = 1;
 			drain_deadline = now + (uint64_t)s->shutdown_grace_ns;
 			fg_worker_drain(w, cfg, now);
 		}
 		unsigned n = fg_worker_poll(w, cfg, now);
-		FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
-		if (shutting_down && (w->executing.count == 0 || now >= drain_deadline)) {
+		if (w->id == 0) /* the pool is shared: one worker reports it */
+			FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
+		if (w->draining && (w->executing.count == 0 || now >= drain_deadline)) {
 			fg_worker_abort_executing(w, cfg, now);
-			return;
+			break;
 		}
 		if (n == 0 && w->io.ops->wait) {
 			uint64_t next = fg_worker_next_deadline(w);
@@ -259,6 +285,52 @@ static void run_worker(struct fg_worker *w, const struct fg_settings *s)
 			rcu_thread_online();
 		}
 	}
+	if (n_workers == 1)
+		return;
+	__atomic_add_fetch(&workers_done, 1, __ATOMIC_ACQ_REL);
+	/* Nothing is pushed after a worker counts itself done (it stops
+	 * receiving), so one last pass after everyone is done empties the rings. */
+	for (int last = 0;;) {
+		rcu_quiescent_state();
+		const struct fg_config *cfg = rcu_dereference(published_config);
+		fg_worker_poll_handoffs(w, cfg, fg_now_ns());
+		if (last)
+			break;
+		last = __atomic_load_n(&workers_done, __ATOMIC_ACQUIRE) == n_workers;
+	}
+}
+
+/* A worker lcore other than the main one. */
+static int worker_lcore_main(void *arg)
+{
+	struct fg_worker *w = arg;
+	rcu_register_thread();
+	run_worker(w, worker_settings);
+	rcu_unregister_thread();
+	return 0;
+}
+
+/* The allotter: every allotment period, once all workers follow the newest
+ * configuration, re-split each level's seats (common/seatshare.h). */
+static void *allotter_main(void *arg)
+{
+	(void)arg;
+	rcu_register_thread();
+	while (!__atomic_load_n(&allotter_stop, __ATOMIC_ACQUIRE)) {
+		const struct fg_config *cfg = rcu_dereference(published_config);
+		uint64_t period = cfg->allotment_period_ns;
+		bool all = cfg->board != NULL;
+		for (unsigned i = 0; all && i < n_workers; i++)
+			all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) == cfg->generation;
+		if (all)
+			fg_board_allot(cfg->board);
+		rcu_thread_offline();
+		struct timespec ts = { (time_t)(period / FG_NS_PER_SEC), (long)(period % FG_NS_PER_SEC) };
+		nanosleep(&ts, NULL);
+		rcu_thread_online();
+	}
+	rcu_unregister_thread();
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -301,26 +373,40 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct fg_io io;
+	struct fg_io ios[FG_MAX_WORKER_CORES];
 	struct fg_sock_io *sio = NULL;
 	struct fg_dpdk_io *dio = NULL;
-	struct fg_worker *w = NULL;
 	struct fg_control *ctl = NULL;
+	struct fg_mesh mesh = { 0 };
+	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES];
+	pthread_t allotter;
+	bool allotter_running = false, lcores_launched = false;
 	char errbuf[256], ep[32];
 	int err = 0;
 	rc = 1;
+	n_workers = s.workers;
+	worker_settings = &s;
 	/* Waiting requests hold their datagram: one buffer per request slot. */
 	uint32_t n_buffers = s.max_requests + FG_RX_BURST * 4;
 	if (s.io == FG_IO_DPDK) {
 		argv[own_argc] = argv[0]; /* EAL wants a program name first */
-		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, errbuf, sizeof(errbuf));
+		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, n_workers, errbuf, sizeof(errbuf));
 		if (!dio) {
 			fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
 			fg_fc_config_free(fc);
 			fg_fc_set_free(objects);
 			return 1;
 		}
-		io = fg_dpdk_io_as_io(dio);
+		if (rte_lcore_count() < n_workers) {
+			fprintf(stderr, "fairgate: --workers %u needs %u DPDK lcores; EAL has %u (give e.g. -l 0-%u or "
+				"--lcores)\n", n_workers, n_workers, rte_lcore_count(), n_workers - 1);
+			fg_dpdk_io_free(dio);
+			fg_fc_config_free(fc);
+			fg_fc_set_free(objects);
+			return 2;
+		}
+		for (unsigned i = 0; i < n_workers; i++)
+			ios[i] = fg_dpdk_io_lane(dio, i);
 	} else {
 		sio = fg_sock_io_create(&s.listen, n_buffers, &err);
 		if (!sio) {
@@ -330,21 +416,29 @@ int main(int argc, char **argv)
 			fg_fc_set_free(objects);
 			return 1;
 		}
-		io = fg_sock_io_as_io(sio);
+		ios[0] = fg_sock_io_as_io(sio);
 	}
 
 	rcu_register_thread();
-	w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
-	if (!w || fg_worker_init(w, 0, io, s.max_requests)) {
-		fprintf(stderr, "fairgate: out of memory for %u request slots\n", s.max_requests);
+	workers = calloc(n_workers, sizeof(*workers));
+	if (!workers || (n_workers > 1 && fg_mesh_init(&mesh, n_workers, FG_HANDOFF_RING_SIZE))) {
+		fprintf(stderr, "fairgate: out of memory for %u workers\n", n_workers);
 		goto out;
 	}
 	fg_config_publish(&published_config, fg_settings_compile(&s, fc, 1));
-	if (!published_config || fg_worker_configure(w, published_config, fg_now_ns())) {
-		fprintf(stderr, "fairgate: out of memory for the queue set\n");
+	if (!published_config) {
+		fprintf(stderr, "fairgate: out of memory for the configuration\n");
 		goto out;
 	}
-	struct fg_worker_stats *stats[1] = { &w->stats };
+	for (unsigned i = 0; i < n_workers; i++) {
+		struct fg_worker *w = workers[i] = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
+		if (!w || fg_worker_init(w, i, ios[i], s.max_requests) || (n_workers > 1 && fg_worker_join(w, &mesh)) ||
+		    fg_worker_configure(w, published_config, fg_now_ns())) {
+			fprintf(stderr, "fairgate: out of memory for worker %u (%u request slots)\n", i, s.max_requests);
+			goto out;
+		}
+		stats[i] = &w->stats;
+	}
 	struct fg_settings *control_settings = malloc(sizeof(*control_settings));
 	if (!control_settings) {
 		fprintf(stderr, "fairgate: out of memory\n");
@@ -352,7 +446,7 @@ int main(int argc, char **argv)
 	}
 	*control_settings = s; /* the control thread's own copy, changed by apply */
 	struct fg_control_view view = {
-		.settings = control_settings, .config_ptr = &published_config, .worker_stats = stats, .n_workers = 1,
+		.settings = control_settings, .config_ptr = &published_config, .worker_stats = stats, .n_workers = n_workers,
 		.start_ns = fg_now_ns(), .shutting_down = &shutting_down, .objects = objects,
 	};
 	objects = NULL; /* the control thread owns the object set now */
@@ -363,26 +457,65 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		goto out;
 	}
-	fprintf(stderr, "fairgate %s: %s mode on %s, %u backend(s), seat limit %u, control socket %s\n",
+	if (n_workers > 1) {
+		if (pthread_create(&allotter, NULL, allotter_main, NULL)) {
+			fprintf(stderr, "fairgate: cannot start the allotter thread\n");
+			goto out;
+		}
+		allotter_running = true;
+	}
+	fprintf(stderr, "fairgate %s: %s mode on %s, %u worker(s), %u backend(s), seat limit %u, control socket %s\n",
 		FG_VERSION, s.io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s.listen, ep, sizeof(ep)),
-		s.n_backends, s.seat_limit, s.control_socket);
+		n_workers, s.n_backends, s.seat_limit, s.control_socket);
+	if (n_workers > 1 && dio && fg_dpdk_io_rx_queues(dio) < n_workers)
+		fprintf(stderr, "fairgate: the port has %u RX queue(s): worker 0 receives for all and hands requests over\n",
+			fg_dpdk_io_rx_queues(dio));
 
-	run_worker(w, &s);
+	/* Worker 0 on this (the main) lcore, the others on the next lcores. */
+	if (n_workers > 1) {
+		unsigned launched = 1, lcore;
+		RTE_LCORE_FOREACH_WORKER(lcore) {
+			if (launched >= n_workers)
+				break;
+			rte_eal_remote_launch(worker_lcore_main, workers[launched++], lcore);
+		}
+		lcores_launched = true;
+	}
+	run_worker(workers[0], &s);
+	if (lcores_launched)
+		rte_eal_mp_wait_lcore();
+	lcores_launched = false;
 
-	struct fg_worker_stats *st = &w->stats;
-	uint64_t rejected = 0;
-	for (int r = 0; r < FG_REJECT__COUNT; r++)
-		rejected += st->rejected[r];
+	uint64_t received = 0, responded = 0, rejected = 0, malformed = 0;
+	for (unsigned i = 0; i < n_workers; i++) {
+		const struct fg_worker_stats *st = &workers[i]->stats;
+		received += st->received;
+		responded += st->responded;
+		malformed += st->rx_malformed;
+		for (int r = 0; r < FG_REJECT__COUNT; r++)
+			rejected += st->rejected[r];
+	}
 	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
-		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)st->received,
-		(unsigned long long)st->responded, (unsigned long long)rejected, (unsigned long long)st->rx_malformed);
+		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)received,
+		(unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
 	rc = 0;
 out:
+	if (allotter_running) {
+		__atomic_store_n(&allotter_stop, 1, __ATOMIC_RELEASE);
+		rcu_thread_offline();
+		pthread_join(allotter, NULL);
+		rcu_thread_online();
+	}
 	fg_control_stop(ctl);
 	fg_fc_set_free(objects);
-	if (w && w->reqs.slots)
-		fg_worker_fini(w);
-	free(w);
+	if (mesh.rings)
+		fg_mesh_fini(&mesh, ios);
+	for (unsigned i = 0; workers && i < n_workers; i++) {
+		if (workers[i] && workers[i]->reqs.slots)
+			fg_worker_fini(workers[i]);
+		free(workers[i]);
+	}
+	free(workers);
 	fg_config_publish(&published_config, NULL);
 	rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
 	rcu_barrier();

@@ -775,6 +775,13 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	return n;
 }
 
+void fg_worker_poll_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	if (w->mesh)
+		take_handoffs(w, cfg, now);
+	flush(w);
+}
+
 void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	w->draining = true;

@@ -128,6 +128,10 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 void fg_worker_drain(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
+/* Shutdown with several workers, once this worker is done: take what the
+ * others still hand over (answered shutting-down) without receiving more. */
+void fg_worker_poll_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
+
 /* The next instant something expires, for an idle socket worker's sleep. */
 uint64_t fg_worker_next_deadline(const struct fg_worker *w);
 
