@@ -2,7 +2,7 @@
  * dataplane — `fairgate-bench dataplane`: the DPDK fast path measured in one
  * process.  A generator / backend emulator on the main lcore feeds ~200-byte
  * request frames for F flows into a ring-backed port (rte_eth_from_rings) and
- * answers every request that reaches a backend at once; the worker lcore runs
+ * answers every request that reaches a backend at once; the worker lcore(s) run
  *   1. forward-only: parse, rewrite the headers, send on (the physical limit
  *      of this harness), then
  *   2. the full fairgate path: the real worker (classification with the
@@ -11,6 +11,11 @@
  * and finally librte_sched, DPDK's QoS scheduler, does enqueue + dequeue on
  * the same frames on the main lcore (the peer).  Everything is bounded by
  * --duration; no packet leaves the process.
+ *
+ * --workers N: the port gets N RX and N TX rings; the generator spreads
+ * requests over the RX rings by flow (as RSS would) and a backend's answers
+ * always arrive on ring (backend % N), so some answers cross to their
+ * request's worker, as on a NIC.  The main lcore also runs the allotter.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,11 +49,13 @@
 #define DP_WINDOW 2048u            /* requests in flight */
 #define DP_BACKENDS 4u
 #define DP_RING_SIZE 4096u
+#define DP_MAX_WORKERS 8u
 
 static const uint8_t client_mac[6] = { 2, 0, 0, 0, 0, 0x32 };
 
 struct harness {
-	struct rte_ring *to_worker, *from_worker;
+	unsigned n_workers;
+	struct rte_ring *to_worker[DP_MAX_WORKERS], *from_worker[DP_MAX_WORKERS];
 	uint16_t port;
 	struct rte_mempool *gen_pool;
 	uint8_t fg_mac[6];
@@ -63,7 +70,9 @@ struct harness {
 	int full;                  /* 0: forward-only, 1: the fairgate worker */
 	struct fg_dpdk_io *io;
 	struct fg_config *cfg;
-	uint64_t busy_cycles, worker_requests;
+	struct fg_mesh mesh;
+	struct fg_worker *workers[DP_MAX_WORKERS];
+	uint64_t busy_cycles[DP_MAX_WORKERS];
 	/* generator side */
 	uint64_t completions, rejects;
 };
@@ -100,12 +109,12 @@ static void build_templates(struct harness *h)
 
 /* --- the worker lcore -------------------------------------------------- */
 
-static void forward_only(struct harness *h)
+static void forward_only(struct harness *h, unsigned lane)
 {
 	struct rte_mbuf *rx[DP_BURST], *tx[DP_BURST];
 	unsigned next_backend = 0;
 	while (!h->stop) {
-		uint16_t n = rte_eth_rx_burst(h->port, 0, rx, DP_BURST);
+		uint16_t n = rte_eth_rx_burst(h->port, (uint16_t)lane, rx, DP_BURST);
 		if (!n)
 			continue;
 		uint64_t t0 = rte_rdtsc();
@@ -126,45 +135,43 @@ static void forward_only(struct harness *h)
 			} else {
 				fg_net_build_udp(frame, h->fg_mac, client_mac, h->fg_ip, h->client_ip, h->fg_port, htons(10000),
 						 (uint16_t)f.payload_len, 0);
-				h->worker_requests++;
 			}
 			tx[nt++] = m;
 		}
-		uint16_t sent = rte_eth_tx_burst(h->port, 0, tx, (uint16_t)nt);
+		uint16_t sent = rte_eth_tx_burst(h->port, (uint16_t)lane, tx, (uint16_t)nt);
 		for (unsigned i = sent; i < nt; i++)
 			rte_pktmbuf_free(tx[i]);
-		h->busy_cycles += rte_rdtsc() - t0;
+		__atomic_store_n(&h->busy_cycles[lane], h->busy_cycles[lane] + rte_rdtsc() - t0, __ATOMIC_RELAXED);
 	}
 }
 
-static void fairgate_path(struct harness *h)
+/* Busy time: polls that received datagrams or took hand-offs. */
+static void fairgate_path(struct harness *h, unsigned lane)
 {
-	struct fg_worker *w = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
-	fg_worker_init(w, 0, fg_dpdk_io_as_io(h->io), 65536);
+	struct fg_worker *w = h->workers[lane];
 	rcu_register_thread();
-	fg_worker_configure(w, h->cfg, fg_now_ns());
 	while (!h->stop) {
 		rcu_quiescent_state();
-		uint64_t t0 = rte_rdtsc();
+		uint64_t t0 = rte_rdtsc(), before = w->stats.taken_over + w->stats.rx_datagrams;
 		unsigned n = fg_worker_poll(w, h->cfg, fg_now_ns());
-		if (n)
-			h->busy_cycles += rte_rdtsc() - t0;
+		if (n || w->stats.taken_over + w->stats.rx_datagrams != before)
+			__atomic_store_n(&h->busy_cycles[lane], h->busy_cycles[lane] + rte_rdtsc() - t0, __ATOMIC_RELAXED);
 	}
-	h->worker_requests = w->stats.responded;
-	fg_worker_drain(w, h->cfg, fg_now_ns());
-	fg_worker_abort_executing(w, h->cfg, fg_now_ns());
 	rcu_unregister_thread();
-	fg_worker_fini(w);
-	free(w);
 }
+
+struct lane_arg {
+	struct harness *h;
+	unsigned lane;
+};
 
 static int worker_main(void *arg)
 {
-	struct harness *h = arg;
-	if (h->full)
-		fairgate_path(h);
+	struct lane_arg *a = arg;
+	if (a->h->full)
+		fairgate_path(a->h, a->lane);
 	else
-		forward_only(h);
+		forward_only(a->h, a->lane);
 	return 0;
 }
 
@@ -175,23 +182,43 @@ struct phase {
 	uint64_t requests, rejects;
 };
 
+static uint64_t busy_sum(struct harness *h)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < h->n_workers; i++)
+		sum += __atomic_load_n(&h->busy_cycles[i], __ATOMIC_RELAXED);
+	return sum;
+}
+
 static struct phase run_phase(struct harness *h, int full, double seconds)
 {
 	struct phase ph = { 0 };
 	h->full = full;
 	h->stop = 0;
-	h->busy_cycles = h->worker_requests = h->completions = h->rejects = 0;
-	unsigned lcore = rte_get_next_lcore(-1, 1, 0);
-	rte_eal_remote_launch(worker_main, h, lcore);
+	memset(h->busy_cycles, 0, sizeof(h->busy_cycles));
+	h->completions = h->rejects = 0;
+	struct lane_arg args[DP_MAX_WORKERS];
+	unsigned lcore = (unsigned)-1;
+	for (unsigned i = 0; i < h->n_workers; i++) {
+		lcore = rte_get_next_lcore(lcore, 1, 0);
+		args[i] = (struct lane_arg){ h, i };
+		rte_eal_remote_launch(worker_main, &args[i], lcore);
+	}
+	uint64_t next_allot = 0;
 	uint64_t inflight = 0, next_flow = 0;
 	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), end = start + (uint64_t)(seconds * (double)hz);
-	uint64_t warm = start + hz / 2, counted_from = 0, base_completions = 0, base_busy = 0, base_requests = 0;
+	uint64_t warm = start + hz / 2, counted_from = 0, base_completions = 0, base_busy = 0;
 	struct rte_mbuf *pkts[DP_BURST], *back[DP_BURST];
+	unsigned back_ring[DP_BURST];
 	for (uint64_t now = start; now < end; now = rte_rdtsc()) {
 		if (!counted_from && now >= warm) { /* ignore the first half second */
 			counted_from = now;
 			base_completions = h->completions;
-			base_busy = __atomic_load_n(&h->busy_cycles, __ATOMIC_RELAXED);
+			base_busy = busy_sum(h);
+		}
+		if (full && h->cfg->board && now >= next_allot) { /* the allotter, every millisecond */
+			fg_board_allot(h->cfg->board);
+			next_allot = now + hz / 1000;
 		}
 		unsigned want = inflight + DP_BURST <= DP_WINDOW ? DP_BURST : 0;
 		if (want && rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, want) == 0) {
@@ -199,12 +226,26 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 				uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->template_len);
 				memcpy(d, h->templates + (size_t)(next_flow++ % h->flows) * DP_FRAME_LEN, h->template_len);
 			}
-			unsigned q = rte_ring_enqueue_burst(h->to_worker, (void **)pkts, want, NULL);
-			for (unsigned i = q; i < want; i++)
-				rte_pktmbuf_free(pkts[i]);
+			/* RSS: a flow's requests always reach the same RX ring. */
+			unsigned q = 0;
+			if (h->n_workers == 1) {
+				q = rte_ring_enqueue_burst(h->to_worker[0], (void **)pkts, want, NULL);
+				for (unsigned i = q; i < want; i++)
+					rte_pktmbuf_free(pkts[i]);
+			} else {
+				for (unsigned i = 0; i < want; i++) {
+					unsigned ring = (unsigned)((next_flow - want + i) % h->flows % h->n_workers);
+					if (rte_ring_enqueue(h->to_worker[ring], pkts[i]) == 0)
+						q++;
+					else
+						rte_pktmbuf_free(pkts[i]);
+				}
+			}
 			inflight += q;
 		}
-		unsigned n = rte_ring_dequeue_burst(h->from_worker, (void **)pkts, DP_BURST, NULL), nb = 0;
+		unsigned n = 0, nb = 0;
+		for (unsigned r = 0; r < h->n_workers && n < DP_BURST; r++)
+			n += rte_ring_dequeue_burst(h->from_worker[r], (void **)pkts + n, DP_BURST - n, NULL);
 		for (unsigned i = 0; i < n; i++) {
 			struct rte_mbuf *m = pkts[i];
 			uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
@@ -222,6 +263,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 				msg[3] = FG_MSG_RESPONSE;
 				fg_net_build_udp(frame, h->backend_mac[b], h->fg_mac, h->backend_ip[b], h->fg_ip, f.dst_port,
 						 f.src_port, (uint16_t)f.payload_len, 0);
+				back_ring[nb] = b % h->n_workers; /* RSS on the backend's address */
 				back[nb++] = m;
 			} else {
 				h->completions++;
@@ -230,32 +272,31 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 				rte_pktmbuf_free(m);
 			}
 		}
-		if (nb) {
-			unsigned q = rte_ring_enqueue_burst(h->to_worker, (void **)back, nb, NULL);
-			for (unsigned i = q; i < nb; i++) { /* cannot happen with these ring sizes; stay exact */
+		for (unsigned i = 0; i < nb; i++)
+			if (rte_ring_enqueue(h->to_worker[back_ring[i]], back[i])) { /* cannot happen with these sizes; stay exact */
 				rte_pktmbuf_free(back[i]);
 				inflight--;
 			}
-		}
 	}
 	uint64_t stop_at = rte_rdtsc();
 	uint64_t done = h->completions - base_completions;
-	uint64_t busy = __atomic_load_n(&h->busy_cycles, __ATOMIC_RELAXED) - base_busy;
+	uint64_t busy = busy_sum(h) - base_busy;
 	h->stop = 1;
-	rte_eal_wait_lcore(lcore);
+	rte_eal_mp_wait_lcore();
 	/* Drain what is still in the rings. */
 	struct rte_mbuf *m;
-	while (rte_ring_dequeue(h->from_worker, (void **)&m) == 0)
-		rte_pktmbuf_free(m);
-	while (rte_ring_dequeue(h->to_worker, (void **)&m) == 0)
-		rte_pktmbuf_free(m);
+	for (unsigned r = 0; r < h->n_workers; r++) {
+		while (rte_ring_dequeue(h->from_worker[r], (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+		while (rte_ring_dequeue(h->to_worker[r], (void **)&m) == 0)
+			rte_pktmbuf_free(m);
+	}
 	double span = (double)(stop_at - counted_from) / (double)hz;
 	ph.requests = done;
 	ph.rejects = h->rejects;
 	ph.requests_per_sec = (double)done / span;
 	ph.cycles_per_request = done ? (double)busy / (double)done : 0;
-	ph.worker_busy_share = (double)busy / (double)(stop_at - counted_from);
-	(void)base_requests;
+	ph.worker_busy_share = (double)busy / (double)(stop_at - counted_from) / h->n_workers;
 	return ph;
 }
 
@@ -356,17 +397,32 @@ static struct fg_config *full_config(struct harness *h)
 		s.backends[b].static_mac = true;
 	}
 	s.n_backends = DP_BACKENDS;
+	s.workers = h->n_workers;
 	struct fg_fc_set *set = fg_fc_set_bootstrap();
 	struct fg_errors e = { .len = 0 };
 	struct fg_fc_config *fc = fg_fc_compile(set, s.seat_limit, &e);
 	fg_fc_set_free(set);
 	struct fg_config *c = fg_settings_compile(&s, fc, 1);
 	char err[256];
-	h->io = fg_dpdk_io_attach(h->port, &s, s.max_requests, 1, err, sizeof(err));
+	h->io = c ? fg_dpdk_io_attach(h->port, &s, s.max_requests, h->n_workers, err, sizeof(err)) : NULL;
 	if (!h->io) {
-		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
+		fprintf(stderr, "fairgate-bench dataplane: %s\n", c ? err : "out of memory");
 		fg_config_free(c);
 		return NULL;
+	}
+	if (h->n_workers > 1 && fg_mesh_init(&h->mesh, h->n_workers, FG_HANDOFF_RING_SIZE)) {
+		fprintf(stderr, "fairgate-bench dataplane: out of memory for the hand-off rings\n");
+		fg_config_free(c);
+		return NULL;
+	}
+	for (unsigned i = 0; i < h->n_workers; i++) {
+		struct fg_worker *w = h->workers[i] = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
+		if (!w || fg_worker_init(w, i, fg_dpdk_io_lane(h->io, i), s.max_requests) ||
+		    (h->n_workers > 1 && fg_worker_join(w, &h->mesh)) || fg_worker_configure(w, c, fg_now_ns())) {
+			fprintf(stderr, "fairgate-bench dataplane: out of memory for worker %u\n", i);
+			fg_config_free(c);
+			return NULL;
+		}
 	}
 	return c;
 }
@@ -392,24 +448,31 @@ int fg_bench_dataplane(int argc, char **argv)
 		default: return 2;
 		}
 	}
-	if (workers != 1) {
-		fprintf(stderr, "fairgate-bench dataplane: this build runs one worker lcore (multi-core ownership "
-				"is not implemented yet)\n");
+	if (workers < 1 || workers > DP_MAX_WORKERS) {
+		fprintf(stderr, "fairgate-bench dataplane: --workers 1..%u\n", DP_MAX_WORKERS);
 		return 2;
 	}
 	if (flows == 0 || flows > 1000000 || duration < 1 || duration > 600) {
 		fprintf(stderr, "fairgate-bench dataplane: --flows 1..1000000, --duration 1s..10m\n");
 		return 2;
 	}
-	char prefix[64];
+	/* Lcores: the generator alone on CPU 0, the workers over the other
+	 * CPUs; with more workers than those, workers share CPUs (said in the
+	 * output). */
+	char prefix[64], lcores[128];
 	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
-	char *eal[] = { "fairgate-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", prefix, "-l", "0-1",
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int off = snprintf(lcores, sizeof(lcores), "0@0");
+	for (unsigned i = 1; i <= workers; i++)
+		off += snprintf(lcores + off, sizeof(lcores) - (size_t)off, ",%u@%ld", i,
+				cpus > 1 ? 1 + (long)(i - 1) % (cpus - 1) : 0); /* the generator keeps CPU 0 */
+	char *eal[] = { "fairgate-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", prefix, "--lcores", lcores,
 			"--log-level=lib.eal:warning", NULL };
-	if (rte_eal_init(10, eal) < 0 || rte_lcore_count() < 2) {
-		fprintf(stderr, "fairgate-bench dataplane: EAL needs 2 lcores (main + 1 worker)\n");
+	if (rte_eal_init(10, eal) < 0 || rte_lcore_count() < workers + 1) {
+		fprintf(stderr, "fairgate-bench dataplane: EAL needs %u lcores (main + %u worker(s))\n", workers + 1, workers);
 		return 1;
 	}
-	struct harness h = { .flows = flows, .fg_port = htons(7400) };
+	struct harness h = { .flows = flows, .fg_port = htons(7400), .n_workers = workers };
 	h.fg_ip = htonl(0xc0000201);      /* 192.0.2.1: TEST-NET, never on a wire here */
 	h.client_ip = htonl(0xc0000232);  /* 192.0.2.50 */
 	for (unsigned b = 0; b < DP_BACKENDS; b++) {
@@ -417,10 +480,17 @@ int fg_bench_dataplane(int argc, char **argv)
 		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(0x64 + b) };
 		memcpy(h.backend_mac[b], mac, 6);
 	}
-	h.to_worker = rte_ring_create("fg_to_worker", DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
-	h.from_worker = rte_ring_create("fg_from_worker", DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	bool rings_ok = true;
+	for (unsigned i = 0; i < workers; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "fg_to_worker%u", i);
+		h.to_worker[i] = rte_ring_create(name, DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "fg_from_worker%u", i);
+		h.from_worker[i] = rte_ring_create(name, DP_RING_SIZE, rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+		rings_ok &= h.to_worker[i] && h.from_worker[i];
+	}
 	h.gen_pool = rte_pktmbuf_pool_create("fg_gen", 16384, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
-	int port = h.to_worker && h.from_worker ? rte_eth_from_rings("fgring", &h.to_worker, 1, &h.from_worker, 1, rte_socket_id()) : -1;
+	int port = rings_ok ? rte_eth_from_rings("fgring", h.to_worker, workers, h.from_worker, workers, rte_socket_id()) : -1;
 	if (port < 0 || !h.gen_pool) {
 		fprintf(stderr, "fairgate-bench dataplane: cannot create the ring port or pools\n");
 		return 1;
@@ -437,20 +507,31 @@ int fg_bench_dataplane(int argc, char **argv)
 	struct phase full = run_phase(&h, 1, duration);
 	double sched = rte_sched_cycles(&h, 200000);
 	double hz = (double)rte_get_tsc_hz();
+	uint64_t handed = 0, forwarded = 0;
+	for (unsigned i = 0; i < workers; i++) {
+		handed += h.workers[i]->stats.handed_off;
+		forwarded += h.workers[i]->stats.answers_forwarded;
+	}
 	if (json) {
-		printf("{\"flows\": %u, \"workers\": 1, \"frameBytes\": %u, \"tscHz\": %.0f,\n"
+		printf("{\"flows\": %u, \"workers\": %u, \"cpus\": %ld, \"frameBytes\": %u, \"tscHz\": %.0f,\n"
+		       " \"handed_off\": %llu, \"answers_forwarded\": %llu,\n"
 		       " \"requests_per_sec\": %.0f, \"cycles_per_request\": %.1f, \"rejected\": %llu,\n"
 		       " \"forward_only_requests_per_sec\": %.0f, \"forward_only_cycles_per_request\": %.1f,\n"
 		       " \"rte_sched_cycles_per_packet\": %.1f,\n"
 		       " \"ratio_requests_per_sec_to_forward_only\": %.3f, \"ratio_cycles_to_rte_sched\": %.3f,\n"
 		       " \"worker_busy_share_full\": %.3f, \"worker_busy_share_forward\": %.3f,\n"
 		       " \"worker_core_capacity_requests_per_sec\": %.0f}\n",
-		       flows, h.template_len, hz, full.requests_per_sec, full.cycles_per_request,
+		       flows, workers, cpus, h.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
+		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
 		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request);
 	} else {
-		printf("flows %u, %u-byte frames, 1 worker lcore, TSC %.2f GHz\n", flows, h.template_len, hz / 1e9);
+		printf("flows %u, %u-byte frames, %u worker lcore(s) + the generator on %ld CPU(s)%s, TSC %.2f GHz\n", flows,
+		       h.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
+		if (workers > 1)
+			printf("hand-offs: %llu requests to their queue's owner, %llu answers to their request's worker\n",
+			       (unsigned long long)handed, (unsigned long long)forwarded);
 		printf("forward-only:   %10.0f requests/s  %8.1f cycles/request (worker busy %.0f%%)\n",
 		       fwd.requests_per_sec, fwd.cycles_per_request, fwd.worker_busy_share * 100);
 		printf("fairgate path:  %10.0f requests/s  %8.1f cycles/request (worker busy %.0f%%), %llu rejected\n",
@@ -460,6 +541,19 @@ int fg_bench_dataplane(int argc, char **argv)
 		printf("ratios: requests/s full / forward-only = %.3f; cycles/request full / rte_sched = %.3f\n",
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched);
 		printf("one worker core's capacity at this cost: %.0f requests/s\n", hz / full.cycles_per_request);
+	}
+	struct fg_io ios[DP_MAX_WORKERS];
+	for (unsigned i = 0; i < workers; i++) {
+		struct fg_worker *w = h.workers[i];
+		ios[i] = w->io;
+		fg_worker_drain(w, h.cfg, fg_now_ns());
+		fg_worker_abort_executing(w, h.cfg, fg_now_ns());
+	}
+	if (h.mesh.rings)
+		fg_mesh_fini(&h.mesh, ios);
+	for (unsigned i = 0; i < workers; i++) {
+		fg_worker_fini(h.workers[i]);
+		free(h.workers[i]);
 	}
 	fg_dpdk_io_free(h.io);
 	fg_config_free(h.cfg);

@@ -295,12 +295,13 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 			 info.driver_name, info.max_tx_queues, n_lanes);
 		goto err;
 	}
-	/* One RX queue per worker where the device spreads flows over queues
-	 * (RSS, or a tap's per-queue flows); otherwise worker 0 receives all
-	 * and hands requests to their queues' owners. */
+	/* One RX queue per worker where the device spreads flows over queues:
+	 * RSS, a tap (the kernel picks a queue per flow) or a ring port (whoever
+	 * fills the rings spreads them); otherwise worker 0 receives all and
+	 * hands requests to their queues' owners. */
 	uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
-	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && (rss || !strcmp(info.driver_name, "net_tap"))
-		? n_lanes : 1;
+	bool spreads = rss || !strcmp(info.driver_name, "net_tap") || !strcmp(info.driver_name, "net_ring");
+	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && spreads ? n_lanes : 1;
 	for (unsigned i = 0; i < n_lanes; i++)
 		d->lanes[i] = (struct fg_dpdk_lane){ .d = d, .rxq = (uint16_t)i, .txq = (uint16_t)i, .has_rx = i < d->n_rxq };
 	/* Held packets + RX/TX descriptors + TX batches + per-lane caches. */
