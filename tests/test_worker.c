@@ -710,6 +710,7 @@ static void mesh_respond(struct mesh_rig *r, int backend, uint64_t dispatch_id)
 	fake_inject(&r->io, buf, (size_t)n, r->backend[backend]);
 }
 
+/* Sum a uint64_t counter over the workers. */
 static uint64_t mesh_sum(struct mesh_rig *r, size_t offset)
 {
 	uint64_t sum = 0;
@@ -717,7 +718,18 @@ static uint64_t mesh_sum(struct mesh_rig *r, size_t offset)
 		sum += *(const uint64_t *)((const char *)&r->w[i].stats + offset);
 	return sum;
 }
-#define MESH_SUM(r, field) mesh_sum(r, offsetof(struct fg_worker_stats, field))
+/* A 64-bit counter only: a narrower field makes the array size negative. */
+#define MESH_SUM(r, field) \
+	((void)sizeof(char[sizeof(((struct fg_worker_stats *)0)->field) == 8 ? 1 : -1]), \
+	 mesh_sum(r, offsetof(struct fg_worker_stats, field)))
+
+static uint32_t mesh_waiting(struct mesh_rig *r)
+{
+	uint32_t sum = 0;
+	for (unsigned i = 0; i < r->n; i++)
+		sum += r->w[i].stats.waiting;
+	return sum;
+}
 
 static uint32_t mesh_seats_in_use(struct mesh_rig *r)
 {
@@ -876,7 +888,7 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 	/* Drain: answer everything; nothing is lost. */
 	for (unsigned i = 0; i < r.n; i++)
 		r.follows[i] = r.n_cfgs - 1;
-	for (int round = 0; round < 2000 && (n_exec || mesh_seats_in_use(&r) || MESH_SUM(&r, waiting)); round++) {
+	for (int round = 0; round < 2000 && (n_exec || mesh_seats_in_use(&r) || mesh_waiting(&r)); round++) {
 		while (n_exec) {
 			n_exec--;
 			mesh_respond(&r, exec_backend[n_exec], executing[n_exec]);
