@@ -106,6 +106,8 @@ static void check_restart_only(const struct fg_settings *cur, const struct fg_se
 		fg_errors_add(errs, "FairgateSettings: spec.controlSocket", "cannot change while fairgate runs (restart it)");
 	if (cur->max_requests != next->max_requests)
 		fg_errors_add(errs, "FairgateSettings: spec.maxRequests", "cannot change while fairgate runs (restart it)");
+	if (cur->workers != next->workers) /* lcores, port queues and the board's layout follow it */
+		fg_errors_add(errs, "FairgateSettings: spec.workers", "cannot change while fairgate runs (restart it)");
 	if (cur->shutdown_grace_ns != next->shutdown_grace_ns)
 		fg_errors_add(errs, "FairgateSettings: spec.shutdownGrace", "cannot change while fairgate runs (restart it)");
 	bool same = cur->n_backends == next->n_backends;

@@ -108,6 +108,47 @@ TEST(cross_field_validation)
 	CHECK(strstr(e.text, "spec.backends[0]: must differ from spec.listen"));
 }
 
+TEST(workers_and_allotment_period)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	CHECK_EQ(s.workers, 1);
+	CHECK_EQ(s.allotment_period_ns, 1000000);
+	struct fg_errors e;
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"io\":\"dpdk\",\"workers\":4,\"allotmentPeriod\":\"250us\"}}", &e), 0);
+	CHECK_EQ(s.workers, 4);
+	CHECK_EQ(s.allotment_period_ns, 250000);
+	e = (struct fg_errors){ .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), 0);
+
+	/* Out of range, wrong types, below the floor: all reported, nothing changed. */
+	struct fg_settings before = s;
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"workers\":0,\"allotmentPeriod\":\"10us\"}}", &e), -EINVAL);
+	CHECK_EQ(e.count, 2);
+	CHECK(strstr(e.text, "spec.workers: must be in [1, 64], got 0"));
+	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at least 100000ns"));
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"workers\":\"two\",\"allotmentPeriod\":5}}", &e), -EINVAL);
+	CHECK_EQ(e.count, 2);
+	CHECK(strstr(e.text, "spec.workers: must be an integer"));
+	CHECK(strstr(e.text, "spec.allotmentPeriod: must be a duration"));
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"workers\":65}}", &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.workers: must be in [1, 64], got 65"));
+	CHECK(!memcmp(&s, &before, sizeof(s)));
+
+	/* Cross-field: a period above 100ms; several workers in socket mode. */
+	s.allotment_period_ns = 200000000;
+	s.io = FG_IO_SOCKET;
+	e = (struct fg_errors){ .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK_EQ(e.count, 2);
+	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at most 100ms"));
+	CHECK(strstr(e.text, "spec.workers: more than one worker needs io: dpdk (socket mode runs one worker), got 4"));
+}
+
 TEST(backend_specs)
 {
 	struct fg_settings s;

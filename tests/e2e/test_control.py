@@ -123,6 +123,15 @@ with open(f.name, "w") as g:
 p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
 t.check(p.returncode == 1 and "spec.listen: cannot change while fairgate runs" in p.stderr
         and d.status()["serverConcurrencyLimit"] == 9, "a restart-only setting is refused and nothing changes")
+with open(f.name, "w") as g:
+    g.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {io: dpdk, workers: 2}\n")
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
+t.check(p.returncode == 1 and "spec.workers: cannot change while fairgate runs" in p.stderr
+        and len(d.status()["workers"]) == 1, "the worker count is restart-only")
+with open(f.name, "w") as g:
+    g.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {allotmentPeriod: 5ms}\n")
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
+t.check(p.returncode == 0, f"the allotment period is reloadable ({p.stderr.strip()})")
 os.unlink(f.name)
 rc, _ = d.stop()
 t.check(rc == 0 and not os.path.exists(d.sock), "clean exit removes the control socket")
@@ -137,6 +146,20 @@ p = run("--version")
 t.check(p.returncode == 0 and "fairgate 0.1.0" in p.stdout, "--version")
 p = run("--seat-limit", "0")
 t.check(p.returncode == 2 and "invalid value for --seat-limit" in p.stderr, "bad flag value: exit 2")
+for flag, value in (("--workers", "0"), ("--workers", "lots"), ("--workers", "65"),
+                    ("--allotment-period", "10us"), ("--allotment-period", "soon")):
+    p = run(flag, value)
+    t.check(p.returncode == 2 and f"invalid value for {flag}" in p.stderr, f"{flag} {value}: exit 2 with the flag named")
+p = run("--workers", "2")
+t.check(p.returncode == 2 and "spec.workers: more than one worker needs io: dpdk" in p.stderr,
+        "several workers in socket mode: refused with the reason")
+p = run("--io", "dpdk", "--workers", "2", "--allotment-period", "200ms")
+t.check(p.returncode == 2 and "spec.allotmentPeriod: must be at most 100ms" in p.stderr, "allotment period above 100ms: refused")
+p = run("--io", "dpdk", "--workers", "2", "--listen", "192.0.2.2:7400", "--control-socket", d.sock + ".x", "--",
+        "--no-huge", "-m", "512", "--no-pci", "--no-shconf", f"--file-prefix=fgctl{os.getpid()}", "-l", "0",
+        "--vdev=net_null0", "--log-level=lib.eal:warning")
+t.check(p.returncode == 2 and "--workers 2 needs 2 DPDK lcores; EAL has 1" in p.stderr,
+        "more workers than EAL lcores: refused with the fix named")
 p = run("--listen", "localhost")
 t.check(p.returncode == 2 and "--listen" in p.stderr, "bad listen address: exit 2")
 with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
