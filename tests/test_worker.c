@@ -89,7 +89,8 @@ static void rig_fini(struct rig *r)
 	fake_fini(&r->io);
 }
 
-static void send_request(struct rig *r, int client, uint64_t id, const char *user, uint16_t seats)
+/* A REQUEST from `from` (payload "body"), as a client sends it. */
+static void inject_request(struct fake_io *io, struct fg_endpoint from, uint64_t id, const char *user, uint16_t seats)
 {
 	struct fg_msg m;
 	uint8_t buf[512];
@@ -100,7 +101,24 @@ static void send_request(struct rig *r, int client, uint64_t id, const char *use
 	m.payload = (const uint8_t *)"body";
 	m.payload_len = 4;
 	int n = fg_proto_encode(buf, sizeof(buf), &m);
-	fake_inject(&r->io, buf, (size_t)n, r->client[client]);
+	fake_inject(io, buf, (size_t)n, from);
+}
+
+/* A backend's RESPONSE to a dispatch id. */
+static void inject_response(struct fake_io *io, struct fg_endpoint from, uint64_t dispatch_id, const char *body)
+{
+	struct fg_msg m;
+	uint8_t buf[256];
+	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch_id);
+	m.payload = (const uint8_t *)body;
+	m.payload_len = strlen(body);
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(io, buf, (size_t)n, from);
+}
+
+static void send_request(struct rig *r, int client, uint64_t id, const char *user, uint16_t seats)
+{
+	inject_request(&r->io, r->client[client], id, user, seats);
 }
 
 static void step(struct rig *r) { fg_worker_poll(&r->w, &r->cfg, r->now); }
@@ -118,13 +136,7 @@ static int next_sent(struct rig *r, struct fg_msg *m, struct fg_endpoint *to)
 
 static void respond_from(struct rig *r, int backend, uint64_t dispatch_id, const char *body)
 {
-	struct fg_msg m;
-	uint8_t buf[256];
-	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch_id);
-	m.payload = (const uint8_t *)body;
-	m.payload_len = strlen(body);
-	int n = fg_proto_encode(buf, sizeof(buf), &m);
-	fake_inject(&r->io, buf, (size_t)n, r->backend[backend]);
+	inject_response(&r->io, r->backend[backend], dispatch_id, body);
 }
 
 static void check_invariant(struct rig *r)
@@ -691,23 +703,25 @@ static void mesh_step(struct mesh_rig *r, unsigned i) { fg_worker_poll(&r->w[i],
 
 static void mesh_send(struct mesh_rig *r, uint64_t id, const char *user, uint16_t seats)
 {
-	struct fg_msg m;
-	uint8_t buf[512];
-	fg_msg_init(&m, FG_MSG_REQUEST, id);
-	m.user = fg_str_of(user);
-	m.verb = fg_str_of("get");
-	m.hdr.seats = seats;
-	int n = fg_proto_encode(buf, sizeof(buf), &m);
-	fake_inject(&r->io, buf, (size_t)n, r->client[id % 4]);
+	inject_request(&r->io, r->client[id % 4], id, user, seats);
 }
 
 static void mesh_respond(struct mesh_rig *r, int backend, uint64_t dispatch_id)
 {
-	struct fg_msg m;
-	uint8_t buf[128];
-	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch_id);
-	int n = fg_proto_encode(buf, sizeof(buf), &m);
-	fake_inject(&r->io, buf, (size_t)n, r->backend[backend]);
+	inject_response(&r->io, r->backend[backend], dispatch_id, "ok");
+}
+
+/* Note every request the workers sent to a backend, to answer it later. */
+static void mesh_collect(struct mesh_rig *r, uint64_t *ids, uint8_t *backends, unsigned *n, unsigned cap)
+{
+	while (r->seen < r->io.n_sent) {
+		struct fake_sent *s = &r->io.sent[r->seen++];
+		struct fg_msg m;
+		if (fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK && m.hdr.type == FG_MSG_REQUEST && *n < cap) {
+			backends[*n] = !fg_endpoint_same_addr(&s->to, &r->backend[0]);
+			ids[(*n)++] = m.hdr.request_id;
+		}
+	}
 }
 
 /* Sum a uint64_t counter over the workers. */
@@ -860,15 +874,7 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 			r.follows[(unsigned)rand_r(&rng) % r.n] = r.n_cfgs - 1;
 		}
 		r.now += MS / 10;
-		/* Collect what went to backends. */
-		while (r.seen < r.io.n_sent) {
-			struct fake_sent *s = &r.io.sent[r.seen++];
-			struct fg_msg m;
-			if (fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK && m.hdr.type == FG_MSG_REQUEST && n_exec < 8192) {
-				exec_backend[n_exec] = !fg_endpoint_same_addr(&s->to, &r.backend[0]);
-				executing[n_exec++] = m.hdr.request_id;
-			}
-		}
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
 		uint32_t after = mesh_seats_in_use(&r), allowed = 0;
 		for (unsigned i = 0; i < r.n; i++) {
 			uint32_t limit = r.cfgs[r.follows[i]]->seat_limit;
@@ -897,14 +903,7 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 			mesh_step(&r, i);
 		fg_board_allot(r.cfgs[r.n_cfgs - 1]->board);
 		r.now += MS;
-		while (r.seen < r.io.n_sent) {
-			struct fake_sent *s = &r.io.sent[r.seen++];
-			struct fg_msg m;
-			if (fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK && m.hdr.type == FG_MSG_REQUEST && n_exec < 8192) {
-				exec_backend[n_exec] = !fg_endpoint_same_addr(&s->to, &r.backend[0]);
-				executing[n_exec++] = m.hdr.request_id;
-			}
-		}
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
 	}
 	uint64_t rejected = 0;
 	for (int k = 0; k < FG_REJECT__COUNT; k++)
