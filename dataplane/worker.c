@@ -134,6 +134,14 @@ static void retire_idle_levels(struct fg_worker *w)
 
 /* --- several workers: the board -------------------------------------- */
 
+static inline void store_load(const struct fg_level_board *lb, unsigned n_workers, uint32_t queue,
+			      const struct fg_qs_queue *q)
+{
+	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
+	FG_STAT_SET(ld->work, q->waiting_work);
+	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
+}
+
 /* One queue's load, and the level's seats in use here, for the other workers
  * and the allotter (relaxed stores: single writer). */
 static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
@@ -142,12 +150,8 @@ static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
 	if (!w->board || !rt->live)
 		return;
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
-	if (queue < lb->n_queues) { /* not a queue that drains after a shrink */
-		const struct fg_qs_queue *q = &rt->qs.queues[queue];
-		struct fg_queue_load *ld = fg_board_load(lb, w->board->n_workers, queue);
-		FG_STAT_SET(ld->work, q->waiting_work);
-		FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
-	}
+	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
+		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
 	if (lb->limit)
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 }
@@ -168,11 +172,8 @@ static void join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_
 		FG_STAT_SET(lb->shares[w->id].applied, start);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 	}
-	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n) {
-		struct fg_queue_load *ld = fg_board_load(lb, n, q);
-		FG_STAT_SET(ld->work, rt->qs.queues[q].waiting_work);
-		FG_STAT_SET(ld->demand, rt->qs.queues[q].seats_waiting + rt->qs.queues[q].seats_executing);
-	}
+	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
+		store_load(lb, n, q, &rt->qs.queues[q]);
 }
 
 /* Apply the seat grants the allotter made since the last poll. */
