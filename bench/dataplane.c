@@ -118,6 +118,7 @@ static void forward_only(struct harness *h, unsigned lane)
 		if (!n)
 			continue;
 		uint64_t t0 = rte_rdtsc();
+		fg_dpdk_prefetch_burst(rx, n); /* as the real worker does */
 		unsigned nt = 0;
 		for (uint16_t i = 0; i < n; i++) {
 			struct rte_mbuf *m = rx[i];

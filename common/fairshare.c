@@ -4,16 +4,24 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int init(struct fg_fairshare *f, uint32_t size, bool sums)
 {
+	memset(f, 0, sizeof(*f));
 	if (size == 0)
 		return -EINVAL;
-	f->count = calloc((size_t)size + 1, sizeof(*f->count));
-	f->sum = sums ? calloc((size_t)size + 1, sizeof(*f->sum)) : NULL;
-	if (!f->count || (sums && !f->sum)) {
-		free(f->count);
-		free(f->sum);
+	bool ok;
+	if (sums) {
+		f->count = calloc((size_t)size + 1, sizeof(*f->count));
+		f->sum = calloc((size_t)size + 1, sizeof(*f->sum));
+		ok = f->count && f->sum;
+	} else {
+		f->hist = calloc((size_t)size + 1, sizeof(*f->hist));
+		ok = f->hist && fg_hbitmap_init(&f->present, size + 1) == 0;
+	}
+	if (!ok) {
+		fg_fairshare_fini(f);
 		return -ENOMEM;
 	}
 	f->size = size;
@@ -32,7 +40,11 @@ void fg_fairshare_fini(struct fg_fairshare *f)
 {
 	free(f->count);
 	free(f->sum);
+	free(f->hist);
+	if (f->present.depth)
+		fg_hbitmap_fini(&f->present);
 	f->count = f->sum = NULL;
+	f->hist = NULL;
 }
 
 static void add(struct fg_fairshare *f, uint64_t d, int64_t sign)
@@ -43,14 +55,17 @@ static void add(struct fg_fairshare *f, uint64_t d, int64_t sign)
 		d = f->size;
 	f->n += (uint64_t)sign;
 	f->total += (uint64_t)(sign * (int64_t)d);
-	if (f->sum) {
-		for (uint64_t i = d; i <= f->size; i += i & (~i + 1)) {
-			f->count[i] += sign;
-			f->sum[i] += sign * (int64_t)d;
-		}
-	} else {
-		for (uint64_t i = d; i <= f->size; i += i & (~i + 1))
-			f->count[i] += sign;
+	if (f->hist) {
+		f->hist[d] += (uint32_t)sign;
+		if (sign > 0 && f->hist[d] == 1)
+			fg_hbitmap_set(&f->present, (uint32_t)d);
+		else if (sign < 0 && f->hist[d] == 0)
+			fg_hbitmap_clear(&f->present, (uint32_t)d);
+		return;
+	}
+	for (uint64_t i = d; i <= f->size; i += i & (~i + 1)) {
+		f->count[i] += sign;
+		f->sum[i] += sign * (int64_t)d;
 	}
 }
 
@@ -71,6 +86,8 @@ uint64_t fg_fairshare_max(const struct fg_fairshare *f)
 {
 	if (f->n == 0)
 		return 0;
+	if (f->hist)
+		return fg_hbitmap_max(&f->present);
 	uint64_t pos = 0, acc = 0;
 	for (uint64_t step = f->step0; step; step >>= 1)
 		if (pos + step <= f->size && acc + (uint64_t)f->count[pos + step] < f->n) {

@@ -15,19 +15,25 @@
 
 #include <stdint.h>
 
+#include "hbitmap.h"
+
 #define FG_FAIRSHARE_FRAC_BITS 32
 
 struct fg_fairshare {
 	uint32_t size;    /* largest demand value tracked */
 	uint32_t step0;   /* largest power of two <= size */
-	int64_t *count;   /* Fenwick tree, index 1..size */
-	int64_t *sum;     /* NULL for a counts-only tree */
+	int64_t *count;   /* Fenwick tree, index 1..size (NULL when counts-only) */
+	int64_t *sum;     /* Fenwick tree, index 1..size (NULL when counts-only) */
+	/* Counts-only: queues per demand value and the set of values present —
+	 * O(1) updates, where the trees take O(log size). */
+	uint32_t *hist;
+	struct fg_hbitmap present;
 	uint64_t n;       /* queues with demand > 0 */
 	uint64_t total;   /* sum of demands */
 };
 
 int fg_fairshare_init(struct fg_fairshare *f, uint32_t size);
-/* Counts only: total and max, no water level (half the updates). */
+/* Counts only: total and max, no water level; updates in O(1). */
 int fg_fairshare_init_counts(struct fg_fairshare *f, uint32_t size);
 void fg_fairshare_fini(struct fg_fairshare *f);
 

@@ -12,6 +12,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_prefetch.h>
 
 #include "clock.h"
 #include "defs.h"
@@ -94,6 +95,18 @@ static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
 		send_arp(l, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
 }
 
+void fg_dpdk_prefetch_burst(struct rte_mbuf *const *ms, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		rte_prefetch0(ms[i]);
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *data = rte_pktmbuf_mtod(ms[i], const uint8_t *);
+		unsigned len = ms[i]->data_len < FG_DPDK_PREFETCH_BYTES ? ms[i]->data_len : FG_DPDK_PREFETCH_BYTES;
+		for (unsigned off = 0; off < len; off += RTE_CACHE_LINE_SIZE)
+			rte_prefetch0(data + off);
+	}
+}
+
 static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 {
 	struct fg_dpdk_lane *l = ctx;
@@ -104,6 +117,7 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 	if (max > FG_RX_BURST)
 		max = FG_RX_BURST;
 	unsigned n = rte_eth_rx_burst(d->port, l->rxq, ms, (uint16_t)max), out = 0;
+	fg_dpdk_prefetch_burst(ms, n);
 	for (unsigned i = 0; i < n; i++) {
 		struct rte_mbuf *m = ms[i];
 		struct fg_net_frame f;

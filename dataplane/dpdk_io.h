@@ -34,4 +34,12 @@ struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
 struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);
 
+/* Start loading a received burst (each mbuf's header, then the first
+ * FG_DPDK_PREFETCH_BYTES of its frame) so that the cache misses of a burst
+ * overlap instead of stalling packet by packet: frames arrive written by
+ * another core or the NIC, never in this core's cache. */
+#define FG_DPDK_PREFETCH_BYTES 256u
+struct rte_mbuf;
+void fg_dpdk_prefetch_burst(struct rte_mbuf *const *ms, unsigned n);
+
 #endif
