@@ -93,7 +93,7 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 	return FG_PROTO_OK;
 }
 
-enum fg_proto_err fg_proto_decode(const uint8_t *buf, size_t len, struct fg_msg *m)
+enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct fg_msg *m)
 {
 	memset(m, 0, offsetof(struct fg_msg, groups));
 	m->n_groups = 0;
@@ -126,12 +126,20 @@ enum fg_proto_err fg_proto_decode(const uint8_t *buf, size_t len, struct fg_msg 
 	h->retry_after_ms = rd32(buf + OFF_RETRY);
 	if (h->type == FG_MSG_REJECT && (h->reason == FG_REJECT_NONE || h->reason >= FG_REJECT__COUNT))
 		return FG_PROTO_EREASON;
-	enum fg_proto_err err = decode_attrs(buf + FG_PROTO_HDR_LEN, h->hdr_len - FG_PROTO_HDR_LEN, m);
-	if (err)
-		return err;
 	m->payload = buf + h->hdr_len;
 	m->payload_len = len - h->hdr_len;
 	return FG_PROTO_OK;
+}
+
+enum fg_proto_err fg_proto_decode_attrs(const uint8_t *buf, struct fg_msg *m)
+{
+	return decode_attrs(buf + FG_PROTO_HDR_LEN, m->hdr.hdr_len - FG_PROTO_HDR_LEN, m);
+}
+
+enum fg_proto_err fg_proto_decode(const uint8_t *buf, size_t len, struct fg_msg *m)
+{
+	enum fg_proto_err err = fg_proto_decode_header(buf, len, m);
+	return err ? err : fg_proto_decode_attrs(buf, m);
 }
 
 int fg_proto_peek_id(const uint8_t *buf, size_t len, uint64_t *id)

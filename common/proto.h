@@ -112,6 +112,12 @@ struct fg_msg {
 /* Decode buf[0..len).  On error *msg is partially filled and must not be used. */
 enum fg_proto_err fg_proto_decode(const uint8_t *buf, size_t len, struct fg_msg *msg);
 
+/* The same in two steps, for a relay that reads the attributes of requests
+ * only: the fixed header (and payload bounds), then the attribute area of a
+ * message whose header decoded. */
+enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct fg_msg *msg);
+enum fg_proto_err fg_proto_decode_attrs(const uint8_t *buf, struct fg_msg *msg);
+
 /*
  * Read only the request id, for answering a datagram that failed to decode
  * with REJECT invalid.  Returns 0 when magic and id are readable, -EINVAL

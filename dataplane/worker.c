@@ -656,7 +656,10 @@ void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct f
 {
 	struct fg_msg m;
 	FG_STAT_ADD(w->stats.rx_datagrams, 1);
-	enum fg_proto_err err = fg_proto_decode(pkt->data, pkt->len, &m);
+	/* Only requests are classified: an answer is relayed on its header. */
+	enum fg_proto_err err = fg_proto_decode_header(pkt->data, pkt->len, &m);
+	if (likely(!err) && m.hdr.type == FG_MSG_REQUEST)
+		err = fg_proto_decode_attrs(pkt->data, &m);
 	if (unlikely(err)) {
 		FG_STAT_ADD(w->stats.rx_malformed, 1);
 		FG_STAT_ADD(w->stats.malformed_by_err[err], 1);

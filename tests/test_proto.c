@@ -182,6 +182,33 @@ TEST(attribute_errors)
 	CHECK_EQ(fg_proto_decode(buf, with_attrs(buf, longv, sizeof(longv) - 1), &d), FG_PROTO_OK);
 }
 
+/* The two-step decode: the header alone takes what the attribute check
+ * refuses (a relay reads answers' headers only); both steps together are
+ * fg_proto_decode. */
+TEST(header_then_attributes)
+{
+	uint8_t buf[4096];
+	struct fg_msg d;
+	const uint8_t nul[] = { 0, 1, 0, 3, 'a', 0, 'b' };
+	size_t len = with_attrs(buf, nul, sizeof(nul));
+	CHECK_EQ(fg_proto_decode_header(buf, len, &d), FG_PROTO_OK);
+	CHECK_EQ(d.hdr.hdr_len, FG_PROTO_HDR_LEN + sizeof(nul));
+	CHECK(d.payload == buf + d.hdr.hdr_len);
+	CHECK(!d.user.ptr);
+	CHECK_EQ(fg_proto_decode_attrs(buf, &d), FG_PROTO_ENUL);
+	int n = encode_full(buf, sizeof(buf));
+	CHECK(n > 0);
+	CHECK_EQ(fg_proto_decode_header(buf, (size_t)n, &d), FG_PROTO_OK);
+	CHECK_EQ(fg_proto_decode_attrs(buf, &d), FG_PROTO_OK);
+	CHECK(str_is(d.user, "system:serviceaccount:kube-system:job"));
+	CHECK_EQ(d.n_groups, 2);
+	CHECK_EQ(d.payload_len, 5);
+	/* Header errors come from the first step. */
+	buf[0] ^= 0xff;
+	CHECK_EQ(fg_proto_decode_header(buf, (size_t)n, &d), FG_PROTO_EMAGIC);
+	CHECK_EQ(fg_proto_decode_header(buf, FG_PROTO_HDR_LEN - 1, &d), FG_PROTO_ETOO_SHORT);
+}
+
 TEST(group_and_attribute_count_limits)
 {
 	uint8_t attrs[4096], buf[8192];

@@ -178,6 +178,48 @@ TEST(request_dispatched_and_response_relayed)
 	rig_fini(&r);
 }
 
+/* Answers are relayed on their header: attributes a client would refuse
+ * (here a NUL in a user value) are the backend's business and pass as they
+ * came; a request with the same attributes is refused as invalid. */
+TEST(answer_attributes_are_relayed_unread)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	send_request(&r, 0, 7, "alice", 0);
+	step(&r);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	CHECK(next_sent(&r, &m, &to));
+	uint64_t dispatch_id = m.hdr.request_id;
+	uint8_t buf[128];
+	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch_id);
+	m.user = (struct fg_str){ "a\0b", 3 };
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	CHECK(n > 0);
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	step(&r);
+	CHECK_EQ(r.io.n_sent, r.seen + 1);
+	struct fake_sent *out = &r.io.sent[r.seen++];
+	CHECK(fg_endpoint_same_addr(&out->to, &r.client[0]));
+	CHECK_EQ(out->len, (size_t)n);
+	CHECK_EQ(fg_proto_get_request_id(out->data), 7);
+	CHECK(!memcmp(out->data + 16, buf + 16, (size_t)n - 16)); /* all but magic..id unchanged */
+	CHECK_EQ(r.w.stats.responded, 1);
+	CHECK_EQ(r.w.stats.rx_malformed, 0);
+	/* The same attributes in a request: REJECT invalid to its client. */
+	fg_msg_init(&m, FG_MSG_REQUEST, 8);
+	m.user = (struct fg_str){ "a\0b", 3 };
+	n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r.io, buf, (size_t)n, r.client[0]);
+	step(&r);
+	CHECK(next_sent(&r, &m, &to));
+	CHECK_EQ(m.hdr.type, FG_MSG_REJECT);
+	CHECK_EQ(m.hdr.reason, FG_REJECT_INVALID);
+	CHECK_EQ(r.w.stats.rx_malformed, 1);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
 TEST(fair_order_between_flows)
 {
 	/* One seat; "a" queues four requests before "b" sends one.  A FIFO would
