@@ -6,13 +6,13 @@
 
 #define FLOW_OTHER 0u
 #define FLOW_MASK (FG_FLOW_TABLE_SIZE - 1)
-#define FG_FLOW_MAX_PROBES 32u
+#define FG_FLOW_MAX_PROBES 16u
 
 void fg_stats_init(struct fg_worker_stats *s)
 {
 	memset(s, 0, sizeof(*s));
 	strcpy(s->flows[FLOW_OTHER].name, "(other)");
-	s->flows[FLOW_OTHER].hash = 1; /* never matched: real hashes start probing at 1 */
+	s->flows[FLOW_OTHER].hash = s->flow_keys[FLOW_OTHER] = 1; /* never matched: real hashes are >= 2 */
 }
 
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
@@ -23,15 +23,15 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level,
 	uint32_t i = (uint32_t)hash & FLOW_MASK;
 	/* Bounded probing: a full table costs O(1), and later flows share "(other)". */
 	for (uint32_t probes = 0; probes < FG_FLOW_MAX_PROBES; probes++, i = (i + 1) & FLOW_MASK) {
-		if (i == FLOW_OTHER)
-			continue;
-		struct fg_flow_stats *f = &s->flows[i];
-		if (f->hash == hash) {
+		uint64_t key = s->flow_keys[i];
+		if (key == hash) {
+			struct fg_flow_stats *f = &s->flows[i];
 			if (f->level != level) /* its schema moved to another level */
 				__atomic_store_n(&f->level, level, __ATOMIC_RELAXED);
 			return i;
 		}
-		if (f->hash == 0) {
+		if (key == 0) {
+			struct fg_flow_stats *f = &s->flows[i];
 			if (s->flows_used >= FG_FLOW_TABLE_SIZE / 4 * 3)
 				break;
 			FG_STAT_ADD(s->flows_used, 1);
@@ -40,6 +40,7 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level,
 			else
 				snprintf(f->name, sizeof(f->name), "%s", schema);
 			f->level = level;
+			s->flow_keys[i] = hash;
 			__atomic_store_n(&f->hash, hash, __ATOMIC_RELEASE);
 			return i;
 		}

@@ -61,6 +61,9 @@ struct fg_worker_stats {
 	uint32_t flows_used;                   /* entries taken in flows[] */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
 	struct fg_flow_stats flows[FG_FLOW_TABLE_SIZE];
+	/* The owner's probe keys: flows[i].hash, packed so that a lookup reads
+	 * one or two cache lines instead of one entry per probe. */
+	uint64_t flow_keys[FG_FLOW_TABLE_SIZE];
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 };
 
