@@ -36,6 +36,7 @@ struct level {
 	struct fg_dealer dealer;
 	uint64_t enqueues;
 	uint64_t limit_violations;     /* instants where the workers together exceeded the limit */
+	double credit[FG_SEATSHARE_MAX_WORKERS]; /* the allotter's memory (fg_seatshare_round) */
 };
 
 struct window_stats {
@@ -589,16 +590,14 @@ static int place(struct level *l, int workers, uint64_t hash, int client, uint32
 	return (int)(best % (uint32_t)workers);
 }
 
-/* Per-worker allotments with the daemon's own arithmetic (common/seatshare.h):
- * targets from the global max-min over every queue's demand, grants that
- * grow only into free seats.  The simulated workers acknowledge at once, so
- * a shrink frees its seats for the next period, as in the daemon. */
+/* Per-worker allotments with the daemon's own arithmetic
+ * (fg_seatshare_round): the simulated workers acknowledge at once, so a
+ * shrink frees its seats for the next period, as in the daemon. */
 static void allot(struct fg_sim *s, struct level *l)
 {
 	unsigned W = (unsigned)s->workers;
-	uint32_t C = l->cfg.concurrency_limit, n_queues = 0;
-	uint32_t target[FG_SEATSHARE_MAX_WORKERS], reserved[FG_SEATSHARE_MAX_WORKERS], grant[FG_SEATSHARE_MAX_WORKERS];
-	bool pending[FG_SEATSHARE_MAX_WORKERS] = { false };
+	uint32_t n_queues = 0;
+	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL;
 	if (l->cfg.mode == FG_QS_QUEUE) {
 		n_queues = l->qs[0].n_alloc;
@@ -610,16 +609,15 @@ static void allot(struct fg_sim *s, struct level *l)
 			demand[q] = qq->seats_waiting + qq->seats_executing;
 		}
 	}
-	fg_seatshare_targets(C, W, demand, n_queues, target);
-	free(demand);
 	for (unsigned w = 0; w < W; w++) {
 		uint32_t applied = l->qs[w].cfg.concurrency_limit, used = l->qs[w].seats_in_use;
-		reserved[w] = applied > used ? applied : used;
-		grant[w] = applied;
+		v[w] = (struct fg_seatshare_view){ .used = used, .reserved = applied > used ? applied : used,
+						   .head = fg_qs_next_seats(&l->qs[w]), .grant = applied };
 	}
-	fg_seatshare_grants(C, W, target, reserved, pending, grant);
+	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, n_queues, v, l->credit);
+	free(demand);
 	for (unsigned w = 0; w < W; w++)
-		fg_qs_set_limit(&l->qs[w], grant[w], (uint64_t)s->now);
+		fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
 }
 
 static void after_refusal(struct fg_sim *s, int ci, int th)

@@ -183,6 +183,16 @@ static inline bool fg_qs_fits(const struct fg_queueset *qs, uint32_t seats)
 	return qs->seats_in_use + seats <= qs->cfg.concurrency_limit;
 }
 
+/* Seats the request this queue set would dispatch next needs (0: nothing
+ * waits): what a worker tells the allotter its next seats must fit. */
+static inline uint32_t fg_qs_next_seats(const struct fg_queueset *qs)
+{
+	if (!qs->n_waiting || !qs->queues)
+		return 0;
+	uint32_t qi = fg_skiplist_first(&qs->order);
+	return qi == FG_SKIP_NIL ? 0 : qs->queues[qi].head->seats;
+}
+
 /* The flow's hand (for explain and tests); cards must hold hand_size entries. */
 void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards);
 

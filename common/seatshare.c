@@ -23,7 +23,8 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		l->per_owner = (fl->queues + n_workers - 1) / n_workers;
 		l->shares = aligned_alloc(64, sizeof(*l->shares) * n_workers);
 		l->loads = calloc(l->per_owner ? (size_t)l->per_owner * n_workers : 1, sizeof(*l->loads));
-		if (!l->shares || !l->loads) {
+		l->credit = calloc(n_workers, sizeof(*l->credit));
+		if (!l->shares || !l->loads || !l->credit) {
 			fg_board_free(b);
 			return NULL;
 		}
@@ -41,6 +42,7 @@ void fg_board_free(struct fg_board *b)
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		free(b->levels[i].shares);
 		free(b->levels[i].loads);
+		free(b->levels[i].credit);
 	}
 	free(b);
 }
@@ -51,15 +53,11 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void fg_seatshare_targets(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
-			  uint32_t *target)
+/* Per-worker max-min shares of the limit (each queue's demand capped at it). */
+static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues, double *share)
 {
-	double share[FG_SEATSHARE_MAX_WORKERS] = { 0 };
-	if (n_queues == 0) {
-		for (unsigned w = 0; w < n_workers; w++)
-			target[w] = fg_seatshare_static(limit, n_workers, w);
-		return;
-	}
+	for (unsigned w = 0; w < n_workers; w++)
+		share[w] = 0;
 	/* The water level: everyone under it gets their demand, the rest get it. */
 	uint64_t total = 0;
 	for (uint32_t q = 0; q < n_queues; q++)
@@ -89,7 +87,12 @@ void fg_seatshare_targets(uint32_t limit, unsigned n_workers, const uint32_t *de
 		double d = demand[q] < limit ? demand[q] : limit;
 		share[q % n_workers] += d < level ? d : level;
 	}
-	/* Whole seats adding up to at most C: floors, then the largest remainders. */
+}
+
+/* Whole seats adding up to at most C: floors, then the largest remainders
+ * (stable from round to round while the shares are). */
+static void round_shares(uint32_t limit, unsigned n_workers, const double *share, uint32_t *target)
+{
 	uint64_t sum = 0;
 	for (unsigned w = 0; w < n_workers; w++)
 		sum += target[w] = (uint32_t)share[w];
@@ -105,26 +108,116 @@ void fg_seatshare_targets(uint32_t limit, unsigned n_workers, const uint32_t *de
 	}
 }
 
-void fg_seatshare_grants(uint32_t limit, unsigned n_workers, const uint32_t *target, const uint32_t *reserved,
-			 const bool *pending, uint32_t *grant)
+/*
+ * Whole seats cannot be split, so a worker whose share is not a multiple of
+ * its head's width holds seats it cannot use (share 3 and 2-seat requests:
+ * one idles).  A worker whose next request needs several seats, does not fit
+ * its target and is owed at least that many (credit >= width) gets the
+ * seats it lacks from workers owed clearly less (credit lower by more than
+ * that width), the most over-served first: most owed first, each at most
+ * once a round.  The gap keeps seats from moving back and forth; narrow heads
+ * are left to the rounding (moving a seat idles it for a period, which costs
+ * narrow requests more than the rounding does).
+ */
+static void fit_heads(unsigned n_workers, const struct fg_seatshare_view *v, const double *credit, uint32_t *target)
+{
+	bool done[FG_SEATSHARE_MAX_WORKERS] = { false };
+	for (;;) {
+		int best = -1;
+		for (unsigned w = 0; w < n_workers; w++)
+			if (!done[w] && v[w].head > 1 && target[w] < v[w].used + v[w].head && credit[w] >= v[w].head &&
+			    (best < 0 || credit[w] > credit[best]))
+				best = (int)w;
+		if (best < 0)
+			return;
+		done[best] = true;
+		double below = credit[best] - v[best].head;
+		uint32_t need = v[best].used + v[best].head - target[best], can = 0;
+		for (unsigned d = 0; d < n_workers; d++)
+			if (credit[d] < below)
+				can += target[d];
+		if (can < need)
+			continue; /* not this round */
+		target[best] += need;
+		while (need) {
+			int donor = -1;
+			for (unsigned d = 0; d < n_workers; d++)
+				if (target[d] && credit[d] < below && (donor < 0 || credit[d] < credit[donor]))
+					donor = (int)d;
+			uint32_t take = target[donor] < need ? target[donor] : need;
+			target[donor] -= take;
+			need -= take;
+		}
+	}
+}
+
+/* Whole-seat targets from the shares: the largest-remainder rounding, then
+ * wide heads fitted by credit (see fit_heads). */
+static void targets_of(uint32_t limit, unsigned n_workers, const double *share, const struct fg_seatshare_view *v,
+		       double *credit, uint32_t *target)
+{
+	/* Credits stay within the limit's seats: no windup. */
+	double bound = limit;
+	for (unsigned w = 0; w < n_workers; w++)
+		if (v[w].head > bound)
+			bound = v[w].head;
+	/* Relative to the other waiting workers: seats that idle (a head that
+	 * fits nowhere) leave everyone short, and that is nobody's due. */
+	double mean = 0;
+	unsigned waiting = 0;
+	for (unsigned w = 0; w < n_workers; w++)
+		if (v[w].head) {
+			mean += share[w] - (double)v[w].used;
+			waiting++;
+		}
+	mean = waiting ? mean / waiting : 0;
+	for (unsigned w = 0; w < n_workers; w++) {
+		if (v[w].head) {
+			double c = credit[w] + (share[w] - (double)v[w].used - mean) / FG_SEATSHARE_CREDIT_ROUNDS;
+			credit[w] = c > bound ? bound : c < -bound ? -bound : c;
+		} else {
+			credit[w] = 0; /* nothing waits: nothing is owed, nothing banked */
+		}
+	}
+	round_shares(limit, n_workers, share, target);
+	fit_heads(n_workers, v, credit, target);
+}
+
+/* Grow only out of the free seats; a shrink stops dispatching above it. */
+static void grants_of(uint32_t limit, unsigned n_workers, const uint32_t *target, struct fg_seatshare_view *v)
 {
 	uint64_t held = 0;
 	for (unsigned w = 0; w < n_workers; w++)
-		held += reserved[w];
+		held += v[w].reserved;
 	uint64_t free_seats = limit > held ? limit - held : 0;
 	for (unsigned w = 0; w < n_workers; w++) {
-		if (pending[w])
+		if (v[w].pending)
 			continue;
-		if (target[w] <= reserved[w]) {
-			grant[w] = target[w]; /* a shrink: stop dispatching above it */
+		if (target[w] <= v[w].reserved) {
+			v[w].grant = target[w];
 			continue;
 		}
-		uint64_t extra = target[w] - reserved[w];
+		uint64_t extra = target[w] - v[w].reserved;
 		if (extra > free_seats)
 			extra = free_seats;
 		free_seats -= extra;
-		grant[w] = reserved[w] + (uint32_t)extra;
+		v[w].grant = v[w].reserved + (uint32_t)extra;
 	}
+}
+
+void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
+			struct fg_seatshare_view *v, double *credit)
+{
+	uint32_t target[FG_SEATSHARE_MAX_WORKERS];
+	if (n_queues == 0) {
+		for (unsigned w = 0; w < n_workers; w++)
+			target[w] = fg_seatshare_static(limit, n_workers, w);
+	} else {
+		double share[FG_SEATSHARE_MAX_WORKERS];
+		shares_of(limit, n_workers, demand, n_queues, share);
+		targets_of(limit, n_workers, share, v, credit, target);
+	}
+	grants_of(limit, n_workers, target, v);
 }
 
 static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -132,8 +225,7 @@ static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, _
 unsigned fg_board_allot(struct fg_board *b)
 {
 	unsigned W = b->n_workers, changed = 0;
-	uint32_t target[FG_SEATSHARE_MAX_WORKERS], reserved[FG_SEATSHARE_MAX_WORKERS], grant[FG_SEATSHARE_MAX_WORKERS];
-	bool pending[FG_SEATSHARE_MAX_WORKERS];
+	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL;
 	uint32_t demand_cap = 0;
 	for (uint32_t i = 0; i < b->n_levels; i++) {
@@ -145,12 +237,14 @@ unsigned fg_board_allot(struct fg_board *b)
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
 			uint32_t seq = load_u32(&s->grant_seq);
-			pending[w] = __atomic_load_n(&s->acked_seq, __ATOMIC_ACQUIRE) != seq;
-			uint32_t applied = load_u32(&s->applied), used = load_u32(&s->used);
-			reserved[w] = applied > used ? applied : used;
-			if (pending[w] && s->grant > reserved[w])
-				reserved[w] = s->grant;
-			grant[w] = s->grant;
+			v[w].pending = __atomic_load_n(&s->acked_seq, __ATOMIC_ACQUIRE) != seq;
+			uint32_t applied = load_u32(&s->applied);
+			v[w].used = load_u32(&s->used);
+			v[w].head = load_u32(&s->head);
+			v[w].reserved = applied > v[w].used ? applied : v[w].used;
+			if (v[w].pending && s->grant > v[w].reserved)
+				v[w].reserved = s->grant;
+			v[w].grant = s->grant;
 		}
 		if (l->n_queues > demand_cap) {
 			uint32_t *nd = realloc(demand, sizeof(*demand) * l->n_queues);
@@ -161,13 +255,12 @@ unsigned fg_board_allot(struct fg_board *b)
 		}
 		for (uint32_t q = 0; q < l->n_queues; q++)
 			demand[q] = load_u32(&fg_board_load(l, W, q)->demand);
-		fg_seatshare_targets(l->limit, W, demand, l->n_queues, target);
-		fg_seatshare_grants(l->limit, W, target, reserved, pending, grant);
+		fg_seatshare_round(l->limit, W, demand, l->n_queues, v, l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
-			if (pending[w] || grant[w] == load_u32(&s->applied))
+			if (v[w].pending || v[w].grant == load_u32(&s->applied))
 				continue;
-			__atomic_store_n(&s->grant, grant[w], __ATOMIC_RELAXED);
+			__atomic_store_n(&s->grant, v[w].grant, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->grant_seq, s->grant_seq + 1, __ATOMIC_RELEASE);
 			changed++;
 		}

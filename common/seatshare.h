@@ -38,12 +38,16 @@
 #include <stdint.h>
 
 #define FG_SEATSHARE_MAX_WORKERS 64u
+/* Rounds over which a steady shortfall of one seat builds one seat of
+ * credit: slow enough that targets do not flap from round to round. */
+#define FG_SEATSHARE_CREDIT_ROUNDS 64.0
 
 /* One worker's part of one level: one cache line. */
 struct fg_seat_share {
 	uint32_t grant_seq, grant;     /* control thread: grant, then grant_seq (release) */
 	uint32_t acked_seq, applied;   /* worker: applied, then acked_seq (release) */
 	uint32_t used;                 /* worker: seats held at this worker */
+	uint32_t head;                 /* worker: seats its next waiting request needs (0: none) */
 } __attribute__((aligned(64)));
 
 /* One queue's load as its owner publishes it. */
@@ -59,6 +63,7 @@ struct fg_level_board {
 	uint32_t per_owner;            /* queue slots per worker: ceil(n_queues / W) */
 	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
 	struct fg_seat_share *shares;  /* [W] */
+	double *credit;                /* [W], the allotter's only (fg_seatshare_round) */
 };
 
 struct fg_board {
@@ -84,22 +89,34 @@ static inline uint32_t fg_seatshare_static(uint32_t limit, unsigned n_workers, u
 	return limit / n_workers + (worker < limit % n_workers);
 }
 
-/*
- * Per-worker targets: the max-min water level of C over the queues' demands
- * (each capped at C), summed per owner, rounded to whole seats by largest
- * remainder so they add up to at most C.  With no queues: the even split.
- */
-void fg_seatshare_targets(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
-			  uint32_t *target);
+/* What the allotter knows of one worker's part of a level in one round. */
+struct fg_seatshare_view {
+	uint32_t used;       /* seats held at the worker */
+	uint32_t reserved;   /* max(applied, used, a grant not yet acknowledged) */
+	uint32_t head;       /* seats its next waiting request needs; 0: nothing waits */
+	uint32_t grant;      /* in: the current grant; out: the new one */
+	bool pending;        /* its last grant is not acknowledged: left as it is */
+};
 
 /*
- * New grants from targets: shrink to the target at once (seats come back as
- * the worker drains), grow only out of the free seats, C - sum(reserved).
- * pending[w]: worker w has not acknowledged its last grant; it keeps it.
- * grant[w] is left unchanged for a pending worker.
+ * One round for one level (limit C, W workers, the demands of its queues,
+ * queue q owned by worker q % W):
+ *   - shares: the max-min water level of C over the queues' demands (each
+ *     capped at C), summed per owner — real numbers;
+ *   - credits: while a worker has requests waiting, credit += (share - used)
+ *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-C (no windup);
+ *     cleared when nothing waits (nothing is banked);
+ *   - targets: whole seats by largest remainder (stable while the shares
+ *     are); then a worker whose waiting head is wider than one seat and
+ *     does not fit gets the seats it lacks from workers owed less, once its
+ *     credit covers the head (seatshare.c, fit_heads);
+ *   - grants: shrink to the target at once, grow only out of the free seats
+ *     C - sum(reserved).
+ * With no queues (reject-type levels): the even split.  credit[W] is the
+ * allotter's memory of the level (zeroed for a new board).
  */
-void fg_seatshare_grants(uint32_t limit, unsigned n_workers, const uint32_t *target, const uint32_t *reserved,
-			 const bool *pending, uint32_t *grant);
+void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
+			struct fg_seatshare_view *v, double *credit);
 
 /*
  * One allotment round over a board (control thread): reads every worker's

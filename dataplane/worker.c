@@ -152,8 +152,10 @@ static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
 	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
 		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
-	if (lb->limit)
+	if (lb->limit) {
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
+		FG_STAT_SET(lb->shares[w->id].head, fg_qs_next_seats(&rt->qs));
+	}
 }
 
 /* Following a new configuration with several workers: the level starts at

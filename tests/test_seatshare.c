@@ -1,0 +1,118 @@
+/* Unit tests of the per-worker seat allotment rounds (common/seatshare.c). */
+#include <stdlib.h>
+
+#include "seatshare.h"
+#include "test.h"
+
+/* Views of workers that applied their last grant and hold `used` seats. */
+static void views(struct fg_seatshare_view *v, unsigned n, const uint32_t *used, const uint32_t *head,
+		  const uint32_t *applied)
+{
+	for (unsigned w = 0; w < n; w++)
+		v[w] = (struct fg_seatshare_view){ .used = used[w], .head = head[w], .grant = applied[w],
+						   .reserved = applied[w] > used[w] ? applied[w] : used[w] };
+}
+
+/* Whatever the state, a round never lets the seats held or granted add up
+ * past the limit (beyond what is already held after a decrease). */
+TEST(grants_stay_within_the_limit)
+{
+	unsigned seed = 3;
+	double credit[8] = { 0 };
+	for (int round = 0; round < 20000; round++) {
+		unsigned n = 2 + (unsigned)rand_r(&seed) % 7;
+		uint32_t limit = 1 + (uint32_t)rand_r(&seed) % 40, used[8], head[8], applied[8], demand[64];
+		uint64_t held = 0;
+		for (unsigned w = 0; w < n; w++) {
+			used[w] = (uint32_t)rand_r(&seed) % (limit / n + 2);
+			applied[w] = (uint32_t)rand_r(&seed) % (limit / n + 2);
+			head[w] = rand_r(&seed) % 3 ? 0 : 1 + (uint32_t)rand_r(&seed) % 4;
+			held += used[w] > applied[w] ? used[w] : applied[w];
+		}
+		uint32_t nq = 1 + (uint32_t)rand_r(&seed) % 64;
+		for (uint32_t q = 0; q < nq; q++)
+			demand[q] = (uint32_t)rand_r(&seed) % 10;
+		struct fg_seatshare_view v[8];
+		views(v, n, used, head, applied);
+		fg_seatshare_round(limit, n, demand, nq, v, credit);
+		uint64_t after = 0;
+		for (unsigned w = 0; w < n; w++) {
+			after += v[w].grant > v[w].reserved ? v[w].grant : v[w].reserved;
+			CHECK(credit[w] <= limit + 4 && credit[w] >= -(double)limit - 4);
+		}
+		if (after > (held > limit ? held : limit)) {
+			fprintf(stderr, "  round %d: %" PRIu64 " seats for a limit of %u\n", round, after, limit);
+			CHECK(0);
+			break;
+		}
+	}
+}
+
+/* Narrow requests and steady demands: the grants do not move. */
+TEST(steady_narrow_demand_keeps_its_grants)
+{
+	uint32_t demand[8] = { 9, 9, 9, 9, 9, 9, 9, 9 }, used[3] = { 0 }, head[3] = { 1, 1, 1 }, applied[3] = { 0 };
+	double credit[3] = { 0 };
+	uint32_t first[3] = { 0 };
+	for (int round = 0; round < 2000; round++) {
+		struct fg_seatshare_view v[3];
+		views(v, 3, used, head, applied);
+		fg_seatshare_round(10, 3, demand, 8, v, credit);
+		for (unsigned w = 0; w < 3; w++) {
+			applied[w] = used[w] = v[w].grant; /* the workers fill what they get */
+			if (round == 10)
+				first[w] = v[w].grant;
+			if (round > 10)
+				CHECK_EQ(v[w].grant, first[w]);
+		}
+	}
+	/* queues 0,3,6 / 1,4,7 / 2,5: 3.75, 3.75, 2.5 seats */
+	CHECK_EQ(first[0] + first[1] + first[2], 10);
+	CHECK(first[2] >= 2 && first[2] <= 3);
+}
+
+/* Two workers with a share of 3 seats each; one runs 1-seat requests, the
+ * other 2-seat ones.  By rounding alone the second holds 2 seats for ever
+ * (the third cannot fit a request); with credits the seats move in turn,
+ * and over time both hold 3 on average. */
+TEST(a_wide_head_gets_its_seats_in_turn)
+{
+	uint32_t demand[2] = { 13, 14 }, used[2] = { 3, 2 }, head[2] = { 1, 2 }, applied[2] = { 3, 3 };
+	double credit[2] = { 0 }, seat_rounds[2] = { 0 };
+	int rounds = 20000;
+	for (int round = 0; round < rounds; round++) {
+		struct fg_seatshare_view v[2];
+		views(v, 2, used, head, applied);
+		fg_seatshare_round(6, 2, demand, 2, v, credit);
+		for (unsigned w = 0; w < 2; w++) {
+			applied[w] = v[w].grant;
+			/* Requests end now and then; a worker over its grant does not
+			 * start another, one under it starts whole requests. */
+			if (round % 50 == (int)w * 25 && used[w] >= head[w])
+				used[w] -= head[w];
+			while (used[w] + head[w] <= applied[w])
+				used[w] += head[w];
+			seat_rounds[w] += used[w];
+		}
+		CHECK(used[0] + used[1] <= 6);
+	}
+	double avg0 = seat_rounds[0] / rounds, avg1 = seat_rounds[1] / rounds;
+	fprintf(stderr, "  average seats: narrow %.2f, wide %.2f\n", avg0, avg1);
+	CHECK(avg1 > 2.5); /* rounding alone: 2.0 */
+	CHECK(avg0 > 2.5);
+}
+
+/* Levels without queues (reject type) split evenly. */
+TEST(no_queues_split_evenly)
+{
+	struct fg_seatshare_view v[3];
+	uint32_t zero[3] = { 0 }, head[3] = { 0 };
+	double credit[3] = { 0 };
+	views(v, 3, zero, head, zero);
+	fg_seatshare_round(10, 3, NULL, 0, v, credit);
+	CHECK_EQ(v[0].grant, 4);
+	CHECK_EQ(v[1].grant, 3);
+	CHECK_EQ(v[2].grant, 3);
+}
+
+TEST_MAIN
