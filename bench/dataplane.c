@@ -217,7 +217,8 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 			base_completions = h->completions;
 			base_busy = busy_sum(h);
 		}
-		if (full && h->cfg->board && now >= next_allot) { /* the allotter, every millisecond */
+		/* The allotter: every millisecond, or when a worker signals. */
+		if (full && h->cfg->board && (now >= next_allot || fg_board_take_signal(h->cfg->board))) {
 			fg_board_allot(h->cfg->board);
 			next_allot = now + hz / 1000;
 		}

@@ -37,6 +37,7 @@ struct level {
 	uint64_t enqueues;
 	uint64_t limit_violations;     /* instants where the workers together exceeded the limit */
 	double credit[FG_SEATSHARE_MAX_WORKERS]; /* the allotter's memory (fg_seatshare_round) */
+	bool blocked[FG_SEATSHARE_MAX_WORKERS];  /* a worker's head did not fit its allotment */
 };
 
 struct window_stats {
@@ -70,7 +71,7 @@ struct sim_req {
 	uint32_t gen;
 };
 
-enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT };
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT };
 
 struct event {
 	int64_t t;
@@ -84,6 +85,7 @@ struct fg_sim {
 	int64_t scl, wait_ns, duration_ns;
 	int workers;
 	int64_t allot_ns;
+	bool signal_pending;           /* an early allotter round is scheduled */
 	struct fg_fc_config *fc;       /* the scenario's objects, compiled */
 	struct level *levels;
 	int n_levels;
@@ -559,9 +561,20 @@ static void start(struct fg_sim *s, uint32_t ri)
 static void dispatch(struct fg_sim *s, struct level *l)
 {
 	struct fg_qs_req *q;
-	for (int w = 0; w < s->workers; w++)
+	for (int w = 0; w < s->workers; w++) {
 		while ((q = fg_qs_dispatch_next(&l->qs[w], (uint64_t)s->now)))
 			start(s, (uint32_t)((struct sim_req *)q - s->reqs));
+		/* As a worker does: a head that newly does not fit its allotment
+		 * signals the allotter, which looks every FG_ALLOT_SIGNAL_POLL_NS. */
+		uint32_t head = s->workers > 1 ? fg_qs_next_seats(&l->qs[w]) : 0;
+		bool blocked = head && !fg_qs_fits(&l->qs[w], head);
+		if (blocked && !l->blocked[w] && !s->signal_pending) {
+			int64_t poll = (int64_t)FG_ALLOT_SIGNAL_POLL_NS;
+			push(s, (struct event){ .t = (s->now / poll + 1) * poll, .type = EV_SIGNALLED_ALLOT });
+			s->signal_pending = true;
+		}
+		l->blocked[w] = blocked;
+	}
 	uint64_t used = 0;
 	for (int w = 0; w < s->workers; w++)
 		used += l->qs[w].seats_in_use;
@@ -676,6 +689,12 @@ static void handle(struct fg_sim *s, const struct event *e)
 {
 	if (e->type == EV_ARRIVE) {
 		arrive(s, e);
+		return;
+	}
+	if (e->type == EV_SIGNALLED_ALLOT) {
+		s->signal_pending = false;
+		for (int l = 0; l < s->n_levels; l++)
+			allot(s, &s->levels[l]);
 		return;
 	}
 	if (e->type == EV_ALLOT) {

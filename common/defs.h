@@ -18,6 +18,7 @@
 #define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
 #define FG_DEFAULT_ALLOTMENT_PERIOD_NS 1000000ull /* 1 ms: seats re-split between workers */
 #define FG_MIN_ALLOTMENT_PERIOD_NS 100000ull  /* 100 us */
+#define FG_ALLOT_SIGNAL_POLL_NS 50000ull   /* the allotter looks for workers' demand signals this often */
 #define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
 #define FG_MAX_WORKER_CORES 64u
 #define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight from one worker to another */

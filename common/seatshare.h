@@ -69,8 +69,26 @@ struct fg_level_board {
 struct fg_board {
 	unsigned n_workers;
 	uint32_t n_levels;
-	struct fg_level_board levels[];
+	/* Set by a worker whose next request stopped fitting its allotment;
+	 * the allotter runs a round early when it finds it set. */
+	uint32_t demand_signal __attribute__((aligned(64)));
+	struct fg_level_board levels[] __attribute__((aligned(64)));
 };
+
+/* Worker side: a plain store, and only when not already set (no syscall,
+ * no write to a line others read while it stays set). */
+static inline void fg_board_signal(struct fg_board *b)
+{
+	if (!__atomic_load_n(&b->demand_signal, __ATOMIC_RELAXED))
+		__atomic_store_n(&b->demand_signal, 1, __ATOMIC_RELAXED);
+}
+
+/* Allotter side: whether a worker signalled since the last call. */
+static inline bool fg_board_take_signal(struct fg_board *b)
+{
+	return __atomic_load_n(&b->demand_signal, __ATOMIC_RELAXED) &&
+	       __atomic_exchange_n(&b->demand_signal, 0, __ATOMIC_RELAXED);
+}
 
 struct fg_fc_config;
 

@@ -310,22 +310,32 @@ static int worker_lcore_main(void *arg)
 	return 0;
 }
 
-/* The allotter: every allotment period, once all workers follow the newest
- * configuration, re-split each level's seats (common/seatshare.h). */
+/* The allotter: every allotment period, or sooner when a worker signals
+ * that a request waits for want of allotted seats, and once all workers
+ * follow the newest configuration, re-split each level's seats
+ * (common/seatshare.h).  Workers only store a flag; the allotter looks at it
+ * every FG_ALLOT_SIGNAL_POLL_NS. */
 static void *allotter_main(void *arg)
 {
 	(void)arg;
 	rcu_register_thread();
+	uint64_t next_round = 0;
 	while (!__atomic_load_n(&allotter_stop, __ATOMIC_ACQUIRE)) {
 		const struct fg_config *cfg = rcu_dereference(published_config);
-		uint64_t period = cfg->allotment_period_ns;
-		bool all = cfg->board != NULL;
-		for (unsigned i = 0; all && i < n_workers; i++)
-			all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) == cfg->generation;
-		if (all)
-			fg_board_allot(cfg->board);
+		uint64_t now = fg_now_ns();
+		if (cfg->board && (now >= next_round || fg_board_take_signal(cfg->board))) {
+			bool all = true;
+			for (unsigned i = 0; all && i < n_workers; i++)
+				all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) ==
+				      cfg->generation;
+			if (all)
+				fg_board_allot(cfg->board);
+			next_round = now + cfg->allotment_period_ns;
+		}
+		uint64_t nap = cfg->allotment_period_ns < FG_ALLOT_SIGNAL_POLL_NS ? cfg->allotment_period_ns
+										   : FG_ALLOT_SIGNAL_POLL_NS;
 		rcu_thread_offline();
-		struct timespec ts = { (time_t)(period / FG_NS_PER_SEC), (long)(period % FG_NS_PER_SEC) };
+		struct timespec ts = { 0, (long)nap };
 		nanosleep(&ts, NULL);
 		rcu_thread_online();
 	}

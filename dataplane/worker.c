@@ -153,8 +153,15 @@ static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
 	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
 		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
 	if (lb->limit) {
+		uint32_t head = fg_qs_next_seats(&rt->qs);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
-		FG_STAT_SET(lb->shares[w->id].head, fg_qs_next_seats(&rt->qs));
+		FG_STAT_SET(lb->shares[w->id].head, head);
+		/* A request that starts waiting for want of allotted seats asks
+		 * the allotter for a round now rather than at the period's end. */
+		bool blocked = head && !fg_qs_fits(&rt->qs, head);
+		if (blocked && !rt->blocked)
+			fg_board_signal(w->board);
+		w->levels[slot].blocked = blocked;
 	}
 }
 

@@ -38,6 +38,7 @@
 struct fg_level_rt {
 	bool used, live;
 	uint32_t cfg_index;          /* in the followed configuration (live levels) */
+	bool blocked;                /* several workers: the next request does not fit the allotment */
 	struct fg_queueset qs;
 };
 

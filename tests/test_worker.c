@@ -873,6 +873,47 @@ TEST(mesh_answer_from_the_wrong_backend_or_for_no_worker_is_dropped)
  * limit of a configuration some worker follows (the KEP lets them stay above
  * a decreased limit only until executions finish).  Bounded: 20 000 steps.
  */
+static bool any_blocked(const struct mesh_rig *r)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		for (uint32_t k = 0; k < r->w[i].n_levels; k++)
+			if (r->w[i].levels[k].blocked)
+				return true;
+	return false;
+}
+
+/* A worker whose next request stops fitting its allotment raises the
+ * board's demand signal once (a plain store); the allotter takes it; the
+ * worker signals again only after it was unblocked and blocked anew. */
+TEST(mesh_blocked_worker_signals_the_allotter)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 4); /* each worker starts with 2 of the 4 seats */
+	struct fg_board *b = r.cfgs[0]->board;
+	CHECK(!fg_board_take_signal(b));
+	char user[16];
+	unsigned sent = 0;
+	/* Requests into worker 0's queues until one waits there. */
+	for (uint64_t id = 1; id <= 200 && !any_blocked(&r); id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+		mesh_step(&r, 0);
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+		sent++;
+	}
+	CHECK(any_blocked(&r));
+	CHECK(fg_board_take_signal(b));
+	CHECK(!fg_board_take_signal(b)); /* taken: clear */
+	/* Still blocked, more arrivals: no new signal. */
+	mesh_send(&r, 1000, "u1", 1);
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	CHECK(!fg_board_take_signal(b));
+	CHECK(sent < 200);
+	mesh_fini(&r);
+}
+
 TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 {
 	struct mesh_rig r;
