@@ -31,15 +31,8 @@ int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t m
 	fg_reqlist_init(&w->waiting);
 	fg_reqlist_init(&w->executing);
 	fg_stats_init(&w->stats);
-	w->lingering = malloc(sizeof(*w->lingering) * max_requests);
-	if (!w->lingering)
-		return -ENOMEM;
-	int rc = fg_reqtable_init(&w->reqs, max_requests);
-	if (rc) {
-		free(w->lingering);
-		w->lingering = NULL;
-	}
-	return rc;
+	fg_wheel_init(&w->lingering, 0);
+	return fg_reqtable_init(&w->reqs, max_requests);
 }
 
 void fg_worker_fini(struct fg_worker *w)
@@ -53,8 +46,6 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->levels[i].used)
 			fg_qs_fini(&w->levels[i].qs);
 	free(w->level_of_cfg);
-	free(w->lingering);
-	w->lingering = NULL;
 }
 
 int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity)
@@ -295,47 +286,6 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	return 0;
 }
 
-/* --- lingering seats: a binary min-heap on release_ns ------------------ */
-
-static inline uint64_t linger_key(const struct fg_worker *w, uint32_t i)
-{
-	return w->reqs.slots[w->lingering[i]].release_ns;
-}
-
-static void linger_push(struct fg_worker *w, uint32_t slot)
-{
-	uint32_t i = w->n_lingering++;
-	w->lingering[i] = slot;
-	while (i && linger_key(w, (i - 1) / 2) > linger_key(w, i)) {
-		uint32_t p = (i - 1) / 2, t = w->lingering[p];
-		w->lingering[p] = w->lingering[i];
-		w->lingering[i] = t;
-		i = p;
-	}
-}
-
-static uint32_t linger_pop(struct fg_worker *w)
-{
-	uint32_t top = w->lingering[0];
-	w->lingering[0] = w->lingering[--w->n_lingering];
-	for (uint32_t i = 0;;) {
-		uint32_t c = 2 * i + 1;
-		if (c >= w->n_lingering)
-			break;
-		if (c + 1 < w->n_lingering && linger_key(w, c + 1) < linger_key(w, c))
-			c++;
-		if (linger_key(w, i) <= linger_key(w, c))
-			break;
-		uint32_t t = w->lingering[c];
-		w->lingering[c] = w->lingering[i];
-		w->lingering[i] = t;
-		i = c;
-	}
-	return top;
-}
-
-/* --- sending ----------------------------------------------------------- */
-
 static void flush(struct fg_worker *w)
 {
 	unsigned dropped = w->io.ops->flush(w->io.ctx);
@@ -415,6 +365,18 @@ static void release_lingering(struct fg_worker *w, uint32_t slot, uint64_t now)
 	publish_level(w, r);
 }
 
+struct lingering_done {
+	struct fg_worker *w;
+	uint64_t now;
+};
+
+/* The wheel's callback: an answered request's extra latency is over. */
+static void lingering_over(void *ctx, uint32_t slot)
+{
+	struct lingering_done *d = ctx;
+	release_lingering(d->w, slot, d->now);
+}
+
 /* The request stops executing; its seats go back now or after its extra latency. */
 static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bool answered)
 {
@@ -430,7 +392,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	if (release && answered) {
 		r->state = FG_REQ_LINGERING;
 		r->release_ns = release;
-		linger_push(w, slot);
+		fg_wheel_add(&w->lingering, &w->reqs, slot);
 	} else {
 		if (release)
 			fg_qs_release(level_qs(w, r), &r->qs, now); /* a failed request holds nothing longer */
@@ -722,8 +684,8 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT);
 		leave_executing(w, slot, now, false);
 	}
-	while (w->n_lingering && linger_key(w, 0) <= now)
-		release_lingering(w, linger_pop(w), now);
+	struct lingering_done done = { w, now };
+	fg_wheel_expire(&w->lingering, &w->reqs, now, lingering_over, &done);
 }
 
 static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now)
@@ -810,8 +772,8 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg,
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
 		leave_executing(w, slot, now, false);
 	}
-	while (w->n_lingering)
-		release_lingering(w, linger_pop(w), now);
+	struct lingering_done done = { w, now };
+	fg_wheel_expire(&w->lingering, &w->reqs, UINT64_MAX, lingering_over, &done);
 	flush(w);
 }
 
@@ -822,7 +784,6 @@ uint64_t fg_worker_next_deadline(const struct fg_worker *w)
 		d = w->reqs.slots[w->waiting.head].deadline_ns;
 	if (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns < d)
 		d = w->reqs.slots[w->executing.head].deadline_ns;
-	if (w->n_lingering && linger_key(w, 0) < d)
-		d = linger_key(w, 0);
-	return d;
+	uint64_t l = fg_wheel_next(&w->lingering);
+	return l < d ? l : d;
 }

@@ -26,6 +26,7 @@
 #include "io.h"
 #include "queueset.h"
 #include "reqtable.h"
+#include "wheel.h"
 #include "seatshare.h"
 #include "spsc.h"
 #include "stats.h"
@@ -84,8 +85,7 @@ struct fg_worker {
 	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
-	uint32_t *lingering;         /* min-heap of slots by release_ns */
-	uint32_t n_lingering;
+	struct fg_wheel lingering;   /* answered requests holding seats for their extra latency */
 	struct fg_backendpool pool;
 	struct fg_mesh *mesh;        /* NULL: the only worker */
 	uint64_t deals;              /* rotates the first card of hands dealt here */
