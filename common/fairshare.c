@@ -43,8 +43,7 @@ void fg_fairshare_fini(struct fg_fairshare *f)
 	free(f->hist);
 	if (f->present.depth)
 		fg_hbitmap_fini(&f->present);
-	f->count = f->sum = NULL;
-	f->hist = NULL;
+	memset(f, 0, sizeof(*f)); /* size 0: not initialized (callers test it) */
 }
 
 static void add(struct fg_fairshare *f, uint64_t d, int64_t sign)

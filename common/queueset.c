@@ -170,9 +170,9 @@ static int rebuild_share(struct fg_queueset *qs, uint32_t size)
 		struct contribution c = contribution_of(&qs->queues[i]);
 		fg_fairshare_update(c.waiting ? &share : &busy, 0, c.seats);
 	}
-	if (qs->share.count)
+	if (qs->share.size)
 		fg_fairshare_fini(&qs->share);
-	if (qs->busy.count)
+	if (qs->busy.size)
 		fg_fairshare_fini(&qs->busy);
 	qs->share = share;
 	qs->busy = busy;
@@ -213,9 +213,9 @@ void fg_qs_fini(struct fg_queueset *qs)
 	qs->queues = NULL;
 	if (qs->order.nodes)
 		fg_skiplist_fini(&qs->order);
-	if (qs->share.count)
+	if (qs->share.size)
 		fg_fairshare_fini(&qs->share);
-	if (qs->busy.count)
+	if (qs->busy.size)
 		fg_fairshare_fini(&qs->busy);
 }
 
@@ -360,7 +360,7 @@ void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 {
 	advance(qs, now);
 	/* Never above the limit the fair-share trees were sized for. */
-	qs->cfg.concurrency_limit = qs->share.count && limit > qs->share.size ? qs->share.size : limit;
+	qs->cfg.concurrency_limit = qs->share.size && limit > qs->share.size ? qs->share.size : limit;
 	qs->rate_stale = true;
 }
 
