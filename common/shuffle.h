@@ -15,8 +15,19 @@
 #define FG_DEALER_MAX_DECK (1u << 26)
 #define FG_DEALER_MAX_BITS 60u
 
+/* Dividing by a digit's base is a multiply and two shifts with constants
+ * fixed at init (Granlund & Montgomery, "Division by invariant integers
+ * using multiplication", PLDI 1994, fig. 4.1): a hand is a chain of `hand`
+ * dependent divisions, and the chain's latency is what an arrival waits. */
+struct fg_divisor {
+	uint64_t magic;
+	uint32_t d;
+	uint8_t shift1, shift2;
+};
+
 struct fg_dealer {
 	uint32_t deck, hand;
+	struct fg_divisor base[FG_DEALER_MAX_HAND]; /* deck, deck - 1, ... */
 };
 
 /* Bits of hash a (deck, hand) pair needs: ceil(log2(deck) * hand). */

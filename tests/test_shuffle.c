@@ -65,6 +65,51 @@ TEST(hands_are_distinct_and_in_range)
 	}
 }
 
+/* The multiply-and-shift digits equal hardware division for the bases the
+ * validity rules allow, on hashes that stress the carries (0, all ones,
+ * powers of two and their neighbours, random). */
+TEST(invariant_division_matches_hardware_division)
+{
+	static const uint32_t decks[] = { 1, 2, 3, 7, 64, 100, 127, 128, 129, 1000, 4095, 65537, (1u << 26) - 1, 1u << 26 };
+	uint64_t hashes[200];
+	unsigned nh = 0;
+	hashes[nh++] = 0;
+	hashes[nh++] = UINT64_MAX;
+	for (unsigned b = 0; b < 64; b++) {
+		hashes[nh++] = 1ull << b;
+		hashes[nh++] = (1ull << b) - 1;
+	}
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	while (nh < sizeof(hashes) / sizeof(hashes[0])) {
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		hashes[nh++] = x;
+	}
+	for (size_t k = 0; k < sizeof(decks) / sizeof(decks[0]); k++) {
+		uint32_t deck = decks[k], hand = 1;
+		while (hand < deck && hand < FG_DEALER_MAX_HAND && fg_dealer_required_bits(deck, hand + 1) <= FG_DEALER_MAX_BITS)
+			hand++;
+		struct fg_dealer d;
+		CHECK_EQ(fg_dealer_init(&d, deck, hand), 0);
+		for (unsigned h = 0; h < nh; h++) {
+			uint32_t cards[FG_DEALER_MAX_HAND], want[FG_DEALER_MAX_HAND], digit[FG_DEALER_MAX_HAND];
+			fg_dealer_deal(&d, hashes[h], cards);
+			uint64_t v = hashes[h];
+			for (uint32_t i = 0; i < hand; i++) { /* the reference: % and / */
+				digit[i] = (uint32_t)(v % (deck - i));
+				v /= deck - i;
+				want[i] = digit[i];
+				for (uint32_t j = i; j > 0; j--)
+					if (want[i] >= digit[j - 1])
+						want[i]++;
+			}
+			int same = !memcmp(cards, want, hand * sizeof(cards[0]));
+			if (!same)
+				fprintf(stderr, "  deck %u hand %u hash %#" PRIx64 ": differs\n", deck, hand, hashes[h]);
+			CHECK(same);
+		}
+	}
+}
+
 TEST(flow_hash_deals_like_the_reference)
 {
 	/* apf-facts.md §2.3 uses SHA-256 flow hashes; fairgate uses xxHash64, so
