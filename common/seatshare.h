@@ -90,6 +90,14 @@ static inline bool fg_board_take_signal(struct fg_board *b)
 	       __atomic_exchange_n(&b->demand_signal, 0, __ATOMIC_RELAXED);
 }
 
+/* What the allotter did (written by the allotter thread only; status reads
+ * them with relaxed loads). */
+struct fg_allotter_stats {
+	uint64_t rounds;            /* allotment rounds run */
+	uint64_t signalled_rounds;  /* of which early, on a worker's demand signal */
+	uint64_t grants;            /* new grants handed out */
+};
+
 struct fg_fc_config;
 
 /* A board for a compiled configuration and W workers (NULL: out of memory). */

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "flowcontrol.h"
 #include "settings.h"
+#include "seatshare.h"
 #include "stats.h"
 
 struct fg_worker;
@@ -30,6 +31,7 @@ struct fg_control_view {
 	uint64_t start_ns;
 	volatile int *shutting_down;
 	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
+	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
 };
 
 struct fg_control;

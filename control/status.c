@@ -98,6 +98,16 @@ static json_t *workers_json(const struct fg_control_view *v)
 	return arr;
 }
 
+/* The allotter's rounds (several workers), or null. */
+static json_t *allotter_json(const struct fg_control_view *v)
+{
+	if (!v->allotter)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I}", "rounds", (json_int_t)FG_STAT_GET(v->allotter->rounds),
+			 "roundsOnSignal", (json_int_t)FG_STAT_GET(v->allotter->signalled_rounds),
+			 "grants", (json_int_t)FG_STAT_GET(v->allotter->grants));
+}
+
 json_t *fg_status_json(const struct fg_control_view *v)
 {
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
@@ -144,7 +154,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 
 	char listen[32];
 	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
 		"version", FG_VERSION,
 		"io", v->settings->io == FG_IO_DPDK ? "dpdk" : "socket",
 		"listen", listen,
@@ -154,6 +164,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"backends", n_backends,
 		"shuttingDown", *v->shutting_down ? 1 : 0,
 		"workers", workers_json(v),
+		"allotter", allotter_json(v),
 		"counters",
 		"datagramsReceived", (json_int_t)sum_rx,
 		"requestsReceived", (json_int_t)sum_recv,

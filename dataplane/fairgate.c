@@ -36,6 +36,7 @@ static struct fg_worker **workers;
 static unsigned n_workers = 1;
 static unsigned workers_done; /* workers past their own drain */
 static volatile int allotter_stop;
+static struct fg_allotter_stats allotter_stats;
 static const struct fg_settings *worker_settings;
 
 static void on_signal(int sig) { stop_signal = sig; }
@@ -323,13 +324,18 @@ static void *allotter_main(void *arg)
 	while (!__atomic_load_n(&allotter_stop, __ATOMIC_ACQUIRE)) {
 		const struct fg_config *cfg = rcu_dereference(published_config);
 		uint64_t now = fg_now_ns();
-		if (cfg->board && (now >= next_round || fg_board_take_signal(cfg->board))) {
+		bool due = now >= next_round, signalled = cfg->board && !due && fg_board_take_signal(cfg->board);
+		if (cfg->board && (due || signalled)) {
 			bool all = true;
 			for (unsigned i = 0; all && i < n_workers; i++)
 				all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) ==
 				      cfg->generation;
-			if (all)
-				fg_board_allot(cfg->board);
+			if (all) {
+				unsigned grants = fg_board_allot(cfg->board);
+				FG_STAT_ADD(allotter_stats.rounds, 1);
+				FG_STAT_ADD(allotter_stats.signalled_rounds, signalled);
+				FG_STAT_ADD(allotter_stats.grants, grants);
+			}
 			next_round = now + cfg->allotment_period_ns;
 		}
 		uint64_t nap = cfg->allotment_period_ns < FG_ALLOT_SIGNAL_POLL_NS ? cfg->allotment_period_ns
@@ -458,6 +464,7 @@ int main(int argc, char **argv)
 	struct fg_control_view view = {
 		.settings = control_settings, .config_ptr = &published_config, .worker_stats = stats, .n_workers = n_workers,
 		.start_ns = fg_now_ns(), .shutting_down = &shutting_down, .objects = objects,
+		.allotter = n_workers > 1 ? &allotter_stats : NULL,
 	};
 	objects = NULL; /* the control thread owns the object set now */
 	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));

@@ -59,6 +59,11 @@ try:
         t.check(len(ws) == WORKERS and sum(w["handedOff"] for w in ws) > 0 and
                 sum(w["handedOff"] for w in ws) == sum(w["takenOver"] for w in ws),
                 f"requests handed to their queues' owners ({[w['handedOff'] for w in ws]})")
+        al = st.get("allotter") or {}
+        t.check(al.get("rounds", 0) > 0 and al.get("roundsOnSignal", 0) > 0 and al.get("grants", 0) > 0,
+                f"the allotter ran, also on workers' demand signals ({al})")
+    else:
+        t.check(d.status().get("allotter", 0) is None, "one worker: no allotter")
     # Fairness (with N workers: across workers, 8 users so every worker owns
     # busy queues).  A FIFO would give the 1-thread light user about 1/43 of
     # the responses (~0.14 of a heavy user's); fair queuing gives it about
