@@ -19,6 +19,18 @@ void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n)
 		fg_backendpool_init(p, n, p->eject_after, p->base_eject_ns, p->max_eject_ns);
 }
 
+void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
+{
+	if (i < p->n)
+		p->b[i].capacity = seats;
+}
+
+/* Room for `seats` more; a request wider than the whole capacity runs alone. */
+static inline bool has_room(const struct fg_backend *b, uint32_t seats)
+{
+	return !b->capacity || b->outstanding + seats <= b->capacity || (!b->outstanding && seats > b->capacity);
+}
+
 /* Ejected backends whose time is up become probe candidates. */
 static inline bool available(struct fg_backend *b, uint64_t now)
 {
@@ -41,6 +53,8 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 			best = i;
 			break;
 		}
+		if (!has_room(b, seats))
+			continue;
 		if (best == FG_BACKEND_NONE || b->outstanding < p->b[best].outstanding)
 			best = i;
 	}

@@ -6,7 +6,10 @@
  * `eject_ns`, doubling on each failed probe up to `max_eject_ns`; once the
  * time is up it gets exactly one request (the probe): an answer brings it
  * back, a timeout ejects it again.  With no usable backend the caller answers
- * REJECT no-backend.  Time is passed in.
+ * REJECT no-backend.  A backend may have a capacity: the most seats executing
+ * there at once (a request wider than it runs there alone); when every
+ * usable backend is full, pick finds none and the caller holds the request
+ * until one has room.  Time is passed in.
  *
  * Thread contract: owned by one worker.
  */
@@ -26,6 +29,7 @@ struct fg_backend {
 	uint8_t state;
 	bool probe_in_flight;
 	uint32_t outstanding;        /* seats of requests executing there */
+	uint32_t capacity;           /* most seats at once (0: no limit) */
 	uint32_t consecutive_timeouts;
 	uint64_t eject_ns;           /* current ejection length */
 	uint64_t until_ns;           /* ejected until */
@@ -46,7 +50,11 @@ void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_af
  * reset otherwise. */
 void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n);
 
-/* The backend for a request of `seats` seats, or FG_BACKEND_NONE. */
+/* This worker's part of backend i's capacity (0: no limit). */
+void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats);
+
+/* The backend for a request of `seats` seats, or FG_BACKEND_NONE (none
+ * usable — see fg_backendpool_usable — or every usable one full). */
 uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t now);
 
 /* Whether any backend could take a request now. */

@@ -24,7 +24,8 @@
 #define FG_MAX_WORKERS 256u
 
 /* LINGERING: answered, but its seats stay held for the extra latency. */
-enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING, FG_REQ_LINGERING };
+/* HELD: admitted, waiting for a backend with room (every usable one full). */
+enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING, FG_REQ_LINGERING, FG_REQ_HELD };
 
 struct fg_req {
 	uint32_t prev, next;   /* links in the list the request is on */

@@ -5,6 +5,7 @@
 #include "config.h"
 #include "flowcontrol.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -60,18 +61,32 @@ int fg_settings_add_backend(struct fg_settings *s, const char *spec)
 {
 	if (s->n_backends >= FG_MAX_BACKENDS)
 		return -ENOSPC;
-	char addr[64];
-	const char *at = strchr(spec, '@');
-	size_t n = at ? (size_t)(at - spec) : strlen(spec);
-	if (n >= sizeof(addr))
-		return -EINVAL;
-	memcpy(addr, spec, n);
-	addr[n] = 0;
 	struct fg_backend_cfg b = { 0 };
-	if (fg_endpoint_parse(addr, &b.ep))
+	/* ADDR:PORT[@MAC][,seats=N] */
+	char buf[96];
+	size_t len = strlen(spec);
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, spec, len + 1);
+	char *opt = strchr(buf, ',');
+	if (opt) {
+		*opt++ = 0;
+		char *end;
+		if (strncmp(opt, "seats=", 6) || !isdigit((unsigned char)opt[6]))
+			return -EINVAL;
+		errno = 0;
+		unsigned long v = strtoul(opt + 6, &end, 10);
+		if (errno || *end || v < 1 || v > FG_MAX_BACKEND_SEATS)
+			return -EINVAL;
+		b.seats = (uint32_t)v;
+	}
+	char *at = strchr(buf, '@');
+	if (at)
+		*at++ = 0;
+	if (fg_endpoint_parse(buf, &b.ep))
 		return -EINVAL;
 	if (at) {
-		if (fg_mac_parse(at + 1, b.ep.mac))
+		if (fg_mac_parse(at, b.ep.mac))
 			return -EINVAL;
 		b.static_mac = true;
 	}
@@ -142,8 +157,8 @@ static void get_backends(json_t *spec, struct fg_settings *s, struct fg_errors *
 		if (rc == -ENOSPC)
 			fg_errors_add(errs, path, "too many backends (at most %u)", FG_MAX_BACKENDS);
 		else if (rc)
-			fg_errors_add(errs, path, "invalid backend \"%s\" (want IPv4:PORT[@aa:bb:cc:dd:ee:ff])",
-				      json_string_value(v));
+			fg_errors_add(errs, path, "invalid backend \"%s\" (want IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..%u)",
+				      json_string_value(v), FG_MAX_BACKEND_SEATS);
 	}
 }
 
@@ -269,6 +284,14 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 			char path[64];
 			snprintf(path, sizeof(path), "spec.backends[%u]", i);
 			fg_errors_add(errs, path, "must differ from spec.listen");
+		}
+	for (uint32_t i = 0; i < s->n_backends; i++)
+		if (s->backends[i].seats && s->backends[i].seats < s->workers) {
+			char path[64];
+			snprintf(path, sizeof(path), "spec.backends[%u]", i);
+			fg_errors_add(errs, path,
+				      "seats=%u is fewer than the %u workers: each worker takes an even part of a backend's seats",
+				      s->backends[i].seats, s->workers);
 		}
 	return errs->count == before ? 0 : -EINVAL;
 }

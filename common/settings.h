@@ -18,6 +18,7 @@
 struct fg_backend_cfg {
 	struct fg_endpoint ep;
 	bool static_mac; /* DPDK mode: ep.mac given; otherwise resolved by ARP */
+	uint32_t seats;  /* capacity: the most seats executing there at once (0: no limit) */
 };
 
 enum fg_io_mode { FG_IO_SOCKET = 0, FG_IO_DPDK = 1 };

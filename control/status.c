@@ -113,7 +113,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
 	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
 	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t buffers = 0, ejections = 0;
+	uint64_t buffers = 0, ejections = 0, held = 0;
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		sum_rx += FG_STAT_GET(s->rx_datagrams);
@@ -133,6 +133,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 			malformed[e] += FG_STAT_GET(s->malformed_by_err[e]);
 		buffers += FG_STAT_GET(s->buffers_in_use);
 		ejections += FG_STAT_GET(s->backend_ejections);
+		held += FG_STAT_GET(s->held_for_backend);
 	}
 	json_t *rejected = json_object(), *bad = json_object();
 	uint64_t rej_total = 0;
@@ -154,7 +155,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 
 	char listen[32];
 	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
-	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
+	json_t *doc = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
 		"version", FG_VERSION,
 		"io", v->settings->io == FG_IO_DPDK ? "dpdk" : "socket",
 		"listen", listen,
@@ -182,6 +183,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"flowsOverflow", (json_int_t)sum_overflow,
 		"buffersInUse", (json_int_t)buffers,
 		"backendEjections", (json_int_t)ejections,
+		"heldForBackend", (json_int_t)held,
 		"priorityLevels", level,
 		"flows", flows_json(v));
 	return doc;

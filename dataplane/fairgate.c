@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		"                           FlowSchemas/levels the Kubernetes bootstrap set is used\n"
 		"  --io socket|dpdk         I/O mode (default socket)\n"
 		"  --listen ADDR:PORT       where clients send requests (default %s)\n"
-		"  --backend ADDR:PORT[@MAC]  a backend; repeat for several (default none)\n"
+		"  --backend ADDR:PORT[@MAC][,seats=N]  a backend (seats: its capacity); repeat for several\n"
 		"  --control-socket PATH    control socket (default %s)\n"
 		"  --seat-limit N           serverConcurrencyLimit in seats (default %u)\n"
 

@@ -30,6 +30,7 @@ int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t m
 	w->io = io;
 	fg_reqlist_init(&w->waiting);
 	fg_reqlist_init(&w->executing);
+	fg_reqlist_init(&w->held);
 	fg_stats_init(&w->stats);
 	fg_wheel_init(&w->lingering, 0);
 	return fg_reqtable_init(&w->reqs, max_requests);
@@ -278,6 +279,12 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	else
 		fg_backendpool_resize(&w->pool, cfg->n_backends);
+	/* Each worker takes an even part of a backend's capacity. */
+	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
+	for (uint32_t b = 0; b < cfg->n_backends; b++) {
+		uint32_t seats = cfg->backends[b].seats;
+		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
+	}
 	w->board = cfg->board;
 	w->config_generation = cfg->generation;
 	/* After the board entries: the allotter reads this first (acquire). */
@@ -340,7 +347,7 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	struct fg_queueset *qs = &w->levels[slot].qs;
 	publish_queue(w, slot, r->qs.queue);
 	FG_STAT_SET(w->stats.waiting, w->waiting.count);
-	FG_STAT_SET(w->stats.executing, w->executing.count);
+	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
 	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
 }
@@ -404,30 +411,59 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 /* Send a request the queue set just admitted to a backend.  The packet's id
  * becomes the dispatch id; the client's id stays in the slot.  False when no
  * backend is usable (the caller answers no-backend). */
-static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
+static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t b,
+			    uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	uint32_t b = fg_backendpool_pick(&w->pool, r->qs.seats, now);
-	if (b == FG_BACKEND_NONE)
-		return false;
 	r->state = FG_REQ_EXECUTING;
 	r->backend = (uint8_t)b;
 	r->deadline_ns = now + cfg->backend_timeout_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
-	FG_STAT_ADD(w->stats.dispatched, 1);
-	FG_STAT_ADD(w->stats.levels[r->level].dispatched, 1);
-	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
-	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
-	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
-	publish_level(w, r);
-
 	struct fg_pkt pkt = r->pkt;
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
 	send_pkt(w, &pkt);
+}
+
+static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
+{
+	struct fg_req *r = &w->reqs.slots[slot];
+	uint32_t b = fg_backendpool_pick(&w->pool, r->qs.seats, now);
+	if (b == FG_BACKEND_NONE && !fg_backendpool_usable(&w->pool, now))
+		return false;
+	FG_STAT_ADD(w->stats.dispatched, 1);
+	FG_STAT_ADD(w->stats.levels[r->level].dispatched, 1);
+	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
+	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
+	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
+	if (b == FG_BACKEND_NONE) {
+		/* Every usable backend is at its capacity: hold the packet (the
+		 * seats are taken) until one has room, at most the backend timeout. */
+		r->state = FG_REQ_HELD;
+		r->deadline_ns = now + cfg->backend_timeout_ns;
+		fg_reqlist_push_tail(&w->reqs, &w->held, slot);
+		FG_STAT_ADD(w->stats.held_for_backend, 1);
+	} else {
+		send_to_backend(w, cfg, slot, b, now);
+	}
+	publish_level(w, r);
 	return true;
 }
+
+/* Held requests go out first come, first served as backends get room. */
+static void send_held(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	while (w->held.head != FG_REQ_NIL) {
+		uint32_t slot = w->held.head;
+		uint32_t b = fg_backendpool_pick(&w->pool, w->reqs.slots[slot].qs.seats, now);
+		if (b == FG_BACKEND_NONE)
+			return;
+		fg_reqlist_remove(&w->reqs, &w->held, slot);
+		send_to_backend(w, cfg, slot, b, now);
+	}
+}
+
 
 /* Answer a request that still holds its packet with a REJECT, and free its
  * slot (the queue set has already let it go). */
@@ -451,6 +487,18 @@ static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, ui
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_qs_release(level_qs(w, r), &r->qs, now);
 	reject_held(w, cfg, slot, reason);
+}
+
+/* A held request that will not be sent (no backend got room within the
+ * backend timeout, or shutdown): its seats come back, its client is answered. */
+static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot,
+			 enum fg_reject_reason reason, uint64_t now)
+{
+	struct fg_req *r = &w->reqs.slots[slot];
+	fg_reqlist_remove(&w->reqs, &w->held, slot);
+	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
+	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
+	refuse_admitted(w, cfg, slot, reason, now);
 }
 
 /* --- arrivals and answers ---------------------------------------------- */
@@ -679,6 +727,8 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 	 * a limit change an entry waits at most until the older head expires. */
 	while (w->waiting.head != FG_REQ_NIL && w->reqs.slots[w->waiting.head].deadline_ns <= now)
 		reject_waiting(w, cfg, w->waiting.head, FG_REJECT_TIME_OUT, now);
+	while (w->held.head != FG_REQ_NIL && w->reqs.slots[w->held.head].deadline_ns <= now)
+		give_up_held(w, cfg, w->held.head, FG_REJECT_NO_BACKEND, now);
 	while (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns <= now) {
 		uint32_t slot = w->executing.head;
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT);
@@ -704,6 +754,8 @@ static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uin
 
 void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
+	if (unlikely(w->held.head != FG_REQ_NIL))
+		send_held(w, cfg, now);
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used)
 			dispatch_level(w, cfg, i, now);
@@ -772,6 +824,8 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg,
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
 		leave_executing(w, slot, now, false);
 	}
+	while (w->held.head != FG_REQ_NIL)
+		give_up_held(w, cfg, w->held.head, FG_REJECT_SHUTTING_DOWN, now);
 	struct lingering_done done = { w, now };
 	fg_wheel_expire(&w->lingering, &w->reqs, UINT64_MAX, lingering_over, &done);
 	flush(w);
@@ -784,6 +838,8 @@ uint64_t fg_worker_next_deadline(const struct fg_worker *w)
 		d = w->reqs.slots[w->waiting.head].deadline_ns;
 	if (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns < d)
 		d = w->reqs.slots[w->executing.head].deadline_ns;
+	if (w->held.head != FG_REQ_NIL && w->reqs.slots[w->held.head].deadline_ns < d)
+		d = w->reqs.slots[w->held.head].deadline_ns;
 	uint64_t l = fg_wheel_next(&w->lingering);
 	return l < d ? l : d;
 }

@@ -85,6 +85,7 @@ struct fg_worker {
 	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
+	struct fg_reqlist held;      /* admitted while every usable backend was full: first come, first sent */
 	struct fg_wheel lingering;   /* answered requests holding seats for their extra latency */
 	struct fg_backendpool pool;
 	struct fg_mesh *mesh;        /* NULL: the only worker */

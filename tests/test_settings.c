@@ -108,6 +108,39 @@ TEST(cross_field_validation)
 	CHECK(strstr(e.text, "spec.backends[0]: must differ from spec.listen"));
 }
 
+/* ADDR:PORT[@MAC][,seats=N]: the capacity parses with or without a MAC;
+ * anything else after the comma, 0, or beyond the maximum is refused and
+ * adds nothing; a capacity below the worker count is a validation error. */
+TEST(backend_capacity)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	CHECK_EQ(fg_settings_add_backend(&s, "192.0.2.1:7501,seats=16"), 0);
+	CHECK_EQ(fg_settings_add_backend(&s, "192.0.2.2:7501@02:00:00:00:00:02,seats=1"), 0);
+	CHECK_EQ(fg_settings_add_backend(&s, "192.0.2.3:7501"), 0);
+	CHECK_EQ(s.n_backends, 3);
+	CHECK_EQ(s.backends[0].seats, 16);
+	CHECK_EQ(s.backends[1].seats, 1);
+	CHECK(s.backends[1].static_mac && s.backends[1].ep.mac[5] == 2);
+	CHECK_EQ(s.backends[2].seats, 0);
+	static const char *const bad[] = { "192.0.2.4:7501,seats=0", "192.0.2.4:7501,seats=", "192.0.2.4:7501,seats=x",
+					   "192.0.2.4:7501,seat=3", "192.0.2.4:7501,seats=1000001", "192.0.2.4:7501,seats=-1",
+					   "192.0.2.4:7501,seats=2,", "192.0.2.4:7501,", "192.0.2.4:7501,seats=99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_EQ(fg_settings_add_backend(&s, bad[i]), -EINVAL);
+	CHECK_EQ(s.n_backends, 3);
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"backends\":[\"192.0.2.9:7501,seats=nope\"]}}", &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.backends[0]: invalid backend \"192.0.2.9:7501,seats=nope\""));
+	s.io = FG_IO_DPDK;
+	s.workers = 2;
+	e = (struct fg_errors){ .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.backends[1]: seats=1 is fewer than the 2 workers"));
+	CHECK_EQ(e.count, 1);
+}
+
 TEST(workers_and_allotment_period)
 {
 	struct fg_settings s;

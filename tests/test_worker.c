@@ -339,6 +339,76 @@ TEST(client_deadline_hint_shortens_the_wait)
 	rig_fini(&r);
 }
 
+/* Drain what the worker sent: REQUESTs to backends into ids[], answers to
+ * clients counted by type. */
+static unsigned collect_dispatched(struct rig *r, uint64_t *ids, unsigned cap, unsigned *rejects)
+{
+	struct fg_msg m;
+	struct fg_endpoint to;
+	unsigned n = 0;
+	while (next_sent(r, &m, &to)) {
+		if (m.hdr.type == FG_MSG_REQUEST && n < cap)
+			ids[n++] = m.hdr.request_id;
+		else if (m.hdr.type == FG_MSG_REJECT && rejects)
+			(*rejects)++;
+	}
+	return n;
+}
+
+/* A backend with a capacity of 2 seats under a level of 4: two requests go
+ * out, two are held (seats taken, counted executing); each answer sends the
+ * next held one; one held past the backend timeout is answered no-backend
+ * and its seats come back; at shutdown a held one is answered too. */
+TEST(backend_capacity_holds_requests_until_room)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	r.cfg.backends[0].seats = 2;
+	r.cfg.generation = 2;
+	step(&r); /* follow the capacity */
+	for (uint64_t id = 1; id <= 4; id++)
+		send_request(&r, (int)id % 4, id, "a", 1);
+	step(&r);
+	uint64_t ids[8];
+	CHECK_EQ(collect_dispatched(&r, ids, 8, NULL), 2);
+	CHECK_EQ(r.w.stats.held_for_backend, 2);
+	CHECK_EQ(r.w.stats.executing, 4);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 4);
+	check_invariant(&r);
+	respond_from(&r, 0, ids[0], "ok");
+	step(&r);
+	uint64_t more[8];
+	CHECK_EQ(collect_dispatched(&r, more, 8, NULL), 1); /* the first held one, and the answer */
+	CHECK_EQ(r.w.stats.responded, 1);
+	CHECK_EQ(r.w.stats.executing, 3);
+	/* The last one stays held: past the backend timeout it is refused. */
+	r.now += 5001 * MS;
+	step(&r);
+	unsigned rejects = 0;
+	collect_dispatched(&r, more, 8, &rejects);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_NO_BACKEND], 1);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], 2); /* the two sent ones timed out too */
+	CHECK_EQ(rejects, 3);
+	CHECK_EQ(r.w.stats.executing, 0);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 0);
+	CHECK_EQ(r.w.reqs.in_use, 0);
+	check_invariant(&r);
+	/* Shutdown with a held request. */
+	for (uint64_t id = 10; id <= 12; id++)
+		send_request(&r, 0, id, "b", 1);
+	step(&r);
+	CHECK_EQ(collect_dispatched(&r, ids, 8, NULL), 2);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	rejects = 0;
+	collect_dispatched(&r, ids, 8, &rejects);
+	CHECK_EQ(rejects, 3);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 3);
+	CHECK_EQ(r.w.reqs.in_use, 0);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
 TEST(backend_timeout_answers_and_frees_the_seat)
 {
 	struct rig r;
