@@ -209,8 +209,8 @@ static int load_settings(int argc, char **argv, struct fg_settings *s, int *chec
 		default: usage(stderr); return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "fairgate: invalid value for --%s: \"%s\"\n",
-				long_opts[opt - OPT_CONFIG].name, optarg);
+			fprintf(stderr, "fairgate: invalid value for --%s: \"%s\"%s\n", long_opts[opt - OPT_CONFIG].name, optarg,
+				opt == OPT_BACKEND ? " (want IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..1000000)" : "");
 			return 2;
 		}
 	}
@@ -232,8 +232,12 @@ static void print_settings(const struct fg_settings *s)
 	       s->control_socket, s->seat_limit,
 	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
 	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
-	for (uint32_t i = 0; i < s->n_backends; i++)
-		printf("  - %s\n", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
+	for (uint32_t i = 0; i < s->n_backends; i++) {
+		printf("  - %s", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
+		if (s->backends[i].seats)
+			printf(",seats=%u", s->backends[i].seats);
+		printf("\n");
+	}
 }
 
 static void print_levels(const struct fg_fc_config *fc)

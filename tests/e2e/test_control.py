@@ -150,6 +150,12 @@ for flag, value in (("--workers", "0"), ("--workers", "lots"), ("--workers", "65
                     ("--allotment-period", "10us"), ("--allotment-period", "soon")):
     p = run(flag, value)
     t.check(p.returncode == 2 and f"invalid value for {flag}" in p.stderr, f"{flag} {value}: exit 2 with the flag named")
+p = run("--backend", "127.0.0.1:7501,seats=0")
+t.check(p.returncode == 2 and "invalid value for --backend" in p.stderr and ",seats=N" in p.stderr,
+        "backend capacity 0: exit 2 with the format named")
+p = run("--io", "dpdk", "--workers", "4", "--backend", "127.0.0.1:7501,seats=3")
+t.check(p.returncode == 2 and "spec.backends[0]: seats=3 is fewer than the 4 workers" in p.stderr,
+        "backend capacity below the worker count: refused with the reason")
 p = run("--workers", "2")
 t.check(p.returncode == 2 and "spec.workers: more than one worker needs io: dpdk" in p.stderr,
         "several workers in socket mode: refused with the reason")
