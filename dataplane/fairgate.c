@@ -479,7 +479,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (n_workers > 1) {
-		if (pthread_create(&allotter, NULL, allotter_main, NULL)) {
+		/* A DPDK control thread: on the CPUs EAL started with minus the
+		 * lcores (the main lcore's CPU when there are none left). */
+		if (rte_ctrl_thread_create(&allotter, "fg-allotter", NULL, allotter_main, NULL)) {
 			fprintf(stderr, "fairgate: cannot start the allotter thread\n");
 			goto out;
 		}
