@@ -429,7 +429,8 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	uint32_t b = fg_backendpool_pick(&w->pool, r->qs.seats, now);
+	/* Behind requests already held for room: first come, first sent. */
+	uint32_t b = w->held.head == FG_REQ_NIL ? fg_backendpool_pick(&w->pool, r->qs.seats, now) : FG_BACKEND_NONE;
 	if (b == FG_BACKEND_NONE && !fg_backendpool_usable(&w->pool, now))
 		return false;
 	FG_STAT_ADD(w->stats.dispatched, 1);

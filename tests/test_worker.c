@@ -393,6 +393,30 @@ TEST(backend_capacity_holds_requests_until_room)
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 0);
 	CHECK_EQ(r.w.reqs.in_use, 0);
 	check_invariant(&r);
+	/* First come, first sent: an answer and a new request in one burst —
+	 * the room goes to the request held before, the new one waits. */
+	for (uint64_t id = 20; id <= 22; id++)
+		send_request(&r, 0, id, "c", 1);
+	step(&r);
+	CHECK_EQ(collect_dispatched(&r, ids, 8, NULL), 2); /* 20 and 21 out, 22 held */
+	respond_from(&r, 0, ids[0], "ok");
+	send_request(&r, 1, 23, "d", 1);
+	step(&r);
+	CHECK_EQ(collect_dispatched(&r, more, 8, NULL), 1);
+	uint32_t slot = fg_reqtable_lookup(&r.w.reqs, r.w.id, more[0]);
+	CHECK(slot != FG_REQ_NIL && r.w.reqs.slots[slot].client_id == 22);
+	CHECK_EQ(r.w.held.count, 1); /* 23 */
+	respond_from(&r, 0, ids[1], "ok");
+	respond_from(&r, 0, more[0], "ok");
+	step(&r);
+	CHECK_EQ(collect_dispatched(&r, more, 8, NULL), 1); /* 23 */
+	slot = fg_reqtable_lookup(&r.w.reqs, r.w.id, more[0]);
+	CHECK(slot != FG_REQ_NIL && r.w.reqs.slots[slot].client_id == 23);
+	respond_from(&r, 0, more[0], "ok");
+	step(&r);
+	collect_dispatched(&r, more, 8, NULL);
+	CHECK_EQ(r.w.reqs.in_use, 0);
+	check_invariant(&r);
 	/* Shutdown with a held request. */
 	for (uint64_t id = 10; id <= 12; id++)
 		send_request(&r, 0, id, "b", 1);
