@@ -15,8 +15,25 @@ void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_af
 
 void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n)
 {
-	if (n != p->n)
+	if (n != p->n) {
+		struct fg_backend_shared *shared = p->shared;
 		fg_backendpool_init(p, n, p->eject_after, p->base_eject_ns, p->max_eject_ns);
+		p->shared = shared;
+	}
+}
+
+/* Another worker ejected backend i: eject it here too, for the same time. */
+static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, struct fg_backend *b, uint64_t now)
+{
+	if (!p->shared || b->state != FG_BACKEND_UP)
+		return;
+	uint64_t until = __atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED);
+	if (now < until) {
+		b->state = FG_BACKEND_EJECTED;
+		b->until_ns = until;
+		b->eject_ns = p->base_eject_ns;
+		b->probe_in_flight = false;
+	}
 }
 
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
@@ -46,6 +63,7 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 	uint32_t best = FG_BACKEND_NONE;
 	for (uint32_t i = 0; i < p->n; i++) {
 		struct fg_backend *b = &p->b[i];
+		follow_shared(p, i, b, now);
 		if (!available(b, now))
 			continue;
 		/* A backend to probe goes first: one request tells whether it is back. */
@@ -70,6 +88,9 @@ bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now)
 {
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct fg_backend *b = &p->b[i];
+		if (b->state == FG_BACKEND_UP && p->shared &&
+		    now < __atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED))
+			continue; /* another worker ejected it */
 		if (b->state == FG_BACKEND_UP || (b->state == FG_BACKEND_PROBING && !b->probe_in_flight) ||
 		    (b->state == FG_BACKEND_EJECTED && now >= b->until_ns))
 			return true;
@@ -85,6 +106,8 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 	b->outstanding -= seats < b->outstanding ? seats : b->outstanding;
 	if (answered) {
 		b->consecutive_timeouts = 0;
+		if (p->shared && __atomic_load_n(&p->shared[i].timeouts, __ATOMIC_RELAXED))
+			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		if (b->state != FG_BACKEND_UP) {
 			b->state = FG_BACKEND_UP;
 			b->eject_ns = 0;
@@ -92,13 +115,21 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		return;
 	}
 	b->consecutive_timeouts++;
+	/* In a row over all workers when shared: an answer anywhere breaks it. */
+	uint32_t in_a_row = p->shared ? __atomic_add_fetch(&p->shared[i].timeouts, 1, __ATOMIC_RELAXED)
+				      : b->consecutive_timeouts;
 	bool failed_probe = b->state == FG_BACKEND_PROBING;
-	if (failed_probe || (b->state == FG_BACKEND_UP && b->consecutive_timeouts >= p->eject_after)) {
+	if (failed_probe || (b->state == FG_BACKEND_UP && in_a_row >= p->eject_after)) {
 		b->eject_ns = !b->eject_ns ? p->base_eject_ns
 			      : (b->eject_ns * 2 < p->max_eject_ns ? b->eject_ns * 2 : p->max_eject_ns);
 		b->state = FG_BACKEND_EJECTED;
 		b->until_ns = now + b->eject_ns;
 		b->probe_in_flight = false;
 		b->ejections++;
+		if (p->shared) {
+			if (__atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED) < b->until_ns)
+				__atomic_store_n(&p->shared[i].down_until, b->until_ns, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
+		}
 	}
 }

@@ -9,7 +9,9 @@
  * REJECT no-backend.  A backend may have a capacity: the most seats executing
  * there at once (a request wider than it runs there alone); when every
  * usable backend is full, pick finds none and the caller holds the request
- * until one has room.  Time is passed in.
+ * until one has room.  With several workers, timeouts in a row are counted
+ * over all of them and a backend one of them ejects counts as ejected for
+ * all (each then probes it once when the time is up).  Time is passed in.
  *
  * Thread contract: owned by one worker.
  */
@@ -36,10 +38,20 @@ struct fg_backend {
 	uint64_t ejections;          /* statistics */
 };
 
+/* One backend as all workers see it: timeouts in a row counted over all of
+ * them, and until when one of them ejected it (relaxed atomics: rare events,
+ * any writer). */
+struct fg_backend_shared {
+	uint64_t down_until;
+	uint32_t timeouts;
+};
+
 struct fg_backendpool {
 	uint32_t n;
 	uint32_t eject_after;
 	uint64_t base_eject_ns, max_eject_ns;
+	/* Several workers: what their pools share (NULL with one worker). */
+	struct fg_backend_shared *shared;
 	struct fg_backend b[FG_MAX_BACKENDS];
 };
 

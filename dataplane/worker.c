@@ -275,9 +275,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	free(w->level_of_cfg);
 	w->level_of_cfg = map;
 	w->n_level_map = fc->n_levels;
-	if (!w->config_generation)
+	if (!w->config_generation) {
 		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
-	else
+		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
+	} else
 		fg_backendpool_resize(&w->pool, cfg->n_backends);
 	/* Each worker takes an even part of a backend's capacity. */
 	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;

@@ -67,6 +67,9 @@ struct fg_handoff {
 struct fg_mesh {
 	unsigned n_workers;
 	struct fg_spsc *rings;        /* rings[from * n_workers + to] */
+	/* Backends as all workers see them: timeouts counted over all of
+	 * them, an ejection by one applies to all (common/backendpool.h). */
+	struct fg_backend_shared backends[FG_MAX_BACKENDS];
 };
 
 /* Rings of ring_capacity hand-offs (a power of two) between n workers. */

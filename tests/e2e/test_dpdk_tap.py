@@ -1,7 +1,8 @@
 """DPDK mode end to end: fairgate drives a net_tap port inside a network
 namespace this test creates and removes; a real client and backend use the
 kernel stack on the tap's other side.  Checks ARP, request/response relay,
-rejects, garbage, buffer accounting and a clean exit.  With an argument N,
+rejects, a backend that vanishes (timeouts, ejection, no-backend), garbage,
+buffer accounting after all of it and a clean exit.  With an argument N,
 fairgate runs N workers (one lcore each, a tap queue each) and the test also
 checks that a light flow keeps its fair share against a heavy one when their
 queues belong to different workers."""
@@ -29,14 +30,15 @@ try:
     eal = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", f"--file-prefix={NS}", "-l", f"0-{WORKERS - 1}",
            "--vdev=net_tap0,iface=fgtap0", "--log-level=lib.eal:warning"]
     backend_addr = f"{HOST_IP}:7501"
-    d = t.Daemon([backend_addr], ["--seat-limit", "4", "--queue-wait", "2s", "--workers", str(WORKERS)], level=dict(qll=2),
+    d = t.Daemon([backend_addr], ["--seat-limit", "4", "--queue-wait", "2s", "--backend-timeout", "1s",
+                                  "--workers", str(WORKERS)], level=dict(qll=2),
                  listen_ip=FG_IP, netns=NS, eal=eal, port=7400)
     deadline = time.time() + 10
     while time.time() < deadline and sh("ip", "netns", "exec", NS, "ip", "link", "show", "fgtap0").returncode:
         time.sleep(0.1)
     sh("ip", "netns", "exec", NS, "ip", "addr", "add", f"{HOST_IP}/24", "dev", "fgtap0")
     sh("ip", "netns", "exec", NS, "ip", "link", "set", "fgtap0", "up")
-    t.backend(backend_addr, workers=4, netns=NS)
+    bp = t.backend(backend_addr, workers=4, netns=NS)
     baseline = d.status()["counters"]["buffersInUse"]
 
     res = t.loadgen(d.addr, ["name=a,user=alice,threads=4,service=1ms,count=300",
@@ -77,6 +79,17 @@ try:
     mean = sum(heavy) / len(heavy)
     t.check(light >= 0.35 * mean, f"light flow keeps its share with {WORKERS} worker(s) (light {light}, heavy {heavy})")
     t.check(max(heavy) <= 1.7 * min(heavy), f"heavy flows share evenly ({heavy})")
+
+    # The backend vanishes: its requests time out (answered from fresh
+    # mbufs), three in a row eject it, the rest get no-backend at once.
+    bp.kill()
+    bp.wait()
+    res = t.loadgen(d.addr, ["name=dead,user=u,threads=1,service=5ms,count=12"], duration="20s", timeout="5s",
+                    netns=NS)
+    f = res["dead"]
+    t.check(f["rejected"]["backend-timeout"] == 3 and f["rejected"]["no-backend"] == 9 and f["lost"] == 0,
+            f"backend gone: 3 backend-timeouts, ejected, 9 no-backend, none lost "
+            f"({f['rejected']['backend-timeout']}, {f['rejected']['no-backend']}, lost {f['lost']})")
 
     # Garbage over the wire: counted, REJECT invalid when header-long, still serving.
     py = ("import socket,struct;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.settimeout(2);"

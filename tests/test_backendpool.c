@@ -1,0 +1,128 @@
+/* Unit tests of one worker's backend pool (common/backendpool.c). */
+#include "backendpool.h"
+#include "test.h"
+
+#define MS 1000000ull
+
+static void init(struct fg_backendpool *p, uint32_t n)
+{
+	fg_backendpool_init(p, n, 3, 1000 * MS, 8000 * MS);
+}
+
+TEST(least_outstanding_seats)
+{
+	struct fg_backendpool p;
+	init(&p, 3);
+	CHECK_EQ(fg_backendpool_pick(&p, 2, 0), 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 1);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 2);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 1); /* 2, 1, 1: the first of the least */
+	fg_backendpool_done(&p, 0, 2, true, 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
+}
+
+/* Capacities: never past them; a request wider than a backend's whole
+ * capacity runs there alone; none with room: NONE while still usable. */
+TEST(capacity_is_a_hard_cap)
+{
+	struct fg_backendpool p;
+	init(&p, 2);
+	fg_backendpool_set_capacity(&p, 0, 2);
+	fg_backendpool_set_capacity(&p, 1, 1);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 1);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), FG_BACKEND_NONE);
+	CHECK(fg_backendpool_usable(&p, 0));
+	fg_backendpool_done(&p, 1, 1, true, 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 3, 0), 1); /* 3 > capacity 1, and backend 1 is idle: alone */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), FG_BACKEND_NONE);
+}
+
+/* Three timeouts in a row eject a backend; when the time is up one request
+ * probes it; an answer brings it back, a timeout doubles the ejection. */
+TEST(ejection_and_probe)
+{
+	struct fg_backendpool p;
+	init(&p, 1);
+	for (int i = 0; i < 3; i++) {
+		CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
+		fg_backendpool_done(&p, 0, 1, false, 10 * MS);
+	}
+	CHECK(!fg_backendpool_usable(&p, 20 * MS));
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 20 * MS), FG_BACKEND_NONE);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 1010 * MS), 0); /* the probe */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 1010 * MS), FG_BACKEND_NONE);
+	fg_backendpool_done(&p, 0, 1, false, 1500 * MS); /* failed probe: 2 s */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 3400 * MS), FG_BACKEND_NONE);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 3500 * MS), 0);
+	fg_backendpool_done(&p, 0, 1, true, 3600 * MS);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 3600 * MS), 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 3600 * MS), 0); /* up: no longer one at a time */
+	CHECK_EQ(p.b[0].ejections, 2);
+}
+
+/* Two workers' pools sharing ejections: what one ejects, the other stops
+ * using at once, until the same time; then each probes it. */
+TEST(ejections_are_shared_between_workers)
+{
+	struct fg_backend_shared shared[FG_MAX_BACKENDS] = { { 0 } };
+	struct fg_backendpool a, b;
+	init(&a, 2);
+	init(&b, 2);
+	a.shared = b.shared = shared;
+	/* Timeouts in a row over both workers: a, b, a — the third ejects. */
+	a.b[0].outstanding++;
+	fg_backendpool_done(&a, 0, 1, false, 100 * MS);
+	b.b[0].outstanding++;
+	fg_backendpool_done(&b, 0, 1, false, 100 * MS);
+	CHECK_EQ(shared[0].timeouts, 2);
+	CHECK_EQ(shared[0].down_until, 0);
+	a.b[0].outstanding++;
+	fg_backendpool_done(&a, 0, 1, false, 100 * MS);
+	CHECK_EQ(shared[0].down_until, 1100 * MS);
+	CHECK_EQ(a.b[0].state, FG_BACKEND_EJECTED);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 200 * MS), 1);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 200 * MS), 1); /* never backend 0 */
+	CHECK(fg_backendpool_usable(&b, 200 * MS));
+	fg_backendpool_set_capacity(&b, 1, 2); /* backend 1 full: nothing usable left for b... */
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 300 * MS), FG_BACKEND_NONE);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 1100 * MS), 0); /* ...until the shared time is up: b probes */
+	CHECK_EQ(b.b[0].state, FG_BACKEND_PROBING);
+	/* One backend ejected by both: b's usable says no while it lasts. */
+	struct fg_backendpool c;
+	fg_backendpool_init(&c, 1, 3, 1000 * MS, 8000 * MS);
+	struct fg_backend_shared one[FG_MAX_BACKENDS] = { { .down_until = 5000 * MS } };
+	c.shared = one;
+	CHECK(!fg_backendpool_usable(&c, 4000 * MS));
+	CHECK(fg_backendpool_usable(&c, 5000 * MS));
+}
+
+/* An answer anywhere breaks the run of timeouts. */
+TEST(an_answer_resets_the_shared_run)
+{
+	struct fg_backend_shared shared[FG_MAX_BACKENDS] = { { 0 } };
+	struct fg_backendpool a, b;
+	init(&a, 1);
+	init(&b, 1);
+	a.shared = b.shared = shared;
+	for (int i = 0; i < 2; i++) {
+		a.b[0].outstanding++;
+		fg_backendpool_done(&a, 0, 1, false, 100 * MS);
+	}
+	b.b[0].outstanding++;
+	fg_backendpool_done(&b, 0, 1, true, 100 * MS);
+	CHECK_EQ(shared[0].timeouts, 0);
+	a.b[0].outstanding++;
+	fg_backendpool_done(&a, 0, 1, false, 100 * MS); /* a's third, but the run is 1 */
+	CHECK_EQ(a.b[0].state, FG_BACKEND_UP);
+	b.b[0].outstanding++;
+	fg_backendpool_done(&b, 0, 1, false, 200 * MS);
+	a.b[0].outstanding++;
+	fg_backendpool_done(&a, 0, 1, false, 300 * MS); /* 3 in a row over both */
+	CHECK_EQ(a.b[0].state, FG_BACKEND_EJECTED);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 400 * MS), FG_BACKEND_NONE); /* b follows at once */
+	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
+}
+
+TEST_MAIN
