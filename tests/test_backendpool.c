@@ -1,4 +1,6 @@
 /* Unit tests of one worker's backend pool (common/backendpool.c). */
+#include <string.h>
+
 #include "backendpool.h"
 #include "test.h"
 
@@ -7,6 +9,22 @@
 static void init(struct fg_backendpool *p, uint32_t n)
 {
 	fg_backendpool_init(p, n, 3, 1000 * MS, 8000 * MS);
+}
+
+/* Two workers' pools of n backends sharing what they know of them. */
+static void two_workers(struct fg_backendpool *a, struct fg_backendpool *b, uint32_t n, struct fg_backend_shared *shared)
+{
+	memset(shared, 0, sizeof(*shared) * FG_MAX_BACKENDS);
+	init(a, n);
+	init(b, n);
+	a->shared = b->shared = shared;
+}
+
+/* A timeout at backend i seen by pool p. */
+static void time_out(struct fg_backendpool *p, uint32_t i, uint64_t now)
+{
+	p->b[i].outstanding++;
+	fg_backendpool_done(p, i, 1, false, now);
 }
 
 TEST(least_outstanding_seats)
@@ -45,10 +63,8 @@ TEST(ejection_and_probe)
 {
 	struct fg_backendpool p;
 	init(&p, 1);
-	for (int i = 0; i < 3; i++) {
-		CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
-		fg_backendpool_done(&p, 0, 1, false, 10 * MS);
-	}
+	for (int i = 0; i < 3; i++)
+		time_out(&p, 0, 10 * MS);
 	CHECK(!fg_backendpool_usable(&p, 20 * MS));
 	CHECK_EQ(fg_backendpool_pick(&p, 1, 20 * MS), FG_BACKEND_NONE);
 	CHECK_EQ(fg_backendpool_pick(&p, 1, 1010 * MS), 0); /* the probe */
@@ -66,20 +82,15 @@ TEST(ejection_and_probe)
  * using at once, until the same time; then each probes it. */
 TEST(ejections_are_shared_between_workers)
 {
-	struct fg_backend_shared shared[FG_MAX_BACKENDS] = { { 0 } };
+	struct fg_backend_shared shared[FG_MAX_BACKENDS];
 	struct fg_backendpool a, b;
-	init(&a, 2);
-	init(&b, 2);
-	a.shared = b.shared = shared;
+	two_workers(&a, &b, 2, shared);
 	/* Timeouts in a row over both workers: a, b, a — the third ejects. */
-	a.b[0].outstanding++;
-	fg_backendpool_done(&a, 0, 1, false, 100 * MS);
-	b.b[0].outstanding++;
-	fg_backendpool_done(&b, 0, 1, false, 100 * MS);
+	time_out(&a, 0, 100 * MS);
+	time_out(&b, 0, 100 * MS);
 	CHECK_EQ(shared[0].timeouts, 2);
 	CHECK_EQ(shared[0].down_until, 0);
-	a.b[0].outstanding++;
-	fg_backendpool_done(&a, 0, 1, false, 100 * MS);
+	time_out(&a, 0, 100 * MS);
 	CHECK_EQ(shared[0].down_until, 1100 * MS);
 	CHECK_EQ(a.b[0].state, FG_BACKEND_EJECTED);
 	CHECK_EQ(fg_backendpool_pick(&b, 1, 200 * MS), 1);
@@ -101,25 +112,18 @@ TEST(ejections_are_shared_between_workers)
 /* An answer anywhere breaks the run of timeouts. */
 TEST(an_answer_resets_the_shared_run)
 {
-	struct fg_backend_shared shared[FG_MAX_BACKENDS] = { { 0 } };
+	struct fg_backend_shared shared[FG_MAX_BACKENDS];
 	struct fg_backendpool a, b;
-	init(&a, 1);
-	init(&b, 1);
-	a.shared = b.shared = shared;
-	for (int i = 0; i < 2; i++) {
-		a.b[0].outstanding++;
-		fg_backendpool_done(&a, 0, 1, false, 100 * MS);
-	}
+	two_workers(&a, &b, 1, shared);
+	time_out(&a, 0, 100 * MS);
+	time_out(&a, 0, 100 * MS);
 	b.b[0].outstanding++;
 	fg_backendpool_done(&b, 0, 1, true, 100 * MS);
 	CHECK_EQ(shared[0].timeouts, 0);
-	a.b[0].outstanding++;
-	fg_backendpool_done(&a, 0, 1, false, 100 * MS); /* a's third, but the run is 1 */
+	time_out(&a, 0, 100 * MS); /* a's third, but the run is 1 */
 	CHECK_EQ(a.b[0].state, FG_BACKEND_UP);
-	b.b[0].outstanding++;
-	fg_backendpool_done(&b, 0, 1, false, 200 * MS);
-	a.b[0].outstanding++;
-	fg_backendpool_done(&a, 0, 1, false, 300 * MS); /* 3 in a row over both */
+	time_out(&b, 0, 200 * MS);
+	time_out(&a, 0, 300 * MS); /* 3 in a row over both */
 	CHECK_EQ(a.b[0].state, FG_BACKEND_EJECTED);
 	CHECK_EQ(fg_backendpool_pick(&b, 1, 400 * MS), FG_BACKEND_NONE); /* b follows at once */
 	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
