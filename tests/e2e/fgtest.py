@@ -136,6 +136,16 @@ class Daemon:
             raise RuntimeError("fairgatectl: " + out.stderr)
         return json.loads(out.stdout)
 
+    def wait_status(self, pred, timeout=5):
+        """Status until pred(status) holds (workers follow a new configuration
+        at their next poll, after apply has answered); the last one otherwise."""
+        deadline = time.time() + timeout
+        st = self.status()
+        while not pred(st) and time.time() < deadline:
+            time.sleep(0.05)
+            st = self.status()
+        return st
+
     def wait_idle(self, timeout=10):
         """Wait until nothing waits or executes; returns the last status."""
         deadline = time.time() + timeout

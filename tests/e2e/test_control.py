@@ -115,7 +115,7 @@ with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
     f.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {serverConcurrencyLimit: 9, "
             "queueWaitLimit: 3s}\n---\n" + t.level_config(queues=32))
 p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", f.name], capture_output=True, text=True)
-st = d.status()
+st = d.wait_status(lambda st: t.level_of(st)["seatLimit"] == 9 and t.level_of(st)["queues"] == 32)
 t.check(p.returncode == 0 and st["serverConcurrencyLimit"] == 9 and t.level_of(st)["seatLimit"] == 9
         and t.level_of(st)["queues"] == 32, "apply with FairgateSettings: the new server limit and queues are in force")
 with open(f.name, "w") as g:
