@@ -218,7 +218,8 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 			base_busy = busy_sum(h);
 		}
 		/* The allotter: every millisecond, or when a worker signals. */
-		if (full && h->cfg->board && (now >= next_allot || fg_board_take_signal(h->cfg->board))) {
+		bool signal = full && h->cfg->board && fg_board_take_signal(h->cfg->board); /* taken every time */
+		if (full && h->cfg->board && (now >= next_allot || signal)) {
 			fg_board_allot(h->cfg->board);
 			next_allot = now + hz / 1000;
 		}

@@ -2,12 +2,13 @@
  * seatshare — how several worker cores share one priority level's seats.
  *
  * Each queue of a level is owned by one worker (queue q by worker q % W).  A
- * level's limit C is split into per-worker allotments by the control thread
+ * level's limit C is split into per-worker allotments by the allotter thread
  * with a global max-min over the demands of all the level's queues (KEP
  * "Computing the max-min fair allocation"), recomputed every allotment
- * period.  The split is pure arithmetic here (fg_seatshare_targets, also used
- * by the simulator); the hand-over between the control thread and the
- * workers is the grant protocol below.
+ * period and when a worker signals.  The split is pure arithmetic here
+ * (fg_seatshare_round, also used by the simulator and the dataplane bench);
+ * the hand-over between the allotter and the workers is the grant protocol
+ * below.
  *
  * The board: a per-configuration-generation table that workers and the
  * control thread share (the only mutable memory a published fg_config points

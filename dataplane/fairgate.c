@@ -328,8 +328,11 @@ static void *allotter_main(void *arg)
 	while (!__atomic_load_n(&allotter_stop, __ATOMIC_ACQUIRE)) {
 		const struct fg_config *cfg = rcu_dereference(published_config);
 		uint64_t now = fg_now_ns();
-		bool due = now >= next_round, signalled = cfg->board && !due && fg_board_take_signal(cfg->board);
-		if (cfg->board && (due || signalled)) {
+		/* Taken on every round, so a signal raised before a periodic round
+		 * does not cause a second one right after it. */
+		bool due = now >= next_round, signal = cfg->board && fg_board_take_signal(cfg->board);
+		bool signalled = signal && !due;
+		if (cfg->board && (due || signal)) {
 			bool all = true;
 			for (unsigned i = 0; all && i < n_workers; i++)
 				all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) ==

@@ -138,7 +138,7 @@ static inline void store_load(const struct fg_level_board *lb, unsigned n_worker
  * and the allotter (relaxed stores: single writer). */
 static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
 {
-	const struct fg_level_rt *rt = &w->levels[slot];
+	struct fg_level_rt *rt = &w->levels[slot];
 	if (!w->board || !rt->live)
 		return;
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
@@ -153,7 +153,7 @@ static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
 		bool blocked = head && !fg_qs_fits(&rt->qs, head);
 		if (blocked && !rt->blocked)
 			fg_board_signal(w->board);
-		w->levels[slot].blocked = blocked;
+		rt->blocked = blocked;
 	}
 }
 
