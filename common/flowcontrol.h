@@ -4,10 +4,18 @@
  * the mandatory and bootstrap objects, derived concurrency limits, and a
  * compiled classifier (docs/configuration.md, apf-facts.md §1, §7).
  *
- * An fg_fc_set is a set of objects keyed by (kind, name), kept as JSON.
- * fg_fc_compile turns a valid set into an immutable fg_fc_config: schemas in
- * matching order with pre-hashed strings, levels with derived limits.
- * Classification allocates nothing and reads only the compiled config.
+ * An fg_fc_set is a set of objects keyed by (kind, name), kept as JSON in
+ * normalized form: decoded against the v1 types (unknown fields dropped, after
+ * a warning), with the v1 defaults filled in.  Objects enter a set only
+ * through fg_fc_set_apply*, which validates each one as Kubernetes does
+ * (every error at once) and changes nothing on any error.  fg_fc_compile
+ * turns a set into an immutable fg_fc_config: schemas in matching order with
+ * their rules compiled, levels with derived limits.  Classification allocates
+ * nothing and reads only the compiled config.
+ *
+ * The module's files: flowcontrol_objects.c (the set), flowcontrol_validate.c
+ * (decoding, defaulting, validation), flowcontrol_compile.c, and
+ * flowcontrol_classify.c (matching, explain); flowcontrol_int.h says more.
  *
  * Thread contract: sets are used by one thread (the control thread or a
  * tool); a compiled config is immutable and may be read by any thread.
@@ -26,6 +34,15 @@
 #define FG_FC_API_VERSION "flowcontrol.apiserver.k8s.io/v1"
 #define FG_FC_MAX_PRECEDENCE 10000
 #define FG_FC_MAX_OBJECTS 4096
+#define FG_FC_MAX_QUEUES 10000000 /* validation.go priorityLevelConfigurationQueuingMaxQueues */
+
+/* The v1 defaulters' values (k8s.io/api/flowcontrol/v1 defaults.go); the
+ * only place they are spelled. */
+#define FG_FC_DEFAULT_MATCHING_PRECEDENCE 1000
+#define FG_FC_DEFAULT_SHARES 30
+#define FG_FC_DEFAULT_QUEUES 64
+#define FG_FC_DEFAULT_HAND_SIZE 8
+#define FG_FC_DEFAULT_QUEUE_LENGTH_LIMIT 50
 
 enum fg_fc_kind { FG_FC_FLOWSCHEMA = 0, FG_FC_PRIORITYLEVEL = 1 };
 
@@ -41,14 +58,23 @@ struct fg_fc_set *fg_fc_set_copy(const struct fg_fc_set *s);
 /* Kubernetes' bootstrap objects (mandatory + suggested), the default config. */
 struct fg_fc_set *fg_fc_set_bootstrap(void);
 
+struct fg_fc_apply_opts {
+	bool strict;                /* unknown fields are errors (kubectl --validate=strict) */
+	struct fg_errors *warnings; /* unknown fields when not strict; may be NULL */
+};
+
 /*
  * Parse a document (JSON, or YAML with one or more documents; single objects
- * or List kinds) and add or replace its FlowSchema and PriorityLevelConfiguration
- * objects in the set.  A FairgateSettings object is applied to *settings when
- * settings is not NULL (and refused otherwise).  Every problem goes to errs,
- * each naming the object and the field path; on any error nothing changes.
- * Returns the number of objects applied, or -EINVAL.
+ * or List kinds, e.g. a kubectl dump with metadata and status) and add or
+ * replace its FlowSchema and PriorityLevelConfiguration objects in the set.
+ * A FairgateSettings object is applied to *settings when settings is not NULL
+ * (and refused otherwise).  Every problem goes to errs, each naming the object
+ * and the field path in Kubernetes' words; on any error nothing changes.
+ * Returns the number of objects applied, or -EINVAL.  fg_fc_set_apply is the
+ * same with default options (unknown fields dropped without a word).
  */
+int fg_fc_set_apply_opts(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
+			 const struct fg_fc_apply_opts *opts, struct fg_errors *errs);
 int fg_fc_set_apply(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
 		    struct fg_errors *errs);
 
@@ -61,11 +87,20 @@ size_t fg_fc_set_size(const struct fg_fc_set *s);
 /* Remove an object; 0 or -ENOENT. */
 int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
 
-/* Add the mandatory objects (exempt and catch-all) that are missing. */
-void fg_fc_set_add_mandatory(struct fg_fc_set *s);
+/* Add the built-in copies of the mandatory objects (exempt and catch-all, of
+ * both kinds) that are missing; returns how many were added. */
+unsigned fg_fc_set_add_mandatory(struct fg_fc_set *s);
+
+/* "exempt" and "catch-all" (of either kind). */
+bool fg_fc_is_mandatory(const char *name);
+
+/* One warning per FlowSchema whose level does not exist (it is Dangling and
+ * matches nothing, as in Kubernetes); returns how many. */
+unsigned fg_fc_set_warn_dangling(const struct fg_fc_set *s, struct fg_errors *warnings);
 
 /* The objects of one kind (or one object when name is not NULL) as a JSON
- * array; NULL if the named object does not exist. */
+ * array sorted by name, FlowSchemas with the status Kubernetes' controller
+ * writes (the Dangling condition); NULL if the named object does not exist. */
 json_t *fg_fc_set_get(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
 
 /* Parse "FlowSchema", "flowschemas", "fs", "PriorityLevelConfiguration",
@@ -102,8 +137,9 @@ struct fg_fc_config {
 	uint32_t catch_all_schema;
 };
 
-/* Validate the whole set (every error at once) and compile it with the
- * server concurrency limit.  NULL on error (errs filled) or out of memory. */
+/* Compile a set (its objects were validated on the way in; the mandatory
+ * objects are added when missing) with the server concurrency limit.  NULL
+ * with "out of memory" in errs when an allocation fails. */
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *s, uint32_t server_limit, struct fg_errors *errs);
 void fg_fc_config_free(struct fg_fc_config *c);
 

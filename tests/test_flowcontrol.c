@@ -269,36 +269,37 @@ TEST(flowschema_validation_reports_everything)
 		"{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"g\"}}],\"nonResourceRules\":[{\"verbs\":[],"
 		"\"nonResourceURLs\":[\"healthz\",\"/a//b\",\"/x*\",\"/ok/*\",\"/s p\"]}]}]}}",
 		(const char *const[]){
-			"FlowSchema/bad: spec.priorityLevelConfiguration.name: must not be empty",
-			"spec.matchingPrecedence: must be between 1 and 10000, inclusive",
-			"spec.distinguisherMethod.type: must be ByUser or ByNamespace",
-			"spec.rules[0].subjects: must have at least one subject",
-			"spec.rules[0].resourceRules[0].verbs[1]: unsupported verb \"fly\"",
-			"spec.rules[0].resourceRules[0].apiGroups: if '*' is present, it must be the only entry",
-			"spec.rules[0].resourceRules[0].resources: must not be empty",
-			"spec.rules[0].resourceRules[0].namespaces: must not be empty",
-			"spec.rules[1].subjects[0].kind: must be User, Group or ServiceAccount",
-			"spec.rules[1].subjects[1].user.name: must not be empty",
-			"spec.rules[1].subjects[2].serviceAccount.namespace: must not be empty",
-			"spec.rules[1].subjects[2].serviceAccount.name: must be '*' or a valid service account name",
-			"spec.rules[1]: at least one of resourceRules and nonResourceRules must be non-empty",
-			"spec.rules[2].nonResourceRules[0].verbs: must not be empty",
-			"nonResourceURLs[0]: must start with '/'",
-			"nonResourceURLs[1]: must not contain '//'",
-			"nonResourceURLs[2]: the only wildcard allowed is a trailing '/*'",
-			"nonResourceURLs[4]: must not contain whitespace",
+			"FlowSchema/bad: spec.priorityLevelConfiguration.name: Required value: must reference a priority level",
+			"spec.matchingPrecedence: Invalid value: 10001: must not be greater than 10000",
+			"spec.distinguisherMethod.type: Unsupported value: \"ByGroup\": supported values: \"ByNamespace\", \"ByUser\"",
+			"spec.rules[0].subjects: Required value: subjects must contain at least one value",
+			"spec.rules[0].resourceRules[0].verbs: Unsupported value: [\"get\",\"fly\"]: supported values: \"create\", ",
+			"spec.rules[0].resourceRules[0].apiGroups: Invalid value: [\"*\",\"apps\"]: if '*' is present, must not specify other api groups",
+			"spec.rules[0].resourceRules[0].resources: Required value: resource rules must supply at least one resource",
+			"spec.rules[0].resourceRules[0].namespaces: Required value: resource rules that are not cluster scoped must supply at least one namespace",
+			"spec.rules[1].subjects[0].kind: Unsupported value: \"Robot\": supported values: \"Group\", \"ServiceAccount\", \"User\"",
+			"spec.rules[1].subjects[1].user.name: Required value\n",
+			"spec.rules[1].subjects[2].serviceAccount.namespace: Required value: must specify namespace for service account",
+			"spec.rules[1].subjects[2].serviceAccount.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain",
+			"spec.rules[1]: Required value: at least one of resourceRules and nonResourceRules has to be non-empty",
+			"spec.rules[2].nonResourceRules[0].verbs: Required value: verbs must contain at least one value",
+			"nonResourceURLs[0]: Invalid value: \"healthz\": must start with slash",
+			"nonResourceURLs[1]: Invalid value: \"/a//b\": must not contain double slashes",
+			"nonResourceURLs[2]: Invalid value: \"/x*\": wildcard can only do suffix glob matching",
+			"nonResourceURLs[4]: Invalid value: \"/s p\": must not contain white-space",
 			NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"x\"},"
 		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"p\"},\"matchingPrecedence\":1,\"rules\":[]}}",
-		(const char *const[]){ "spec.matchingPrecedence: only the schema named \"exempt\" may have precedence 1", NULL });
+		(const char *const[]){ "spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matching precedence 1", NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"Upper\"}}",
-		(const char *const[]){ "metadata.name: must be a DNS-1123 subdomain", NULL });
+		(const char *const[]){ "FlowSchema/Upper: metadata.name: Invalid value: \"Upper\": a lowercase RFC 1123 subdomain",
+				       "spec.priorityLevelConfiguration.name: Required value", NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1beta3\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"a\"},"
 		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"p\"}}}",
 		(const char *const[]){ "apiVersion: must be \"flowcontrol.apiserver.k8s.io/v1\"", NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"catch-all\"},"
 		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"global-default\"},\"matchingPrecedence\":10000,\"rules\":[]}}",
-		(const char *const[]){ "the mandatory FlowSchema \"catch-all\" must keep its built-in spec", NULL });
+		(const char *const[]){ "FlowSchema/catch-all: spec: Invalid value: {\"priorityLevelConfiguration\":{\"name\":\"global-default\"},\"matchingPrecedence\":10000,\"rules\":[]}: spec of 'catch-all' must equal the fixed value", NULL });
 }
 
 TEST(level_validation_reports_everything)
@@ -307,7 +308,7 @@ TEST(level_validation_reports_everything)
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"a\"},"
 		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"nominalConcurrencyShares\":-1,\"lendablePercent\":101,"
 		"\"borrowingLimitPercent\":-1,\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":512,\"handSize\":8,"
-		"\"queueLengthLimit\":0}}}}},"
+		"\"queueLengthLimit\":-1}}}}},"
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"b\"},"
 		"\"spec\":{\"type\":\"Exempt\"}},"
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"c\"},"
@@ -317,15 +318,15 @@ TEST(level_validation_reports_everything)
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"catch-all\"},"
 		"\"spec\":{\"type\":\"Limited\",\"limited\":{\"nominalConcurrencyShares\":50,\"limitResponse\":{\"type\":\"Reject\"}}}}]}",
 		(const char *const[]){
-			"item 0 PriorityLevelConfiguration/a: spec.limited.nominalConcurrencyShares: must be a non-negative integer",
-			"spec.limited.lendablePercent: must be between 0 and 100, inclusive",
-			"spec.limited.borrowingLimitPercent: if specified, must be a non-negative integer",
-			"spec.limited.limitResponse.queuing.queueLengthLimit: must be positive",
-			"spec.limited.limitResponse.queuing.handSize: falls foul of the entropy limit: ceil(log2(512) * 8) = 72 bits > 60",
-			"PriorityLevelConfiguration/b: spec.type: only the level named \"exempt\" may be Exempt",
-			"PriorityLevelConfiguration/c: spec.limited.limitResponse.queuing.handSize: should not be greater than queues (4)",
-			"PriorityLevelConfiguration/d: spec.limited.limitResponse.type: must be Queue or Reject",
-			"the mandatory PriorityLevelConfiguration \"catch-all\" must keep its built-in spec",
+			"item 0 PriorityLevelConfiguration/a: spec.limited.nominalConcurrencyShares: Invalid value: -1: must be a non-negative integer",
+			"spec.limited.lendablePercent: Invalid value: 101: must be between 0 and 100, inclusive",
+			"spec.limited.borrowingLimitPercent: Invalid value: -1: if specified, must be a non-negative integer",
+			"spec.limited.limitResponse.queuing.queueLengthLimit: Invalid value: -1: must be positive",
+			"spec.limited.limitResponse.queuing.handSize: Invalid value: 8: required entropy bits of deckSize 512 and handSize 8 should not be greater than 60",
+			"PriorityLevelConfiguration/b: spec.type: Invalid value: \"Exempt\": type must be 'Exempt' if and only if name is 'exempt'",
+			"PriorityLevelConfiguration/c: spec.limited.limitResponse.queuing.handSize: Invalid value: 5: should not be greater than queues (4)",
+			"PriorityLevelConfiguration/d: spec.limited.limitResponse.type: Unsupported value: \"Drop\": supported values: \"Queue\", \"Reject\"",
+			"spec of 'catch-all' must equal the fixed value",
 			NULL });
 	/* The exempt level may change its shares and lendable percent only. */
 	struct fg_fc_set *s = fg_fc_set_new();

@@ -285,11 +285,11 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"clients\": [{}]}", "clients[0].name: required");
 	expect_error("{\"windows\": [\"5s-1s\"], \"clients\": [{\"name\":\"a\"}]}", "windows[0]");
 	expect_error("{\"objects\": [{\"kind\": \"FlowSchema\"}], \"clients\": [{\"name\":\"a\"}]}",
-		     "objects: 2 error(s): document 1 item 0 FlowSchema/(no name): apiVersion: must be");
+		     "objects: 3 error(s): document 1 item 0 FlowSchema/(no name): apiVersion: must be");
 	expect_error("{\"objects\": [{\"apiVersion\": \"flowcontrol.apiserver.k8s.io/v1\", \"kind\": \"PriorityLevelConfiguration\", \"metadata\": {\"name\": \"p\"},"
 		     "\"spec\": {\"type\": \"Limited\", \"limited\": {\"limitResponse\": {\"type\": \"Queue\","
 		     "\"queuing\": {\"queues\": 512, \"handSize\": 8}}}}}], \"clients\": [{\"name\":\"a\"}]}",
-		     "handSize: falls foul of the entropy limit: ceil(log2(512) * 8) = 72 bits > 60");
+		     "handSize: Invalid value: 8: required entropy bits of deckSize 512 and handSize 8 should not be greater than 60");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"priorityLevel\": \"nope\"}]}", "clients[0].priorityLevel");
 	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
 }

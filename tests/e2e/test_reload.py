@@ -51,7 +51,7 @@ bad = write("apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelCon
             "spec: {type: Limited, limited: {limitResponse: {type: Queue, queuing: {queues: 512, handSize: 8}}}}\n")
 gen_before = d.status()["configGeneration"]
 p = subprocess.run(ctl + ["apply", "-f", bad], capture_output=True, text=True)
-t.check(p.returncode == 1 and "entropy limit" in p.stderr and "nothing was changed" in p.stderr,
+t.check(p.returncode == 1 and "required entropy bits" in p.stderr and "nothing was changed" in p.stderr,
         "an invalid configuration under load is refused with its errors")
 t.check(d.status()["configGeneration"] == gen_before, "the refused configuration changed nothing")
 th.join(timeout=120)

@@ -1,0 +1,196 @@
+/*
+ * flowcontrol_classify — the per-request classifier over a compiled
+ * configuration (first matching schema in (precedence, name) order), explain,
+ * and requests from messages and JSON.  Allocates nothing per request.
+ */
+#include "flowcontrol_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flowhash.h"
+#include "flowcontrol_match.h"
+#include "shuffle.h"
+
+
+static bool subject_matches(const struct csubject *s, const struct fg_fc_request *r)
+{
+	switch (s->kind) {
+	case SUBJ_USER:
+		return s->any || cstr_eq(s->name, r->user.ptr, r->user.len);
+	case SUBJ_GROUP:
+		if (s->any)
+			return true;
+		for (unsigned g = 0; g < r->n_groups; g++)
+			if (cstr_eq(s->name, r->groups[g].ptr, r->groups[g].len))
+				return true;
+		return false;
+	default: /* service account: a prefix for name '*', else the full user name */
+		if (s->any)
+			return r->user.len >= s->name.len && !memcmp(r->user.ptr, s->name.s, s->name.len);
+		return cstr_eq(s->name, r->user.ptr, r->user.len);
+	}
+}
+
+static bool resource_matches(const struct cres *x, const struct fg_fc_request *r)
+{
+	if (!clist_has(&x->verbs, r->verb.ptr, r->verb.len) || !clist_has(&x->groups, r->api_group.ptr, r->api_group.len))
+		return false;
+	if (!x->resources.any) {
+		char buf[2 * FG_PROTO_MAX_STR + 2];
+		size_t n = r->resource.len;
+		memcpy(buf, r->resource.ptr, n);
+		if (r->subresource.len) {
+			buf[n++] = '/';
+			memcpy(buf + n, r->subresource.ptr, r->subresource.len);
+			n += r->subresource.len;
+		}
+		if (!clist_has(&x->resources, buf, n))
+			return false;
+	}
+	if (r->ns.len == 0)
+		return x->cluster_scope; /* '*' does not cover cluster-scoped requests */
+	return clist_has(&x->namespaces, r->ns.ptr, r->ns.len);
+}
+
+static bool nonresource_matches(const struct cnonres *x, const struct fg_fc_request *r)
+{
+	if (!clist_has(&x->verbs, r->verb.ptr, r->verb.len))
+		return false;
+	for (uint32_t i = 0; i < x->n_urls; i++) {
+		const struct curl *u = &x->urls[i];
+		if (u->any || cstr_eq(u->s, r->path.ptr, r->path.len))
+			return true;
+		if (r->path.len >= u->prefix.len && !memcmp(r->path.ptr, u->prefix.s, u->prefix.len))
+			return true;
+	}
+	return false;
+}
+
+static bool schema_matches(const struct fg_fc_schema *s, const struct fg_fc_request *r)
+{
+	bool nonresource = r->path.ptr != NULL;
+	for (uint32_t i = 0; i < s->n_rules; i++) {
+		const struct crule *cr = &s->rules[i];
+		bool subject = false;
+		for (uint32_t k = 0; k < cr->n_subjects && !subject; k++)
+			subject = subject_matches(&cr->subjects[k], r);
+		if (!subject)
+			continue;
+		if (nonresource) {
+			for (uint32_t k = 0; k < cr->n_nonres; k++)
+				if (nonresource_matches(&cr->nonres[k], r))
+					return true;
+		} else {
+			for (uint32_t k = 0; k < cr->n_res; k++)
+				if (resource_matches(&cr->res[k], r))
+					return true;
+		}
+	}
+	return false;
+}
+
+void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m)
+{
+	uint32_t s = c->catch_all_schema;
+	for (uint32_t i = 0; i < c->n_schemas; i++)
+		if (schema_matches(c->schemas[i], r)) {
+			s = i;
+			break;
+		}
+	m->schema = s;
+	m->level = c->schema_level[s];
+	m->distinguisher = (struct fg_str){ "", 0 };
+	m->flow_hash = 0;
+	const struct fg_fc_level *l = &c->levels[m->level];
+	/* As Kubernetes: a flow only matters where there are queues to choose. */
+	if (l->queues > 1) {
+		if (c->schema_dist[s] == FG_FC_DIST_BY_USER)
+			m->distinguisher = r->user;
+		else if (c->schema_dist[s] == FG_FC_DIST_BY_NAMESPACE)
+			m->distinguisher = r->ns;
+		const char *name = c->schema_names[s];
+		m->flow_hash = fg_flow_hash(name, strlen(name), m->distinguisher.ptr ? m->distinguisher.ptr : "",
+					    m->distinguisher.len);
+	}
+}
+
+void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r)
+{
+	static const char empty[1] = "";
+	const struct fg_str *src[] = { &m->user, &m->ns, &m->verb, &m->api_group, &m->resource, &m->subresource };
+	struct fg_str *dst[] = { &r->user, &r->ns, &r->verb, &r->api_group, &r->resource, &r->subresource };
+	for (size_t i = 0; i < sizeof(src) / sizeof(src[0]); i++)
+		*dst[i] = src[i]->ptr ? *src[i] : (struct fg_str){ empty, 0 };
+	r->path = m->path; /* NULL ptr: a resource request */
+	r->groups = m->groups;
+	r->n_groups = m->n_groups;
+}
+
+json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	struct fg_fc_match m;
+	fg_fc_classify(c, r, &m);
+	const struct fg_fc_level *l = &c->levels[m.level];
+	char hash[24];
+	snprintf(hash, sizeof(hash), "0x%016llx", (unsigned long long)m.flow_hash);
+	json_t *o = json_pack("{s:s, s:s, s:s%, s:s}", "flowSchema", c->schema_names[m.schema], "priorityLevel", l->name,
+			      "distinguisher", m.distinguisher.ptr ? m.distinguisher.ptr : "", (size_t)m.distinguisher.len,
+			      "flowHash", hash);
+	if (l->queues) {
+		struct fg_dealer d;
+		uint32_t cards[FG_DEALER_MAX_HAND];
+		if (fg_dealer_init(&d, l->queues, l->hand_size) == 0) {
+			fg_dealer_deal(&d, m.flow_hash, cards);
+			json_t *hand = json_array();
+			for (uint32_t i = 0; i < l->hand_size; i++)
+				json_array_append_new(hand, json_integer(cards[i]));
+			json_object_set_new(o, "hand", hand);
+			json_object_set_new(o, "queue", json_integer(cards[0]));
+		}
+	}
+	return o;
+}
+
+int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,
+			    char *err, size_t errlen)
+{
+	static const char *const keys[] = { "user", "namespace", "verb", "apiGroup", "resource", "subresource", "path" };
+	struct fg_str *dst[] = { &r->user, &r->ns, &r->verb, &r->api_group, &r->resource, &r->subresource, &r->path };
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(obj)) {
+		snprintf(err, errlen, "request: must be an object");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(obj, keys[i]);
+		if (v && !json_is_string(v)) {
+			snprintf(err, errlen, "request.%s: must be a string", keys[i]);
+			return -EINVAL;
+		}
+		if (v && json_string_length(v) > FG_PROTO_MAX_STR) {
+			snprintf(err, errlen, "request.%s: longer than %u bytes", keys[i], FG_PROTO_MAX_STR);
+			return -EINVAL;
+		}
+		*dst[i] = v ? (struct fg_str){ json_string_value(v), (uint16_t)json_string_length(v) }
+			    : (struct fg_str){ i == 6 ? NULL : "", 0 };
+	}
+	if (!r->verb.len)
+		r->verb = (struct fg_str){ "get", 3 };
+	json_t *gs = json_object_get(obj, "groups"), *g;
+	size_t i;
+	if (gs && !json_is_array(gs)) {
+		snprintf(err, errlen, "request.groups: must be a list of strings");
+		return -EINVAL;
+	}
+	json_array_foreach(gs, i, g) {
+		if (!json_is_string(g) || i >= cap) {
+			snprintf(err, errlen, "request.groups[%zu]: must be a string (at most %u groups)", i, cap);
+			return -EINVAL;
+		}
+		groups[r->n_groups++] = (struct fg_str){ json_string_value(g), (uint16_t)json_string_length(g) };
+	}
+	r->groups = groups;
+	return 0;
+}

@@ -1,0 +1,312 @@
+/*
+ * flowcontrol_compile — a normalized object set into an immutable
+ * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and
+ * schemas in matching order with their rules in one arena.  See flowcontrol.h.
+ *
+ * Every allocation is checked: a failure anywhere frees what was built and
+ * reports "out of memory" in errs.
+ */
+#include "flowcontrol_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowcontrol_match.h"
+
+/* All compiled memory comes from one arena, freed at once. */
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+#define ARENA_BLOCK_BYTES 65536
+
+struct compiled {
+	struct fg_fc_config pub;
+	struct arena_block *arena;
+	bool oom; /* an allocation failed: the result is discarded */
+};
+
+static void *alloc(struct compiled *c, size_t size)
+{
+	size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+	if (size == 0)
+		size = sizeof(max_align_t);
+	struct arena_block *b = c->arena;
+	if (!b || b->used + size > b->cap) {
+		size_t cap = size > ARENA_BLOCK_BYTES ? size : ARENA_BLOCK_BYTES;
+		b = malloc(sizeof(*b) + cap);
+		if (!b) {
+			c->oom = true;
+			return NULL;
+		}
+		b->next = c->arena;
+		b->used = 0;
+		b->cap = cap;
+		c->arena = b;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += size;
+	memset(p, 0, size);
+	return p;
+}
+
+static struct cstr dup_str(struct compiled *c, const char *s, size_t n)
+{
+	char *d = alloc(c, n + 1);
+	if (!d)
+		return (struct cstr){ "", 0 };
+	memcpy(d, s, n);
+	d[n] = 0;
+	return (struct cstr){ d, (uint32_t)n };
+}
+
+static struct clist compile_list(struct compiled *c, json_t *arr)
+{
+	struct clist l = { 0 };
+	size_t n = json_array_size(arr), i;
+	json_t *e;
+	if (n == 1 && !strcmp(json_string_value(json_array_get(arr, 0)), "*")) {
+		l.any = true;
+		return l;
+	}
+	l.v = alloc(c, sizeof(*l.v) * n);
+	if (!l.v)
+		return l;
+	json_array_foreach(arr, i, e)
+		l.v[l.n++] = dup_str(c, json_string_value(e), json_string_length(e));
+	return l;
+}
+
+static void compile_subject(struct compiled *c, json_t *e, struct csubject *cs)
+{
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+	if (!strcmp(kind, "ServiceAccount")) {
+		json_t *sa = json_object_get(e, "serviceAccount");
+		const char *ns = json_string_value(json_object_get(sa, "namespace"));
+		const char *name = json_string_value(json_object_get(sa, "name"));
+		char full[600];
+		cs->kind = SUBJ_SA;
+		cs->any = !strcmp(name, "*");
+		int n = snprintf(full, sizeof(full), "system:serviceaccount:%s:%s", ns, cs->any ? "" : name);
+		cs->name = dup_str(c, full, (size_t)n < sizeof(full) ? (size_t)n : sizeof(full) - 1);
+	} else {
+		bool user = !strcmp(kind, "User");
+		const char *name = json_string_value(json_object_get(json_object_get(e, user ? "user" : "group"), "name"));
+		cs->kind = user ? SUBJ_USER : SUBJ_GROUP;
+		cs->any = !strcmp(name, "*");
+		cs->name = dup_str(c, name, strlen(name));
+	}
+}
+
+static void compile_url(struct compiled *c, const char *us, struct curl *cu)
+{
+	size_t n = strlen(us);
+	cu->s = dup_str(c, us, n);
+	cu->any = !strcmp(us, "*");
+	/* The prefix for "/x/" followed by a star, and for "/x", is "/x/". */
+	size_t pn = n && us[n - 1] == '*' ? n - 1 : n;
+	char *pre = alloc(c, pn + 2);
+	if (!pre)
+		return;
+	memcpy(pre, us, pn);
+	if (!pn || pre[pn - 1] != '/')
+		pre[pn++] = '/';
+	cu->prefix = (struct cstr){ pre, (uint32_t)pn };
+}
+
+static struct fg_fc_schema *compile_schema(struct compiled *c, json_t *spec)
+{
+	json_t *rules = json_object_get(spec, "rules");
+	struct fg_fc_schema *s = alloc(c, sizeof(*s));
+	size_t i, j;
+	json_t *r, *e;
+	if (!s || !(s->rules = alloc(c, sizeof(*s->rules) * json_array_size(rules))))
+		return NULL;
+	json_array_foreach(rules, i, r) {
+		struct crule *cr = &s->rules[s->n_rules++];
+		json_t *subjects = json_object_get(r, "subjects");
+		json_t *rr = json_object_get(r, "resourceRules"), *nn = json_object_get(r, "nonResourceRules");
+		cr->subjects = alloc(c, sizeof(*cr->subjects) * json_array_size(subjects));
+		cr->res = alloc(c, sizeof(*cr->res) * json_array_size(rr));
+		cr->nonres = alloc(c, sizeof(*cr->nonres) * json_array_size(nn));
+		if (c->oom)
+			return NULL;
+		json_array_foreach(subjects, j, e)
+			compile_subject(c, e, &cr->subjects[cr->n_subjects++]);
+		json_array_foreach(rr, j, e) {
+			struct cres *x = &cr->res[cr->n_res++];
+			x->verbs = compile_list(c, json_object_get(e, "verbs"));
+			x->groups = compile_list(c, json_object_get(e, "apiGroups"));
+			x->resources = compile_list(c, json_object_get(e, "resources"));
+			x->namespaces = compile_list(c, json_object_get(e, "namespaces"));
+			x->cluster_scope = json_is_true(json_object_get(e, "clusterScope"));
+		}
+		json_array_foreach(nn, j, e) {
+			struct cnonres *x = &cr->nonres[cr->n_nonres++];
+			x->verbs = compile_list(c, json_object_get(e, "verbs"));
+			json_t *urls = json_object_get(e, "nonResourceURLs"), *u;
+			size_t k;
+			if (!(x->urls = alloc(c, sizeof(*x->urls) * json_array_size(urls))))
+				return NULL;
+			json_array_foreach(urls, k, u)
+				compile_url(c, json_string_value(u), &x->urls[x->n_urls++]);
+		}
+	}
+	return c->oom ? NULL : s;
+}
+
+/* Kubernetes' rounding: half away from zero (values here are >= 0). */
+static uint32_t round_half_up(double x) { return (uint32_t)floor(x + 0.5); }
+
+static int cmp_schema(const void *a, const void *b)
+{
+	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t px = fg_fc__int(fg_fc__spec(x), "matchingPrecedence", 0);
+	json_int_t py = fg_fc__int(fg_fc__spec(y), "matchingPrecedence", 0);
+	if (px != py)
+		return px < py ? -1 : 1;
+	return strcmp(fg_fc__name(x), fg_fc__name(y));
+}
+
+int fg_fc_level_index(const struct fg_fc_config *c, const char *name)
+{
+	for (uint32_t i = 0; i < c->n_levels; i++)
+		if (!strcmp(c->levels[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+void fg_fc_config_free(struct fg_fc_config *pub)
+{
+	if (!pub)
+		return;
+	struct compiled *c = (struct compiled *)pub;
+	for (struct arena_block *b = c->arena, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	free(c);
+}
+
+/* A level's own fields, as the normalized (defaulted) object has them. */
+static void compile_level(struct compiled *c, json_t *o, struct fg_fc_level *l)
+{
+	json_t *spec = fg_fc__spec(o);
+	const char *name = fg_fc__name(o);
+	l->name = (char *)dup_str(c, name, strlen(name)).s;
+	l->exempt = !strcmp(json_string_value(json_object_get(spec, "type")), "Exempt");
+	json_t *body = json_object_get(spec, l->exempt ? "exempt" : "limited");
+	l->shares = (uint32_t)fg_fc__int(body, "nominalConcurrencyShares", 0);
+	l->lendable_percent = (uint32_t)fg_fc__int(body, "lendablePercent", 0);
+	l->borrowing_percent = (int32_t)fg_fc__int(body, "borrowingLimitPercent", -1);
+	json_t *lr = json_object_get(body, "limitResponse");
+	l->reject = !l->exempt && !strcmp(json_string_value(json_object_get(lr, "type")), "Reject");
+	if (!l->exempt && !l->reject) {
+		json_t *q = json_object_get(lr, "queuing");
+		l->queues = (uint32_t)fg_fc__int(q, "queues", 0);
+		l->hand_size = (uint32_t)fg_fc__int(q, "handSize", 0);
+		l->queue_length_limit = (uint32_t)fg_fc__int(q, "queueLengthLimit", 0);
+	}
+}
+
+/* apf-facts.md §1.3: the sums run over every level, exempt included. */
+static void derive_limits(struct fg_fc_config *pub, uint32_t server_limit)
+{
+	uint64_t share_sum = 0;
+	for (uint32_t k = 0; k < pub->n_levels; k++)
+		share_sum += pub->levels[k].shares;
+	for (uint32_t k = 0; k < pub->n_levels; k++) {
+		struct fg_fc_level *l = &pub->levels[k];
+		l->nominal = share_sum ? (uint32_t)(((uint64_t)server_limit * l->shares + share_sum - 1) / share_sum) : 0;
+		l->lendable = round_half_up(l->nominal * l->lendable_percent / 100.0);
+		l->borrowing = l->borrowing_percent < 0 ? server_limit
+							: round_half_up(l->nominal * (double)l->borrowing_percent / 100.0);
+		l->min = l->nominal - l->lendable;
+		l->max = l->nominal + l->borrowing;
+		l->limit = l->nominal;
+		if (l->queues) {
+			uint32_t a = (uint32_t)ceil(0.15 * l->nominal), b = l->nominal / l->hand_size;
+			l->max_seats = a < b ? a : b;
+			if (l->max_seats < 1)
+				l->max_seats = 1;
+		}
+	}
+}
+
+/* Schemas in matching order; those whose level does not exist dangle and
+ * match nothing, as in Kubernetes (they stay in the set, with a warning). */
+static void compile_schemas(struct compiled *c, json_t *schemas)
+{
+	struct fg_fc_config *pub = &c->pub;
+	size_t n = json_array_size(schemas), i;
+	json_t *o;
+	json_t **sorted = calloc(n ? n : 1, sizeof(*sorted));
+	pub->schemas = alloc(c, sizeof(*pub->schemas) * n);
+	pub->schema_names = alloc(c, sizeof(char *) * n);
+	pub->schema_level = alloc(c, sizeof(uint32_t) * n);
+	pub->schema_dist = alloc(c, sizeof(*pub->schema_dist) * n);
+	if (!sorted || c->oom) {
+		c->oom = true;
+		free(sorted);
+		return;
+	}
+	json_array_foreach(schemas, i, o)
+		sorted[i] = o;
+	qsort(sorted, n, sizeof(*sorted), cmp_schema);
+	for (i = 0; i < n && !c->oom; i++) {
+		json_t *spec = fg_fc__spec(sorted[i]);
+		const char *pl = json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name"));
+		int li = fg_fc_level_index(pub, pl);
+		if (li < 0)
+			continue;
+		uint32_t k = pub->n_schemas++;
+		const char *name = fg_fc__name(sorted[i]);
+		pub->schema_names[k] = (char *)dup_str(c, name, strlen(name)).s;
+		pub->schema_level[k] = (uint32_t)li;
+		const char *dt = json_string_value(json_object_get(json_object_get(spec, "distinguisherMethod"), "type"));
+		pub->schema_dist[k] = !dt ? FG_FC_DIST_NONE : !strcmp(dt, "ByUser") ? FG_FC_DIST_BY_USER : FG_FC_DIST_BY_NAMESPACE;
+		pub->schemas[k] = compile_schema(c, spec);
+		if (!strcmp(name, "catch-all"))
+			pub->catch_all_schema = k;
+	}
+	free(sorted);
+}
+
+struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_limit, struct fg_errors *errs)
+{
+	struct fg_fc_set *s = fg_fc_set_copy(set);
+	struct compiled *c = calloc(1, sizeof(*c));
+	json_t *levels = NULL, *schemas = NULL;
+	if (!s || !c)
+		goto oom;
+	fg_fc_set_add_mandatory(s);
+	levels = fg_fc_set_get(s, FG_FC_PRIORITYLEVEL, NULL);
+	schemas = fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL);
+	struct fg_fc_config *pub = &c->pub;
+	pub->server_limit = server_limit;
+	size_t i;
+	json_t *o;
+	if (!levels || !schemas || !(pub->levels = alloc(c, sizeof(*pub->levels) * json_array_size(levels))))
+		goto oom;
+	json_array_foreach(levels, i, o)
+		compile_level(c, o, &pub->levels[pub->n_levels++]);
+	derive_limits(pub, server_limit);
+	compile_schemas(c, schemas);
+	if (c->oom || pub->n_schemas == 0 || strcmp(pub->schema_names[pub->catch_all_schema], "catch-all"))
+		goto oom; /* the mandatory catch-all is always there unless memory ran out */
+	json_decref(levels);
+	json_decref(schemas);
+	fg_fc_set_free(s);
+	return pub;
+oom:
+	fg_errors_add(errs, "(compile)", "out of memory");
+	json_decref(levels);
+	json_decref(schemas);
+	fg_fc_set_free(s);
+	fg_fc_config_free(c ? &c->pub : NULL);
+	return NULL;
+}
