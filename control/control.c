@@ -68,8 +68,8 @@ static char *error_response(const char *fmt, ...)
 	return s;
 }
 
-/* A refused configuration: the summary and every error line. */
-static char *errors_response(const struct fg_errors *e)
+/* Collected lines ("path: reason") as a JSON array of strings. */
+static json_t *lines_json(const struct fg_errors *e)
 {
 	json_t *lines = json_array();
 	const char *p = e->text;
@@ -79,9 +79,15 @@ static char *errors_response(const struct fg_errors *e)
 		json_array_append_new(lines, json_stringn(p, n));
 		p += n + (nl ? 1 : 0);
 	}
+	return lines;
+}
+
+/* A refused configuration: the summary and every error line. */
+static char *errors_response(const struct fg_errors *e)
+{
 	char msg[96];
 	snprintf(msg, sizeof(msg), "invalid configuration, %u error(s); nothing was changed", e->count);
-	json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", msg, "errors", lines);
+	json_t *o = json_pack("{s:b, s:s, s:o}", "ok", 0, "error", msg, "errors", lines_json(e));
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -120,11 +126,15 @@ static void check_restart_only(const struct fg_settings *cur, const struct fg_se
 }
 
 /* Compile a candidate object set with candidate settings and, unless dry,
- * publish them as the next generation; on success both replace the view's. */
+ * publish them as the next generation; on success both replace the view's.
+ * The candidate always holds the mandatory objects (what `get` shows is what
+ * is in force); warnings (unknown fields, dangling schemas) go with the answer. */
 static char *commit(const struct fg_control_view *view, struct fg_fc_set *candidate, const struct fg_settings *next_settings,
-		    int applied, bool dry)
+		    int applied, bool dry, struct fg_errors *warnings, json_t *extra)
 {
 	struct fg_errors errs = { .len = 0 };
+	fg_fc_set_add_mandatory(candidate);
+	fg_fc_set_warn_dangling(candidate, warnings);
 	struct fg_settings settings = next_settings ? *next_settings : *view->settings;
 	check_restart_only(view->settings, &settings, &errs);
 	if (!errs.count)
@@ -134,8 +144,10 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 		fg_fc_set_free(candidate);
 		return errs.count ? errors_response(&errs) : error_response("out of memory");
 	}
-	json_t *summary = json_pack("{s:i, s:i, s:i}", "objects", applied, "priorityLevels", (int)fc->n_levels,
-				    "flowSchemas", (int)fc->n_schemas);
+	json_t *summary = json_pack("{s:i, s:i, s:i, s:o}", "objects", applied, "priorityLevels", (int)fc->n_levels,
+				    "flowSchemas", (int)fc->n_schemas, "warnings", lines_json(warnings));
+	if (extra)
+		json_object_update(summary, extra);
 	if (dry) {
 		fg_fc_config_free(fc);
 		fg_fc_set_free(candidate);
@@ -167,15 +179,21 @@ static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry
 		return error_response("%s needs \"data\": the objects as JSON or YAML text", dry ? "validate" : "apply");
 	struct fg_fc_set *candidate = dry && json_is_true(json_object_get(req, "standalone")) ? fg_fc_set_new()
 											   : fg_fc_set_copy(view->objects);
-	struct fg_errors errs = { .len = 0 };
+	json_t *strict = json_object_get(req, "strict");
+	if (strict && !json_is_boolean(strict))
+		return error_response("\"strict\" must be true or false");
+	if (!candidate)
+		return error_response("out of memory");
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
 	struct fg_settings settings = *view->settings;
-	int n = fg_fc_set_apply(candidate, (const uint8_t *)json_string_value(data), json_string_length(data), &settings,
-				&errs);
+	struct fg_fc_apply_opts opts = { .strict = json_is_true(strict), .warnings = &warnings };
+	int n = fg_fc_set_apply_opts(candidate, (const uint8_t *)json_string_value(data), json_string_length(data),
+				     &settings, &opts, &errs);
 	if (n < 0) {
 		fg_fc_set_free(candidate);
 		return errors_response(&errs);
 	}
-	return commit(view, candidate, &settings, n, dry);
+	return commit(view, candidate, &settings, n, dry, &warnings, NULL);
 }
 
 static int kind_of(json_t *req, char **err)
@@ -197,11 +215,18 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 	if (!name)
 		return error_response("delete needs \"name\"");
 	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	if (!candidate)
+		return error_response("out of memory");
 	if (fg_fc_set_delete(candidate, (enum fg_fc_kind)kind, name)) {
 		fg_fc_set_free(candidate);
 		return error_response("%s \"%s\" not found", fg_fc_kind_name((enum fg_fc_kind)kind), name);
 	}
-	return commit(view, candidate, NULL, 1, false);
+	/* As Kubernetes: a deleted mandatory object comes back as its built-in copy. */
+	struct fg_errors warnings = { .len = 0 };
+	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory(name));
+	char *out = commit(view, candidate, NULL, 1, false, &warnings, extra);
+	json_decref(extra);
+	return out;
 }
 
 static char *cmd_get(const struct fg_control_view *view, json_t *req)
@@ -230,36 +255,54 @@ static char *cmd_explain(const struct fg_control_view *view, json_t *req)
 	return ok_response(result);
 }
 
+static char *cmd_status(const struct fg_control_view *view, json_t *req)
+{
+	(void)req;
+	return ok_response(fg_status_json(view));
+}
+
+static char *cmd_version(const struct fg_control_view *view, json_t *req)
+{
+	(void)view;
+	(void)req;
+	return ok_response(json_pack("{s:s, s:i}", "version", FG_VERSION, "protocol", 1));
+}
+
+static char *cmd_validate(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, true); }
+static char *cmd_apply_live(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, false); }
+
+/* The control commands; those that mutate need an admin peer. */
+static const struct command {
+	const char *name;
+	char *(*run)(const struct fg_control_view *view, json_t *req);
+	bool mutates;
+} commands[] = {
+	{ "status", cmd_status, false },     { "version", cmd_version, false }, { "get", cmd_get, false },
+	{ "explain", cmd_explain, false },   { "validate", cmd_validate, false }, { "apply", cmd_apply_live, true },
+	{ "delete", cmd_delete, true },
+};
+
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
 {
 	json_error_t jerr;
 	json_t *req = json_loadb((const char *)line, len, 0, &jerr);
 	if (!req)
 		return error_response("malformed JSON at column %d: %s", jerr.column, jerr.text);
-	char *out;
-	json_t *cmd = json_object_get(req, "command");
-	const char *c = json_string_value(cmd);
-	if (!json_is_object(req) || !c) {
+	char *out = NULL;
+	const char *c = json_string_value(json_object_get(req, "command"));
+	const struct command *cmd = NULL;
+	for (size_t i = 0; c && i < sizeof(commands) / sizeof(commands[0]) && !cmd; i++)
+		if (!strcmp(c, commands[i].name))
+			cmd = &commands[i];
+	if (!json_is_object(req) || !c)
 		out = error_response("request must be an object with a string \"command\"");
-	} else if (!strcmp(c, "status")) {
-		out = ok_response(fg_status_json(view));
-	} else if (!strcmp(c, "version")) {
-		out = ok_response(json_pack("{s:s, s:i}", "version", FG_VERSION, "protocol", 1));
-	} else if (!strcmp(c, "get")) {
-		out = cmd_get(view, req);
-	} else if (!strcmp(c, "explain")) {
-		out = cmd_explain(view, req);
-	} else if (!strcmp(c, "validate")) {
-		out = cmd_apply(view, req, true);
-	} else if (!strcmp(c, "apply") || !strcmp(c, "delete")) {
-		if (!may_mutate)
-			out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
-		else
-			out = !strcmp(c, "apply") ? cmd_apply(view, req, false) : cmd_delete(view, req);
-	} else {
+	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
 				     "version)", c);
-	}
+	else if (cmd->mutates && !may_mutate)
+		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
+	else
+		out = cmd->run(view, req);
 	json_decref(req);
 	return out;
 }
@@ -440,6 +483,7 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 		return NULL;
 	}
 	ctl->view = *view;
+	fg_fc_set_add_mandatory(ctl->view.objects); /* get shows what is in force */
 	ctl->listen_fd = ctl->wake[0] = ctl->wake[1] = -1;
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
 		ctl->conns[i].fd = -1;

@@ -29,10 +29,15 @@ static void usage(FILE *f)
 		"  status [-o table|json] [--watch SECONDS] [--count N]\n"
 		"                 levels, flows and counters of the running daemon;\n"
 		"                 --watch repeats every SECONDS (requests/s from the deltas)\n"
-		"  apply -f FILE|-            add or replace FlowSchemas and PriorityLevelConfigurations\n"
-		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc)\n"
+		"  apply -f FILE|- [--strict] add or replace FlowSchemas and PriorityLevelConfigurations;\n"
+		"                             unknown fields are warnings, errors with --strict\n"
+		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
+		"                             a mandatory object (exempt, catch-all) is restored to its built-in copy\n"
 		"  get KIND [NAME] [-o table|json|yaml]\n"
-		"  validate -f FILE|-         offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
+		"                             what is in force, mandatory objects included; FlowSchemas with\n"
+		"                             their Dangling condition (MISSINGPL column)\n"
+		"  validate -f FILE|- [--strict]\n"
+		"                             offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
 		"          [--resource R] [--subresource S] [--name N] [--path P] [-o table|json]\n"
 		"                             where a request goes; with -f offline on that file\n"
@@ -361,6 +366,23 @@ static const char *opt_file(int argc, char **argv)
 	return NULL;
 }
 
+static bool has_flag(int argc, char **argv, const char *flag)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], flag))
+			return true;
+	return false;
+}
+
+/* Warnings the daemon sent with an answer, as kubectl prints them. */
+static void print_warnings(json_t *r)
+{
+	size_t i;
+	json_t *w;
+	json_array_foreach(json_object_get(r, "warnings"), i, w)
+		fprintf(stderr, "Warning: %s\n", json_string_value(w));
+}
+
 static int cmd_apply(const char *path, int argc, char **argv)
 {
 	const char *file = opt_file(argc, argv);
@@ -372,10 +394,13 @@ static int cmd_apply(const char *path, int argc, char **argv)
 	size_t len;
 	if (read_all(file, &text, &len))
 		return 1;
-	json_t *resp, *r = request(path, json_pack("{s:s, s:s%}", "command", "apply", "data", text, len), &resp);
+	json_t *req = json_pack("{s:s, s:s%, s:b}", "command", "apply", "data", text, len, "strict",
+				has_flag(argc, argv, "--strict"));
+	json_t *resp, *r = request(path, req, &resp);
 	free(text);
 	if (!r)
 		return 1;
+	print_warnings(r);
 	printf("applied %lld object(s): %lld priority levels, %lld flow schemas in force (configuration generation %lld)\n",
 	       (long long)json_integer_value(json_object_get(r, "objects")),
 	       (long long)json_integer_value(json_object_get(r, "priorityLevels")),
@@ -395,8 +420,11 @@ static int cmd_delete(const char *path, int argc, char **argv)
 				   &resp);
 	if (!r)
 		return 1;
-	printf("deleted %s %s (configuration generation %lld)\n", fg_fc_kind_name((enum fg_fc_kind)fg_fc_kind_parse(argv[1])),
-	       argv[2], (long long)json_integer_value(json_object_get(r, "generation")));
+	print_warnings(r);
+	printf("%s %s %s (configuration generation %lld)\n",
+	       json_is_true(json_object_get(r, "restored")) ? "restored the built-in copy of mandatory" : "deleted",
+	       fg_fc_kind_name((enum fg_fc_kind)fg_fc_kind_parse(argv[1])), argv[2],
+	       (long long)json_integer_value(json_object_get(r, "generation")));
 	json_decref(resp);
 	return 0;
 }
@@ -432,13 +460,17 @@ static int cmd_get(const char *path, int argc, char **argv)
 	} else if (!strcmp(fmt, "yaml")) {
 		yaml_value(name ? json_array_get(items, 0) : r, 0, 0);
 	} else if (kind == FG_FC_FLOWSCHEMA) {
-		printf("%-36s %-24s %10s %-14s\n", "NAME", "PRIORITYLEVEL", "PRECEDENCE", "DISTINGUISHER");
+		/* kubectl's columns for flowschemas */
+		printf("%-36s %-24s %10s %-14s %-8s\n", "NAME", "PRIORITYLEVEL", "PRECEDENCE", "DISTINGUISHER", "MISSINGPL");
 		json_array_foreach(items, i, o) {
 			json_t *spec = json_object_get(o, "spec");
 			const char *dm = json_string_value(json_object_get(json_object_get(spec, "distinguisherMethod"), "type"));
-			printf("%-36s %-24s %10lld %-14s\n", json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+			json_t *cond = json_array_get(json_object_get(json_object_get(o, "status"), "conditions"), 0);
+			const char *dangling = json_string_value(json_object_get(cond, "status"));
+			printf("%-36s %-24s %10lld %-14s %-8s\n", json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
 			       json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name")),
-			       (long long)json_integer_value(json_object_get(spec, "matchingPrecedence")), dm ? dm : "<none>");
+			       (long long)json_integer_value(json_object_get(spec, "matchingPrecedence")), dm ? dm : "<none>",
+			       dangling ? dangling : "?");
 		}
 	} else {
 		printf("%-28s %-8s %8s %8s %6s %6s %8s\n", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");
@@ -464,7 +496,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 
 /* Offline: the file's objects (or the bootstrap set when it has none) plus
  * the mandatory ones, compiled with its FairgateSettings' server limit. */
-static struct fg_fc_config *compile_file(const char *file, struct fg_fc_set **set_out, int *n_objects)
+static struct fg_fc_config *compile_file(const char *file, bool strict, struct fg_fc_set **set_out, int *n_objects)
 {
 	char *text;
 	size_t len;
@@ -473,8 +505,9 @@ static struct fg_fc_config *compile_file(const char *file, struct fg_fc_set **se
 	struct fg_settings settings;
 	fg_settings_defaults(&settings);
 	struct fg_fc_set *set = fg_fc_set_new();
-	struct fg_errors errs = { .len = 0 };
-	int n = fg_fc_set_apply(set, (const uint8_t *)text, len, &settings, &errs);
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
+	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &warnings };
+	int n = set ? fg_fc_set_apply_opts(set, (const uint8_t *)text, len, &settings, &opts, &errs) : -ENOMEM;
 	free(text);
 	struct fg_fc_config *fc = NULL;
 	if (n >= 0) {
@@ -482,7 +515,13 @@ static struct fg_fc_config *compile_file(const char *file, struct fg_fc_set **se
 			fg_fc_set_free(set);
 			set = fg_fc_set_bootstrap();
 		}
+		fg_fc_set_warn_dangling(set, &warnings);
 		fc = fg_fc_compile(set, settings.seat_limit, &errs);
+	}
+	for (const char *p = warnings.text; *p;) {
+		const char *nl = strchr(p, '\n');
+		fprintf(stderr, "Warning: %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
+		p = nl ? nl + 1 : p + strlen(p);
 	}
 	if (!fc) {
 		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
@@ -503,7 +542,7 @@ static int cmd_validate(int argc, char **argv)
 	}
 	struct fg_fc_set *set;
 	int n;
-	struct fg_fc_config *fc = compile_file(file, &set, &n);
+	struct fg_fc_config *fc = compile_file(file, has_flag(argc, argv, "--strict"), &set, &n);
 	if (!fc)
 		return 1;
 	printf("%s: valid, %d object(s); in force with the mandatory objects: %u priority levels, %u flow schemas "
@@ -560,7 +599,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 	if (file) {
 		struct fg_fc_set *set;
 		int n;
-		struct fg_fc_config *fc = compile_file(file, &set, &n);
+		struct fg_fc_config *fc = compile_file(file, has_flag(argc, argv, "--strict"), &set, &n);
 		if (fc) {
 			struct fg_fc_request r;
 			struct fg_str gs[FG_PROTO_MAX_GROUPS];
@@ -599,6 +638,39 @@ static int cmd_explain(const char *path, int argc, char **argv)
 	return 0;
 }
 
+static int cmd_version(const char *path, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	char err[512] = "";
+	json_t *resp = call(path, "{\"command\":\"version\"}", err, sizeof(err));
+	json_t *r = result_or_error(resp, err, sizeof(err));
+	if (!r) {
+		fprintf(stderr, "fairgatectl: %s\n", err);
+		json_decref(resp);
+		return 1;
+	}
+	printf("fairgatectl %s, fairgate %s (protocol %lld)\n", FG_VERSION, json_string_value(json_object_get(r, "version")),
+	       geti(r, "protocol"));
+	json_decref(resp);
+	return 0;
+}
+
+static int cmd_validate_offline(const char *path, int argc, char **argv)
+{
+	(void)path; /* offline: the daemon is not asked */
+	return cmd_validate(argc, argv);
+}
+
+static const struct command {
+	const char *name;
+	int (*run)(const char *socket_path, int argc, char **argv);
+} commands[] = {
+	{ "status", cmd_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
+	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
+	{ "version", cmd_version },
+};
+
 int main(int argc, char **argv)
 {
 	const char *path = getenv("FAIRGATE_SOCKET");
@@ -626,32 +698,9 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-	if (!strcmp(cmd, "status"))
-		return cmd_status(path, argc - i, argv + i);
-	if (!strcmp(cmd, "apply"))
-		return cmd_apply(path, argc - i, argv + i);
-	if (!strcmp(cmd, "delete"))
-		return cmd_delete(path, argc - i, argv + i);
-	if (!strcmp(cmd, "get"))
-		return cmd_get(path, argc - i, argv + i);
-	if (!strcmp(cmd, "validate"))
-		return cmd_validate(argc - i, argv + i);
-	if (!strcmp(cmd, "explain"))
-		return cmd_explain(path, argc - i, argv + i);
-	if (!strcmp(cmd, "version")) {
-		char err[512] = "";
-		json_t *resp = call(path, "{\"command\":\"version\"}", err, sizeof(err));
-		json_t *r = result_or_error(resp, err, sizeof(err));
-		if (!r) {
-			fprintf(stderr, "fairgatectl: %s\n", err);
-			json_decref(resp);
-			return 1;
-		}
-		printf("fairgatectl %s, fairgate %s (protocol %lld)\n", FG_VERSION,
-		       json_string_value(json_object_get(r, "version")), geti(r, "protocol"));
-		json_decref(resp);
-		return 0;
-	}
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (!strcmp(cmd, commands[k].name))
+			return commands[k].run(path, argc - i, argv + i);
 	fprintf(stderr, "fairgatectl: unknown command \"%s\"\n", cmd);
 	usage(stderr);
 	return 2;
