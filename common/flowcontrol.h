@@ -179,5 +179,9 @@ json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *
  * into the caller's array of `cap`).  0 or -EINVAL with a message. */
 int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,
 			    char *err, size_t errlen);
+/* The same for any number of groups (matching has no group limit): the
+ * groups array is allocated to fit and freed by the caller. */
+int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct fg_str **groups, char *err,
+				  size_t errlen);
 
 #endif

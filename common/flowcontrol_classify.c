@@ -6,6 +6,7 @@
 #include "flowcontrol_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -193,4 +194,21 @@ int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str 
 	}
 	r->groups = groups;
 	return 0;
+}
+
+int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct fg_str **groups, char *err,
+				  size_t errlen)
+{
+	size_t n = json_array_size(json_object_get(obj, "groups"));
+	*groups = calloc(n ? n : 1, sizeof(**groups));
+	if (!*groups) {
+		snprintf(err, errlen, "out of memory for %zu groups", n);
+		return -ENOMEM;
+	}
+	int rc = fg_fc_request_from_json(obj, r, *groups, (unsigned)n, err, errlen);
+	if (rc) {
+		free(*groups);
+		*groups = NULL;
+	}
+	return rc;
 }

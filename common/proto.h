@@ -22,8 +22,8 @@
 /* Documented limits (docs/protocol.md §Limits). */
 #define FG_PROTO_MAX_DATAGRAM 8192u /* whole message, header included */
 #define FG_PROTO_MAX_STR 512u       /* one string attribute value */
-#define FG_PROTO_MAX_GROUPS 32u     /* GROUP attributes per request */
-#define FG_PROTO_MAX_ATTRS 64u      /* attributes per message */
+#define FG_PROTO_MAX_GROUPS 256u    /* GROUP attributes per request (directory users have hundreds) */
+#define FG_PROTO_MAX_ATTRS (FG_PROTO_MAX_GROUPS + 64u) /* attributes per message, unknown ones included */
 #define FG_PROTO_ATTR_HDR 4u        /* u16 type + u16 length */
 
 enum fg_msg_type {
@@ -103,7 +103,7 @@ struct fg_msg {
 	struct fg_hdr hdr;
 	struct fg_str user, ns, verb, api_group, resource, subresource, name, path;
 	struct fg_str groups[FG_PROTO_MAX_GROUPS];
-	uint8_t n_groups;
+	uint16_t n_groups;
 	uint16_t n_unknown_attrs; /* skipped for forward compatibility */
 	const uint8_t *payload;
 	size_t payload_len;

@@ -245,13 +245,14 @@ static char *cmd_get(const struct fg_control_view *view, json_t *req)
 static char *cmd_explain(const struct fg_control_view *view, json_t *req)
 {
 	struct fg_fc_request r;
-	struct fg_str groups[FG_PROTO_MAX_GROUPS];
+	struct fg_str *groups;
 	char msg[160];
-	if (fg_fc_request_from_json(json_object_get(req, "request"), &r, groups, FG_PROTO_MAX_GROUPS, msg, sizeof(msg)))
+	if (fg_fc_request_from_json_alloc(json_object_get(req, "request"), &r, &groups, msg, sizeof(msg)))
 		return error_response("%s", msg);
 	rcu_thread_online();
 	json_t *result = fg_fc_explain(rcu_dereference(*view->config_ptr)->fc, &r);
 	rcu_thread_offline();
+	free(groups);
 	return ok_response(result);
 }
 

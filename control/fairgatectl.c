@@ -602,12 +602,13 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		struct fg_fc_config *fc = compile_file(file, has_flag(argc, argv, "--strict"), &set, &n);
 		if (fc) {
 			struct fg_fc_request r;
-			struct fg_str gs[FG_PROTO_MAX_GROUPS];
+			struct fg_str *gs = NULL;
 			char msg[160];
-			if (fg_fc_request_from_json(rq, &r, gs, FG_PROTO_MAX_GROUPS, msg, sizeof(msg)))
+			if (fg_fc_request_from_json_alloc(rq, &r, &gs, msg, sizeof(msg)))
 				fprintf(stderr, "fairgatectl explain: %s\n", msg);
 			else
 				result = fg_fc_explain(fc, &r);
+			free(gs);
 			fg_fc_config_free(fc);
 			fg_fc_set_free(set);
 		}

@@ -25,9 +25,9 @@ lying[6:8] = struct.pack(">H", 4000)  # header length past the datagram
 s.sendto(bytes(lying), target)
 lying_attr = t.request(3, attrs=struct.pack(">HH", 1, 60000) + b"x")  # attribute length lies
 s.sendto(lying_attr, target)
-many = t.request(4, attrs=b"".join(t.attr(2, b"g") for _ in range(200)))  # 200 groups
+many = t.request(4, attrs=b"".join(t.attr(2, b"g") for _ in range(257)))  # one group past the limit
 s.sendto(many, target)
-unknown_attrs = t.request(5, attrs=b"".join(t.attr(0x100, b"") for _ in range(100)))
+unknown_attrs = t.request(5, attrs=b"".join(t.attr(0x100, b"") for _ in range(400)))  # past 320 attributes
 s.sendto(unknown_attrs, target)
 s.sendto(t.request(6) + b"x" * 9000, target)  # over the datagram limit
 sent += 5
