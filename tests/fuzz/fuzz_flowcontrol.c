@@ -10,13 +10,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fg_fc_set *s = fg_fc_set_new();
 	struct fg_settings settings;
-	struct fg_errors e;
+	struct fg_errors e, w;
 	memset(&e, 0, sizeof(e));
+	memset(&w, 0, sizeof(w));
 	fg_settings_defaults(&settings);
-	if (fg_fc_set_apply(s, data, size, &settings, &e) < 0) {
+	/* Strict and lenient field validation alike, by the input's length. */
+	struct fg_fc_apply_opts opts = { .strict = size & 1, .warnings = &w };
+	if (fg_fc_set_apply_opts(s, data, size, &settings, &opts, &e) < 0) {
 		if (fg_fc_set_size(s))
 			abort();
 	} else {
+		fg_fc_set_warn_dangling(s, &w);
+		json_decref(fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL));
 		struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
 		if (c) {
 			struct fg_str g = { "system:authenticated", 20 };
