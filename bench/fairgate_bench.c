@@ -35,15 +35,32 @@ int64_t fg_bench_duration_arg(const char *flag, const char *value)
 	return ns;
 }
 
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("fairgate-bench %s\n", FG_VERSION);
+	return 0;
+}
+
+/* The commands, with the line `usage` prints for each. */
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "backend", fg_bench_backend, "emulated backend server (fairgate-bench backend --help)" },
+	{ "loadgen", fg_bench_loadgen, "load generator with per-flow results (fairgate-bench loadgen --help)" },
+	{ "sim", fg_bench_sim, "deterministic simulation of a scenario (fairgate-bench sim --help)" },
+	{ "dataplane", fg_bench_dataplane, "the DPDK fast path in one process vs forward-only and librte_sched" },
+	{ "version", cmd_version, "" },
+};
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: fairgate-bench COMMAND [options]\n\n"
-		   "commands:\n"
-		   "  backend   emulated backend server (fairgate-bench backend --help)\n"
-		   "  loadgen   load generator with per-flow results (fairgate-bench loadgen --help)\n"
-		   "  sim       deterministic simulation of a scenario (fairgate-bench sim --help)\n"
-		   "  dataplane the DPDK fast path in one process vs forward-only and librte_sched\n"
-		   "  version\n");
+	fprintf(f, "usage: fairgate-bench COMMAND [options]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char **argv)
@@ -52,18 +69,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "backend"))
-		return fg_bench_backend(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "loadgen"))
-		return fg_bench_loadgen(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "dataplane"))
-		return fg_bench_dataplane(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "sim"))
-		return fg_bench_sim(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "version")) {
-		printf("fairgate-bench %s\n", FG_VERSION);
-		return 0;
-	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;

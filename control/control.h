@@ -20,7 +20,6 @@
 #include "seatshare.h"
 #include "stats.h"
 
-struct fg_worker;
 
 /* What the control thread may look at. */
 struct fg_control_view {
