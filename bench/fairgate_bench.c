@@ -53,7 +53,7 @@ static const struct command {
 	{ "loadgen", fg_bench_loadgen, "load generator with per-flow results (fairgate-bench loadgen --help)" },
 	{ "sim", fg_bench_sim, "deterministic simulation of a scenario (fairgate-bench sim --help)" },
 	{ "dataplane", fg_bench_dataplane, "the DPDK fast path in one process vs forward-only and librte_sched" },
-	{ "version", cmd_version, "" },
+	{ "version", cmd_version, "the version of the tools" },
 };
 
 static void usage(FILE *f)
