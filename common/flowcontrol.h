@@ -160,6 +160,10 @@ struct fg_fc_match {
  * none.  Never fails on a compiled config. */
 void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m);
 
+/* Whether schema number `schema` (matching order) matches the request, on
+ * its own: precedence and the catch-all fallback play no part. */
+bool fg_fc_schema_matches(const struct fg_fc_config *c, uint32_t schema, const struct fg_fc_request *r);
+
 /* A request from a decoded message. */
 void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r);
 

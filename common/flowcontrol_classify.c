@@ -92,6 +92,11 @@ static bool schema_matches(const struct fg_fc_schema *s, const struct fg_fc_requ
 	return false;
 }
 
+bool fg_fc_schema_matches(const struct fg_fc_config *c, uint32_t schema, const struct fg_fc_request *r)
+{
+	return schema < c->n_schemas && schema_matches(c->schemas[schema], r);
+}
+
 void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m)
 {
 	uint32_t s = c->catch_all_schema;

@@ -16,6 +16,8 @@
 
 #include "shuffle.h"
 
+#define FG_FC_V1BETA3_ZERO_SHARES_KEY "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares"
+
 /* --- field errors -------------------------------------------------------- */
 
 struct vctx {
@@ -555,7 +557,7 @@ static void validate_schema_spec(struct vctx *c, const char *name, json_t *spec)
 		invalid_int(c, "spec.matchingPrecedence", prec, msg);
 	}
 	if (prec == 1 && strcmp(name, "exempt"))
-		invalid_int(c, "spec.matchingPrecedence", prec, "only the schema named 'exempt' may have matching precedence 1");
+		invalid_int(c, "spec.matchingPrecedence", prec, "only the schema named 'exempt' may have matchingPrecedence 1");
 	json_t *dm = json_object_get(spec, "distinguisherMethod");
 	if (dm) {
 		json_t *t = json_object_get(dm, "type");
@@ -642,7 +644,7 @@ static void validate_level_spec(struct vctx *c, const char *name, json_t *spec)
 	json_t *type = json_object_get(spec, "type");
 	const char *t = type ? json_string_value(type) : "";
 	if (!strcmp(name, "exempt") != !strcmp(t, "Exempt"))
-		invalid(c, "spec.type", type ? type : json_string(""), "type must be 'Exempt' if and only if name is 'exempt'");
+		invalid(c, "spec.type", type ? type : json_string(""), "must be 'Exempt' if and only if `name` is 'exempt'");
 	json_t *lim = json_object_get(spec, "limited"), *ex = json_object_get(spec, "exempt");
 	if (!strcmp(t, "Exempt")) {
 		if (lim)
@@ -690,6 +692,11 @@ static void validate_status(struct vctx *c, json_t *status)
 	char p[PATH_MAX_LEN];
 	json_array_foreach(conds, i, e) {
 		json_t *t = json_object_get(e, "type");
+		if (!t || !*json_string_value(t)) {
+			snprintf(p, sizeof(p), "status.conditions[%zu].type", i);
+			required(c, p, "");
+			continue;
+		}
 		for (size_t k = 0; t && k < i; k++)
 			if (json_equal(t, json_object_get(json_array_get(conds, k), "type"))) {
 				char v[160];
@@ -806,6 +813,10 @@ json_t *fg_fc__take(json_t *obj, enum fg_fc_kind kind, const char *name, const c
 	json_t *dec = normalize(&c, obj, kind);
 	if (!dec)
 		return NULL;
+	/* v1beta3's round-trip marker has no meaning in v1 (validation.go). */
+	if (kind == FG_FC_PRIORITYLEVEL &&
+	    json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), FG_FC_V1BETA3_ZERO_SHARES_KEY))
+		forbidden(&c, "metadata.annotations", "annotation '" FG_FC_V1BETA3_ZERO_SHARES_KEY "' is forbidden");
 	json_t *spec = json_object_get(dec, "spec");
 	if (kind == FG_FC_FLOWSCHEMA)
 		validate_schema_spec(&c, name, spec);

@@ -290,7 +290,7 @@ TEST(flowschema_validation_reports_everything)
 			NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"x\"},"
 		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"p\"},\"matchingPrecedence\":1,\"rules\":[]}}",
-		(const char *const[]){ "spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matching precedence 1", NULL });
+		(const char *const[]){ "spec.matchingPrecedence: Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1", NULL });
 	expect_errors("{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"Upper\"}}",
 		(const char *const[]){ "FlowSchema/Upper: metadata.name: Invalid value: \"Upper\": a lowercase RFC 1123 subdomain",
 				       "spec.priorityLevelConfiguration.name: Required value", NULL });
@@ -323,7 +323,7 @@ TEST(level_validation_reports_everything)
 			"spec.limited.borrowingLimitPercent: Invalid value: -1: if specified, must be a non-negative integer",
 			"spec.limited.limitResponse.queuing.queueLengthLimit: Invalid value: -1: must be positive",
 			"spec.limited.limitResponse.queuing.handSize: Invalid value: 8: required entropy bits of deckSize 512 and handSize 8 should not be greater than 60",
-			"PriorityLevelConfiguration/b: spec.type: Invalid value: \"Exempt\": type must be 'Exempt' if and only if name is 'exempt'",
+			"PriorityLevelConfiguration/b: spec.type: Invalid value: \"Exempt\": must be 'Exempt' if and only if `name` is 'exempt'",
 			"PriorityLevelConfiguration/c: spec.limited.limitResponse.queuing.handSize: Invalid value: 5: should not be greater than queues (4)",
 			"PriorityLevelConfiguration/d: spec.limited.limitResponse.type: Unsupported value: \"Drop\": supported values: \"Queue\", \"Reject\"",
 			"spec of 'catch-all' must equal the fixed value",
