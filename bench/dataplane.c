@@ -35,6 +35,7 @@
 #include <rte_ring.h>
 #include <rte_sched.h>
 
+#include "allotter.h"
 #include "bench.h"
 #include "clock.h"
 #include "config.h"
@@ -42,7 +43,7 @@
 #include "flowcontrol.h"
 #include "netpkt.h"
 #include "proto.h"
-#include "worker.h"
+#include "workerset.h"
 
 #define DP_FRAME_LEN 200u
 #define DP_BURST 32u
@@ -70,8 +71,7 @@ struct harness {
 	int full;                  /* 0: forward-only, 1: the fairgate worker */
 	struct fg_dpdk_io *io;
 	struct fg_config *cfg;
-	struct fg_mesh mesh;
-	struct fg_worker *workers[DP_MAX_WORKERS];
+	struct fg_workerset ws;
 	uint64_t busy_cycles[DP_MAX_WORKERS];
 	/* generator side */
 	uint64_t completions, rejects;
@@ -149,7 +149,7 @@ static void forward_only(struct harness *h, unsigned lane)
 /* Busy time: polls that received datagrams or took hand-offs. */
 static void fairgate_path(struct harness *h, unsigned lane)
 {
-	struct fg_worker *w = h->workers[lane];
+	struct fg_worker *w = h->ws.w[lane];
 	rcu_register_thread();
 	while (!h->stop) {
 		rcu_quiescent_state();
@@ -205,7 +205,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 		args[i] = (struct lane_arg){ h, i };
 		rte_eal_remote_launch(worker_main, &args[i], lcore);
 	}
-	uint64_t next_allot = 0;
+	struct fg_allotter allotter = { 0 };
 	uint64_t inflight = 0, next_flow = 0;
 	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), end = start + (uint64_t)(seconds * (double)hz);
 	uint64_t warm = start + hz / 2, counted_from = 0, base_completions = 0, base_busy = 0;
@@ -217,12 +217,10 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 			base_completions = h->completions;
 			base_busy = busy_sum(h);
 		}
-		/* The allotter: every millisecond, or when a worker signals. */
-		bool signal = full && h->cfg->board && fg_board_take_signal(h->cfg->board); /* taken every time */
-		if (full && h->cfg->board && (now >= next_allot || signal)) {
-			fg_board_allot(h->cfg->board);
-			next_allot = now + hz / 1000;
-		}
+		/* The allotter, on the generator's lcore: every workers follow the
+		 * one configuration. */
+		if (full)
+			fg_allotter_step(&allotter, h->cfg, true, fg_now_ns());
 		unsigned want = inflight + DP_BURST <= DP_WINDOW ? DP_BURST : 0;
 		if (want && rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, want) == 0) {
 			for (unsigned i = 0; i < want; i++) {
@@ -413,19 +411,13 @@ static struct fg_config *full_config(struct harness *h)
 		fg_config_free(c);
 		return NULL;
 	}
-	if (h->n_workers > 1 && fg_mesh_init(&h->mesh, h->n_workers, FG_HANDOFF_RING_SIZE)) {
-		fprintf(stderr, "fairgate-bench dataplane: out of memory for the hand-off rings\n");
+	struct fg_io ios[DP_MAX_WORKERS];
+	for (unsigned i = 0; i < h->n_workers; i++)
+		ios[i] = fg_dpdk_io_lane(h->io, i);
+	if (fg_workerset_create(&h->ws, h->n_workers, ios, s.max_requests, c, fg_now_ns(), err, sizeof(err))) {
+		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
 		fg_config_free(c);
 		return NULL;
-	}
-	for (unsigned i = 0; i < h->n_workers; i++) {
-		struct fg_worker *w = h->workers[i] = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
-		if (!w || fg_worker_init(w, i, fg_dpdk_io_lane(h->io, i), s.max_requests) ||
-		    (h->n_workers > 1 && fg_worker_join(w, &h->mesh)) || fg_worker_configure(w, c, fg_now_ns())) {
-			fprintf(stderr, "fairgate-bench dataplane: out of memory for worker %u\n", i);
-			fg_config_free(c);
-			return NULL;
-		}
 	}
 	return c;
 }
@@ -512,8 +504,8 @@ int fg_bench_dataplane(int argc, char **argv)
 	double hz = (double)rte_get_tsc_hz();
 	uint64_t handed = 0, forwarded = 0;
 	for (unsigned i = 0; i < workers; i++) {
-		handed += h.workers[i]->stats.handed_off;
-		forwarded += h.workers[i]->stats.answers_forwarded;
+		handed += h.ws.w[i]->stats.handed_off;
+		forwarded += h.ws.w[i]->stats.answers_forwarded;
 	}
 	if (json) {
 		printf("{\"flows\": %u, \"workers\": %u, \"cpus\": %ld, \"frameBytes\": %u, \"tscHz\": %.0f,\n"
@@ -545,19 +537,11 @@ int fg_bench_dataplane(int argc, char **argv)
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched);
 		printf("one worker core's capacity at this cost: %.0f requests/s\n", hz / full.cycles_per_request);
 	}
-	struct fg_io ios[DP_MAX_WORKERS];
 	for (unsigned i = 0; i < workers; i++) {
-		struct fg_worker *w = h.workers[i];
-		ios[i] = w->io;
-		fg_worker_drain(w, h.cfg, fg_now_ns());
-		fg_worker_abort_executing(w, h.cfg, fg_now_ns());
+		fg_worker_drain(h.ws.w[i], h.cfg, fg_now_ns());
+		fg_worker_abort_executing(h.ws.w[i], h.cfg, fg_now_ns());
 	}
-	if (h.mesh.rings)
-		fg_mesh_fini(&h.mesh, ios);
-	for (unsigned i = 0; i < workers; i++) {
-		fg_worker_fini(h.workers[i]);
-		free(h.workers[i]);
-	}
+	fg_workerset_destroy(&h.ws);
 	fg_dpdk_io_free(h.io);
 	fg_config_free(h.cfg);
 	free(h.templates);

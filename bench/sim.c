@@ -12,6 +12,7 @@
 #include "duration.h"
 #include "flowcontrol.h"
 #include "flowhash.h"
+#include "readfile.h"
 #include "seatshare.h"
 #include "queueset.h"
 #include "seatshare.h"
@@ -582,6 +583,18 @@ static void dispatch(struct fg_sim *s, struct level *l)
 		l->limit_violations++;
 }
 
+/* Queue q lives on worker q mod W, as queue ownership in the daemon. */
+struct sim_level_workers {
+	const struct level *l;
+	uint32_t workers;
+};
+
+static uint64_t sim_queue_work(const void *ctx, uint32_t q)
+{
+	const struct sim_level_workers *x = ctx;
+	return x->l->qs[q % x->workers].queues[q].waiting_work;
+}
+
 /* The worker an arrival goes to and, in queue mode, its queue: the hand is
  * dealt over all the level's queues, as one worker would with relaxed reads
  * of the others' queue lengths. */
@@ -591,14 +604,10 @@ static int place(struct level *l, int workers, uint64_t hash, int client, uint32
 		*queue = FG_QS_NO_QUEUE;
 		return client % workers;
 	}
-	uint32_t cards[FG_DEALER_MAX_HAND], hand = l->cfg.hand_size;
+	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&l->dealer, hash, cards);
-	uint32_t offset = (uint32_t)(l->enqueues++ % hand), best = cards[offset];
-	for (uint32_t i = 1; i < hand; i++) {
-		uint32_t c = cards[(offset + i) % hand];
-		if (l->qs[c % (uint32_t)workers].queues[c].waiting_work < l->qs[best % (uint32_t)workers].queues[best].waiting_work)
-			best = c;
-	}
+	const struct sim_level_workers ctx = { l, (uint32_t)workers };
+	uint32_t best = fg_hand_least_loaded(cards, l->cfg.hand_size, l->enqueues++, sim_queue_work, &ctx);
 	*queue = best;
 	return (int)(best % (uint32_t)workers);
 }
@@ -837,32 +846,15 @@ int fg_bench_sim(int argc, char **argv)
 			"usage: fairgate-bench sim SCENARIO.json   (docs/simulator.md; '-' reads stdin)\n");
 		return argc == 2 ? 0 : 2;
 	}
-	FILE *f = strcmp(argv[1], "-") ? fopen(argv[1], "rb") : stdin;
-	if (!f) {
-		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], strerror(errno));
-		return 2;
-	}
-	size_t cap = 1 << 16, len = 0, n;
-	uint8_t *buf = malloc(cap);
-	while (buf && (n = fread(buf + len, 1, cap - len, f)) > 0) {
-		len += n;
-		if (len == cap) {
-			uint8_t *nb = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-			}
-			buf = nb;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	if (!buf) {
-		fprintf(stderr, "fairgate-bench sim: scenario too large or out of memory\n");
+	char *buf;
+	size_t len;
+	int rc = fg_read_file(argv[1], &buf, &len);
+	if (rc) {
+		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], fg_read_file_strerror(rc));
 		return 2;
 	}
 	char err[512];
-	struct fg_sim *s = fg_sim_load(buf, len, err, sizeof(err));
+	struct fg_sim *s = fg_sim_load((const uint8_t *)buf, len, err, sizeof(err));
 	free(buf);
 	if (!s) {
 		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], err);

@@ -5,6 +5,9 @@
 
 #define FG_VERSION "0.1.0"
 
+#define FG_CACHE_LINE 64u                    /* bytes; what structs shared between cores align to */
+#define FG_CACHE_ALIGN(n) (((n) + FG_CACHE_LINE - 1) / FG_CACHE_LINE * FG_CACHE_LINE)
+
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
 #define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
@@ -12,7 +15,9 @@
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
 #define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull
 #define FG_DEFAULT_RETRY_AFTER_MS 1000u
+#define FG_MAX_RETRY_AFTER_MS 3600000u      /* an hour */
 #define FG_DEFAULT_EJECT_AFTER 3u             /* consecutive backend timeouts */
+#define FG_MAX_EJECT_AFTER 1000000u
 #define FG_DEFAULT_EJECT_NS 1000000000ull     /* first ejection; doubles per failed probe */
 #define FG_DEFAULT_MAX_EJECT_NS 30000000000ull
 #define FG_DEFAULT_MAX_REQUESTS 16384u       /* request slots per worker */
@@ -36,6 +41,7 @@
 #define FG_FLOW_NAME_MAX 64u
 
 #define FG_CONTROL_MAX_MSG (4u << 20)        /* one control-socket request line */
+#define FG_INPUT_FILE_MAX (FG_CONTROL_MAX_MSG / 2) /* an input file: what fairgatectl reads it can send */
 #define FG_CONTROL_MAX_ADMINS 16u
 #define FG_CONTROL_MAX_CLIENTS 16u
 #define FG_CONTROL_READ_TIMEOUT_MS 5000u

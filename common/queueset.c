@@ -224,20 +224,17 @@ void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *card
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
 }
 
+static uint64_t queue_work(const void *ctx, uint32_t queue)
+{
+	return ((const struct fg_queueset *)ctx)->queues[queue].waiting_work;
+}
+
 /* The hand's queue with the least waiting work; the first card rotates. */
 static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 {
 	uint32_t cards[FG_DEALER_MAX_HAND];
-	uint32_t hand = qs->cfg.hand_size;
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
-	uint32_t offset = (uint32_t)(qs->enqueues++ % hand);
-	uint32_t best = cards[offset];
-	for (uint32_t i = 1; i < hand; i++) {
-		uint32_t c = cards[(offset + i) % hand];
-		if (qs->queues[c].waiting_work < qs->queues[best].waiting_work)
-			best = c;
-	}
-	return best;
+	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work, qs);
 }
 
 /* An arrival's common part: widths normalized, the request reset; for levels

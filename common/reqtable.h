@@ -21,7 +21,12 @@
 #define FG_REQ_NIL UINT32_MAX
 #define FG_DISPATCH_GEN_BITS 24u
 #define FG_DISPATCH_GEN_MASK ((1u << FG_DISPATCH_GEN_BITS) - 1)
-#define FG_MAX_WORKERS 256u
+#define FG_MAX_WORKERS 256u /* the dispatch id's worker field is 8 bits (docs/protocol.md) */
+
+#include "defs.h"
+_Static_assert(FG_MAX_WORKER_CORES <= FG_MAX_WORKERS, "every worker core must fit the dispatch id's worker field");
+_Static_assert(FG_MAX_BACKENDS <= 256, "fg_req.backend is a uint8_t");
+_Static_assert(FG_MAX_LEVELS <= 65536, "fg_req.level and a worker's level_of_cfg are uint16_t");
 
 /* LINGERING: answered, but its seats stay held for the extra latency. */
 /* HELD: admitted, waiting for a backend with room (every usable one full). */

@@ -21,7 +21,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		l->limit = fl->exempt ? 0 : fl->limit;
 		l->n_queues = fl->queues;
 		l->per_owner = (fl->queues + n_workers - 1) / n_workers;
-		l->shares = aligned_alloc(64, sizeof(*l->shares) * n_workers);
+		l->shares = aligned_alloc(FG_CACHE_LINE, sizeof(*l->shares) * n_workers);
 		l->loads = calloc(l->per_owner ? (size_t)l->per_owner * n_workers : 1, sizeof(*l->loads));
 		l->credit = calloc(n_workers, sizeof(*l->credit));
 		if (!l->shares || !l->loads || !l->credit) {

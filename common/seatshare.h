@@ -38,7 +38,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define FG_SEATSHARE_MAX_WORKERS 64u
+#include "defs.h"
+
+#define FG_SEATSHARE_MAX_WORKERS FG_MAX_WORKER_CORES /* a board has a share per worker core */
 /* Rounds over which a steady shortfall of one seat builds one seat of
  * credit: slow enough that targets do not flap from round to round. */
 #define FG_SEATSHARE_CREDIT_ROUNDS 64.0
@@ -49,7 +51,7 @@ struct fg_seat_share {
 	uint32_t acked_seq, applied;   /* worker: applied, then acked_seq (release) */
 	uint32_t used;                 /* worker: seats held at this worker */
 	uint32_t head;                 /* worker: seats its next waiting request needs (0: none) */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(FG_CACHE_LINE)));
 
 /* One queue's load as its owner publishes it. */
 struct fg_queue_load {
@@ -72,8 +74,8 @@ struct fg_board {
 	uint32_t n_levels;
 	/* Set by a worker whose next request stopped fitting its allotment;
 	 * the allotter runs a round early when it finds it set. */
-	uint32_t demand_signal __attribute__((aligned(64)));
-	struct fg_level_board levels[] __attribute__((aligned(64)));
+	uint32_t demand_signal __attribute__((aligned(FG_CACHE_LINE)));
+	struct fg_level_board levels[] __attribute__((aligned(FG_CACHE_LINE)));
 };
 
 /* Worker side: a plain store, and only when not already set (no syscall,

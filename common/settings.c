@@ -1,6 +1,7 @@
 /* settings — defaults, FairgateSettings JSON, validation, compilation. */
 #include "settings.h"
 #include "seatshare.h"
+#include "settings_table.h"
 
 #include "config.h"
 #include "flowcontrol.h"
@@ -94,74 +95,6 @@ int fg_settings_add_backend(struct fg_settings *s, const char *spec)
 	return 0;
 }
 
-/* Field helpers: each reports its own error with the field path. */
-static void get_uint(json_t *spec, const char *key, uint32_t lo, uint32_t hi, uint32_t *out,
-		     struct fg_errors *errs)
-{
-	json_t *v = json_object_get(spec, key);
-	char path[96];
-	if (!v)
-		return;
-	snprintf(path, sizeof(path), "spec.%s", key);
-	if (!json_is_integer(v)) {
-		fg_errors_add(errs, path, "must be an integer");
-		return;
-	}
-	json_int_t x = json_integer_value(v);
-	if (x < lo || x > hi) {
-		fg_errors_add(errs, path, "must be in [%u, %u], got %lld", lo, hi, (long long)x);
-		return;
-	}
-	*out = (uint32_t)x;
-}
-
-static void get_duration(json_t *spec, const char *key, int64_t lo, int64_t *out, struct fg_errors *errs)
-{
-	json_t *v = json_object_get(spec, key);
-	char path[96];
-	if (!v)
-		return;
-	snprintf(path, sizeof(path), "spec.%s", key);
-	int64_t ns;
-	if (!json_is_string(v) || fg_duration_parse(json_string_value(v), json_string_length(v), &ns)) {
-		fg_errors_add(errs, path, "must be a duration string such as \"1.5s\" or \"250ms\"");
-		return;
-	}
-	if (ns < lo) {
-		fg_errors_add(errs, path, "must be at least %lldns", (long long)lo);
-		return;
-	}
-	*out = ns;
-}
-
-static void get_backends(json_t *spec, struct fg_settings *s, struct fg_errors *errs)
-{
-	json_t *arr = json_object_get(spec, "backends");
-	if (!arr)
-		return;
-	if (!json_is_array(arr)) {
-		fg_errors_add(errs, "spec.backends", "must be a list of \"ADDR:PORT[@MAC]\" strings");
-		return;
-	}
-	s->n_backends = 0; /* the file's list replaces the defaults */
-	size_t i;
-	json_t *v;
-	json_array_foreach(arr, i, v) {
-		char path[64];
-		snprintf(path, sizeof(path), "spec.backends[%zu]", i);
-		if (!json_is_string(v)) {
-			fg_errors_add(errs, path, "must be a string \"ADDR:PORT[@MAC]\"");
-			continue;
-		}
-		int rc = fg_settings_add_backend(s, json_string_value(v));
-		if (rc == -ENOSPC)
-			fg_errors_add(errs, path, "too many backends (at most %u)", FG_MAX_BACKENDS);
-		else if (rc)
-			fg_errors_add(errs, path, "invalid backend \"%s\" (want IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..%u)",
-				      json_string_value(v), FG_MAX_BACKEND_SEATS);
-	}
-}
-
 int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len, struct fg_errors *errs)
 {
 	unsigned before = errs->count;
@@ -188,72 +121,13 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 		fg_errors_add(errs, "spec", "must be an object");
 		goto out;
 	}
-	json_t *v;
-	if ((v = json_object_get(spec, "io"))) {
-		const char *m = json_is_string(v) ? json_string_value(v) : "";
-		if (!strcmp(m, "socket"))
-			next.io = FG_IO_SOCKET;
-		else if (!strcmp(m, "dpdk"))
-			next.io = FG_IO_DPDK;
-		else
-			fg_errors_add(errs, "spec.io", "must be \"socket\" or \"dpdk\"");
-	}
-	if ((v = json_object_get(spec, "listen"))) {
-		if (!json_is_string(v) || fg_endpoint_parse(json_string_value(v), &next.listen))
-			fg_errors_add(errs, "spec.listen", "must be \"IPv4:PORT\"");
-	}
-	if ((v = json_object_get(spec, "controlSocket"))) {
-		if (!json_is_string(v) || json_string_length(v) == 0 ||
-		    json_string_length(v) >= sizeof(next.control_socket))
-			fg_errors_add(errs, "spec.controlSocket", "must be a path of 1..%zu bytes",
-				      sizeof(next.control_socket) - 1);
-		else
-			snprintf(next.control_socket, sizeof(next.control_socket), "%s", json_string_value(v));
-	}
-	get_backends(spec, &next, errs);
-	json_t *admins = json_object_get(spec, "controlAdmins");
-	if (admins) {
-		const char *keys[2] = { "uids", "gids" };
-		uint32_t *dst[2] = { next.admin_uids, next.admin_gids }, *n[2] = { &next.n_admin_uids, &next.n_admin_gids };
-		for (int k = 0; k < 2; k++) {
-			json_t *arr = json_object_get(admins, keys[k]), *e;
-			char path[64];
-			snprintf(path, sizeof(path), "spec.controlAdmins.%s", keys[k]);
-			if (arr && (!json_is_array(arr) || json_array_size(arr) > FG_CONTROL_MAX_ADMINS)) {
-				fg_errors_add(errs, path, "must be a list of at most %u numeric ids", FG_CONTROL_MAX_ADMINS);
-				continue;
-			}
-			size_t i;
-			*n[k] = 0;
-			json_array_foreach(arr, i, e) {
-				if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > UINT32_MAX)
-					fg_errors_add(errs, path, "must hold numeric ids");
-				else
-					dst[k][(*n[k])++] = (uint32_t)json_integer_value(e);
-			}
-		}
-	}
-	get_uint(spec, "serverConcurrencyLimit", 1, FG_MAX_SEAT_LIMIT, &next.seat_limit, errs);
-	get_uint(spec, "maxRequests", 1, FG_MAX_MAX_REQUESTS, &next.max_requests, errs);
-	get_uint(spec, "workers", 1, FG_MAX_WORKER_CORES, &next.workers, errs);
-	get_duration(spec, "allotmentPeriod", FG_MIN_ALLOTMENT_PERIOD_NS, &next.allotment_period_ns, errs);
-	get_uint(spec, "retryAfterMillis", 0, 3600000, &next.retry_after_ms, errs);
-	get_duration(spec, "queueWaitLimit", 0, &next.queue_wait_ns, errs);
-	get_duration(spec, "backendTimeout", 1000000, &next.backend_timeout_ns, errs);
-	get_duration(spec, "shutdownGrace", 0, &next.shutdown_grace_ns, errs);
-	get_uint(spec, "backendEjectAfter", 1, 1000000, &next.eject_after, errs);
-	get_duration(spec, "backendEjectTime", 1000000, &next.eject_ns, errs);
-	get_duration(spec, "backendMaxEjectTime", 1000000, &next.max_eject_ns, errs);
 	const char *key;
+	json_t *v;
 	json_object_foreach(spec, key, v) {
-		static const char *const known[] = { "io", "listen", "controlSocket", "backends", "controlAdmins",
-			"serverConcurrencyLimit", "maxRequests", "retryAfterMillis",
-			"queueWaitLimit", "backendTimeout", "shutdownGrace", "backendEjectAfter", "backendEjectTime",
-			"backendMaxEjectTime", "workers", "allotmentPeriod" };
-		size_t k = 0;
-		while (k < sizeof(known) / sizeof(known[0]) && strcmp(known[k], key))
-			k++;
-		if (k == sizeof(known) / sizeof(known[0])) {
+		const struct fg_setting *row = fg_setting_by_name(key);
+		if (row) {
+			fg_setting_set_json(row, &next, v, errs);
+		} else {
 			char path[128];
 			snprintf(path, sizeof(path), "spec.%.100s", key);
 			fg_errors_add(errs, path, "unknown field");
@@ -274,8 +148,6 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.maxRequests",
 			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
 			      s->seat_limit, s->max_requests);
-	if (s->allotment_period_ns > (int64_t)FG_MAX_ALLOTMENT_PERIOD_NS)
-		fg_errors_add(errs, "spec.allotmentPeriod", "must be at most 100ms (seats move between workers this often)");
 	if (s->workers > 1 && s->io != FG_IO_DPDK)
 		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
 			      s->workers);

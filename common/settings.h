@@ -1,7 +1,9 @@
 /*
  * settings — everything an operator sets: defaults, then the config file
  * (a FairgateSettings JSON object, docs/configuration.md), then flags.
- * Validation reports every problem at once, each with its field path.
+ * Each field is defined once, in settings_table.c; the parser here is driven
+ * by that table.  Validation reports every problem at once, each with its
+ * field path.
  *
  * Thread contract: used by the control thread at start-up and by tools.
  */
@@ -37,6 +39,7 @@ struct fg_settings {
 	uint32_t max_requests;
 	uint32_t workers;            /* worker cores (DPDK mode); restart-only */
 	int64_t allotment_period_ns; /* how often seats are re-split between workers */
+	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 	/* Besides root, who may change the configuration through the socket. */
@@ -57,14 +60,14 @@ void fg_errors_add(struct fg_errors *e, const char *path, const char *fmt, ...)
 void fg_settings_defaults(struct fg_settings *s);
 
 /*
- * Apply a FairgateSettings object (JSON) on top of *s.  `source` names the
- * input in messages.  On any error *s is left unchanged and every error is in
- * *errs; returns 0 or -EINVAL.
+ * Apply a FairgateSettings object (JSON) on top of *s: every field of its
+ * spec through the settings table; unknown fields are errors.  On any error
+ * *s is left unchanged and every error is in *errs; returns 0 or -EINVAL.
  */
 int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len,
 			   struct fg_errors *errs);
 
-/* Parse "A.B.C.D:PORT[@aa:bb:cc:dd:ee:ff]" and append a backend.  0 or -EINVAL/-ENOSPC. */
+/* Parse "A.B.C.D:PORT[@aa:bb:cc:dd:ee:ff][,seats=N]" and append a backend.  0 or -EINVAL/-ENOSPC. */
 int fg_settings_add_backend(struct fg_settings *s, const char *spec);
 
 /* Cross-field checks after all sources are applied.  0 or -EINVAL. */

@@ -37,6 +37,30 @@ unsigned fg_dealer_required_bits(uint32_t deck, uint32_t hand);
  * required bits <= 60 (and hand <= FG_DEALER_MAX_HAND). */
 int fg_dealer_init(struct fg_dealer *d, uint32_t deck, uint32_t hand);
 
+/*
+ * Shuffle sharding's queue choice (KEP "Assignment to a Queue"): the card
+ * whose queue has the least waiting work.  The first card visited rotates
+ * with `rotation` (a count of deals), and a strict < keeps the first in that
+ * order on ties, as Kubernetes' shuffleShardLocked.  work(ctx, queue) reads
+ * a queue's waiting work: one worker's queue set, the board of several, the
+ * simulator's — one choice for all of them.
+ */
+static inline uint32_t fg_hand_least_loaded(const uint32_t *cards, uint32_t hand, uint64_t rotation,
+					    uint64_t (*work)(const void *ctx, uint32_t queue), const void *ctx)
+{
+	uint32_t offset = (uint32_t)(rotation % hand), best = cards[offset];
+	uint64_t best_work = work(ctx, best);
+	for (uint32_t i = 1; i < hand; i++) {
+		uint32_t c = cards[(offset + i) % hand];
+		uint64_t w = work(ctx, c);
+		if (w < best_work) {
+			best = c;
+			best_work = w;
+		}
+	}
+	return best;
+}
+
 /* Write the hand for hash into cards[0..hand), in deal order. */
 void fg_dealer_deal(const struct fg_dealer *d, uint64_t hash, uint32_t *cards);
 

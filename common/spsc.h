@@ -21,16 +21,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "defs.h"
+
 struct fg_spsc {
 	/* producer's line */
-	uint32_t tail __attribute__((aligned(64)));
+	uint32_t tail __attribute__((aligned(FG_CACHE_LINE)));
 	uint32_t head_seen;          /* producer's copy of head */
 	uint64_t full;               /* pushes refused */
 	/* consumer's line */
-	uint32_t head __attribute__((aligned(64)));
+	uint32_t head __attribute__((aligned(FG_CACHE_LINE)));
 	uint32_t tail_seen;          /* consumer's copy of tail */
 	/* read-only after init */
-	uint32_t mask __attribute__((aligned(64)));
+	uint32_t mask __attribute__((aligned(FG_CACHE_LINE)));
 	uint32_t item_size;
 	uint8_t *items;
 };
@@ -41,7 +43,7 @@ static inline int fg_spsc_init(struct fg_spsc *r, uint32_t capacity, uint32_t it
 	memset(r, 0, sizeof(*r));
 	if (capacity < 2 || (capacity & (capacity - 1)) || !item_size)
 		return -EINVAL;
-	r->items = aligned_alloc(64, ((size_t)capacity * item_size + 63) / 64 * 64);
+	r->items = aligned_alloc(FG_CACHE_LINE, FG_CACHE_ALIGN((size_t)capacity * item_size));
 	if (!r->items)
 		return -ENOMEM;
 	r->mask = capacity - 1;

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "defs.h"
+#include "settings_table.h"
 #include "status.h"
 
 struct conn {
@@ -101,28 +102,18 @@ static char *ok_response(json_t *result)
 	return s;
 }
 
-/* Settings that shape the process itself cannot change under it. */
+/* Settings that shape the process itself cannot change under it (the
+ * table's restart-only rows). */
 static void check_restart_only(const struct fg_settings *cur, const struct fg_settings *next, struct fg_errors *errs)
 {
-	if (cur->io != next->io)
-		fg_errors_add(errs, "FairgateSettings: spec.io", "cannot change while fairgate runs (restart it)");
-	if (!fg_endpoint_same_addr(&cur->listen, &next->listen))
-		fg_errors_add(errs, "FairgateSettings: spec.listen", "cannot change while fairgate runs (restart it)");
-	if (strcmp(cur->control_socket, next->control_socket))
-		fg_errors_add(errs, "FairgateSettings: spec.controlSocket", "cannot change while fairgate runs (restart it)");
-	if (cur->max_requests != next->max_requests)
-		fg_errors_add(errs, "FairgateSettings: spec.maxRequests", "cannot change while fairgate runs (restart it)");
-	if (cur->workers != next->workers) /* lcores, port queues and the board's layout follow it */
-		fg_errors_add(errs, "FairgateSettings: spec.workers", "cannot change while fairgate runs (restart it)");
-	if (cur->shutdown_grace_ns != next->shutdown_grace_ns)
-		fg_errors_add(errs, "FairgateSettings: spec.shutdownGrace", "cannot change while fairgate runs (restart it)");
-	bool same = cur->n_backends == next->n_backends;
-	for (uint32_t i = 0; same && i < cur->n_backends; i++)
-		same = fg_endpoint_same_addr(&cur->backends[i].ep, &next->backends[i].ep) &&
-		       !memcmp(cur->backends[i].ep.mac, next->backends[i].ep.mac, 6);
-	if (!same)
-		fg_errors_add(errs, "FairgateSettings: spec.backends",
-			      "cannot change while fairgate runs (restart it; a live backend pool comes with the dataplane work)");
+	for (size_t i = 0; i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		if (r->reloadable || !fg_setting_differs(r, cur, next))
+			continue;
+		char path[96];
+		snprintf(path, sizeof(path), "FairgateSettings: spec.%s", r->name);
+		fg_errors_add(errs, path, "cannot change while fairgate runs (restart it)");
+	}
 }
 
 /* Compile a candidate object set with candidate settings and, unless dry,
@@ -186,7 +177,8 @@ static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry
 		return error_response("out of memory");
 	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
 	struct fg_settings settings = *view->settings;
-	struct fg_fc_apply_opts opts = { .strict = json_is_true(strict), .warnings = &warnings };
+	struct fg_fc_apply_opts opts = { .strict = json_is_true(strict) || view->settings->strict_fields,
+					 .warnings = &warnings };
 	int n = fg_fc_set_apply_opts(candidate, (const uint8_t *)json_string_value(data), json_string_length(data),
 				     &settings, &opts, &errs);
 	if (n < 0) {

@@ -19,6 +19,7 @@
 
 #include "defs.h"
 #include "flowcontrol.h"
+#include "readfile.h"
 
 static void usage(FILE *f)
 {
@@ -142,33 +143,10 @@ static json_t *request(const char *path, json_t *req, json_t **resp_out)
 
 static int read_all(const char *path, char **out, size_t *len)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!f) {
-		fprintf(stderr, "fairgatectl: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	size_t cap = 1 << 16, n = 0, r;
-	char *buf = malloc(cap + 1);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			char *nb = cap < (FG_CONTROL_MAX_MSG / 2) ? realloc(buf, (cap *= 2) + 1) : NULL;
-			if (!nb) {
-				fprintf(stderr, "fairgatectl: %s: larger than the control socket accepts\n", path);
-				free(buf);
-				buf = NULL;
-			}
-			buf = nb;
-		}
-	}
-	if (f != stdin)
-		fclose(f);
-	if (!buf)
-		return -1;
-	buf[n] = 0;
-	*out = buf;
-	*len = n;
-	return 0;
+	int rc = fg_read_file(path, out, len);
+	if (rc)
+		fprintf(stderr, "fairgatectl: %s: %s\n", path, fg_read_file_strerror(rc));
+	return rc;
 }
 
 static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }

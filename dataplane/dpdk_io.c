@@ -44,7 +44,7 @@ struct fg_dpdk_lane {
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
 	unsigned tx_dropped; /* since the last flush */
-} __attribute__((aligned(64)));
+} __attribute__((aligned(FG_CACHE_LINE)));
 
 struct fg_dpdk_io {
 	uint16_t port;
@@ -292,7 +292,7 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	}
 	d->port = port;
 	d->n_lanes = n_lanes;
-	d->lanes = aligned_alloc(64, sizeof(*d->lanes) * n_lanes);
+	d->lanes = aligned_alloc(FG_CACHE_LINE, sizeof(*d->lanes) * n_lanes);
 	if (!d->lanes) {
 		snprintf(errbuf, errlen, "out of memory");
 		goto err;

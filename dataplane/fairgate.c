@@ -1,9 +1,15 @@
 /*
- * fairgate — the daemon: settings, I/O mode, the worker loop, the control
- * thread, clean shutdown.  docs/operations.md describes the flags.
+ * fairgate — the daemon's composition root: start-up (command line, first
+ * configuration, I/O, workers, control thread, allotter thread), the worker
+ * loop until a signal, the drain, and one teardown that is safe on a
+ * partly started daemon.  docs/operations.md describes running it.
+ *
+ * Threads: the workers (the main lcore runs worker 0), the control thread
+ * (control/), and with several workers the allotter thread
+ * (common/allotter.h).  The one piece of process-wide state is the signal
+ * that stops them.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,262 +21,57 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "allotter.h"
 #include "clock.h"
 #include "control.h"
+#include "daemon_args.h"
 #include "defs.h"
 #include "dpdk_io.h"
-#include "flowcontrol.h"
-#include "duration.h"
-#include "shuffle.h"
-#include "settings.h"
 #include "sock_io.h"
-#include "worker.h"
+#include "workerset.h"
 
 static volatile sig_atomic_t stop_signal;
-static volatile int shutting_down;
-static struct fg_config *published_config;
-
-/* Several workers (DPDK mode): each on its own lcore, joined by a mesh of
- * hand-off rings; the allotter thread splits seats between them. */
-static struct fg_worker **workers;
-static unsigned n_workers = 1;
-static unsigned workers_done; /* workers past their own drain */
-static volatile int allotter_stop;
-static struct fg_allotter_stats allotter_stats;
-static const struct fg_settings *worker_settings;
 
 static void on_signal(int sig) { stop_signal = sig; }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: fairgate [options] [-- EAL args]\n"
-		"\n"
-		"A priority-and-fairness request dispatcher (KEP-1040) for UDP request traffic.\n"
-		"Settings come from the defaults, then --config, then the flags below.\n"
-		"\n"
-		"  --config FILE            FairgateSettings, FlowSchema and PriorityLevelConfiguration\n"
-		"                           objects, JSON or YAML (docs/configuration.md); without\n"
-		"                           FlowSchemas/levels the Kubernetes bootstrap set is used\n"
-		"  --io socket|dpdk         I/O mode (default socket)\n"
-		"  --listen ADDR:PORT       where clients send requests (default %s)\n"
-		"  --backend ADDR:PORT[@MAC][,seats=N]  a backend (seats: its capacity); repeat for several\n"
-		"  --control-socket PATH    control socket (default %s)\n"
-		"  --seat-limit N           serverConcurrencyLimit in seats (default %u)\n"
-
-		"  --queue-wait DURATION    longest wait before REJECT time-out (default 15s)\n"
-		"  --backend-timeout DURATION  longest execution before REJECT backend-timeout (default 30s)\n"
-		"  --shutdown-grace DURATION   wait for executing requests on SIGTERM (default 5s)\n"
-		"  --retry-after-ms N       retry-after hint in REJECTs (default %u)\n"
-		"  --max-requests N         request slots per worker (default %u)\n"
-		"  --workers N              worker cores (DPDK mode; EAL must give N lcores, e.g. -l 0-1)\n"
-		"  --allotment-period DURATION  how often seats are re-split between workers (default 1ms)\n"
-		"  --check                  validate the settings, print them, exit\n"
-		"  --help, --version\n"
-		"\n"
-		"DPDK mode: EAL arguments follow '--', e.g.\n"
-		"  fairgate --io dpdk --listen 192.0.2.2:7400 -- --no-huge -m 512 --no-pci \\\n"
-		"      --no-shconf --file-prefix=fg1 --vdev=net_tap0,iface=fgtap0\n"
-		"Exit status: 0 clean shutdown, 1 runtime failure, 2 bad settings.\n",
-		FG_DEFAULT_LISTEN, FG_DEFAULT_CONTROL_SOCKET, FG_DEFAULT_SEAT_LIMIT, FG_DEFAULT_RETRY_AFTER_MS, FG_DEFAULT_MAX_REQUESTS);
-}
-
-static int read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -errno;
-	size_t cap = 4096, n = 0;
-	uint8_t *b = malloc(cap);
-	size_t r;
-	while (b && (r = fread(b + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			if (cap >= (16u << 20)) { /* settings files are small */
-				free(b);
-				fclose(f);
-				return -EFBIG;
-			}
-			uint8_t *nb = realloc(b, cap *= 2);
-			if (!nb)
-				free(b);
-			b = nb;
-		}
-	}
-	fclose(f);
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*len = n;
-	return 0;
-}
-
-static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || end == s || *s == '-' || v < lo || v > hi)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int parse_dur(const char *s, int64_t *out)
-{
-	int64_t ns;
-	if (fg_duration_parse(s, strlen(s), &ns) || ns < 0)
-		return -EINVAL;
-	*out = ns;
-	return 0;
-}
-
-enum { OPT_CONFIG = 256, OPT_IO, OPT_LISTEN, OPT_BACKEND, OPT_CONTROL, OPT_SEATS,
-       OPT_QWAIT, OPT_BTIMEOUT, OPT_GRACE, OPT_RETRY, OPT_MAXREQ, OPT_CHECK, OPT_HELP, OPT_VERSION,
-       OPT_WORKERS, OPT_ALLOT };
-
-static const struct option long_opts[] = {
-	{ "config", required_argument, 0, OPT_CONFIG }, { "io", required_argument, 0, OPT_IO },
-	{ "listen", required_argument, 0, OPT_LISTEN }, { "backend", required_argument, 0, OPT_BACKEND },
-	{ "control-socket", required_argument, 0, OPT_CONTROL }, { "seat-limit", required_argument, 0, OPT_SEATS },
-	{ "queue-wait", required_argument, 0, OPT_QWAIT },
-	{ "backend-timeout", required_argument, 0, OPT_BTIMEOUT },
-	{ "shutdown-grace", required_argument, 0, OPT_GRACE }, { "retry-after-ms", required_argument, 0, OPT_RETRY },
-	{ "max-requests", required_argument, 0, OPT_MAXREQ }, { "check", no_argument, 0, OPT_CHECK },
-	{ "help", no_argument, 0, OPT_HELP }, { "version", no_argument, 0, OPT_VERSION },
-	{ "workers", required_argument, 0, OPT_WORKERS }, { "allotment-period", required_argument, 0, OPT_ALLOT },
-	{ 0, 0, 0, 0 },
+/* Everything the daemon runs, in start-up order; teardown undoes it in
+ * reverse, whatever was reached. */
+struct daemon {
+	struct fg_daemon_args args;
+	struct fg_settings *s;              /* = &args.settings */
+	struct fg_sock_io *sio;
+	struct fg_dpdk_io *dio;
+	struct fg_config *published;        /* RCU-protected: workers read it, control publishes */
+	struct fg_workerset workers;
+	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control thread reads them */
+	struct fg_control *ctl;
+	volatile int shutting_down;         /* the control thread reports it */
+	unsigned workers_done;              /* workers past their own drain */
+	struct fg_allotter allotter;
+	pthread_t allotter_thread;
+	volatile int allotter_stop;
+	bool allotter_running, lcores_launched, rcu_registered;
 };
 
-/* Objects from --config: FlowSchemas and levels (the settings go to *s). */
-static struct fg_fc_set *file_objects;
-
-/* Two passes: --config first (so flags override the file), then the flags. */
-static int load_settings(int argc, char **argv, struct fg_settings *s, int *check_only)
-{
-	file_objects = fg_fc_set_new();
-	struct fg_errors errs = { .len = 0 };
-	fg_settings_defaults(s);
-	int opt;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-		if (opt != OPT_CONFIG)
-			continue;
-		uint8_t *buf = NULL;
-		size_t len = 0;
-		int rc = read_file(optarg, &buf, &len);
-		if (rc) {
-			fprintf(stderr, "fairgate: --config %s: %s\n", optarg, strerror(-rc));
-			return 2;
-		}
-		rc = fg_fc_set_apply(file_objects, buf, len, s, &errs);
-		free(buf);
-		if (rc < 0) {
-			fprintf(stderr, "fairgate: %s: %u error(s):\n%s", optarg, errs.count, errs.text);
-			return 2;
-		}
-	}
-	int backends_from_flags = 0;
-	optind = 1;
-	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-		int bad = 0;
-		switch (opt) {
-		case OPT_CONFIG: break;
-		case OPT_IO:
-			if (!strcmp(optarg, "socket")) s->io = FG_IO_SOCKET;
-			else if (!strcmp(optarg, "dpdk")) s->io = FG_IO_DPDK;
-			else bad = 1;
-			break;
-		case OPT_LISTEN: bad = fg_endpoint_parse(optarg, &s->listen) != 0; break;
-		case OPT_BACKEND:
-			if (!backends_from_flags++)
-				s->n_backends = 0; /* flags replace the file's list */
-			bad = fg_settings_add_backend(s, optarg) != 0;
-			break;
-		case OPT_CONTROL:
-			bad = strlen(optarg) == 0 || strlen(optarg) >= sizeof(s->control_socket);
-			if (!bad)
-				snprintf(s->control_socket, sizeof(s->control_socket), "%s", optarg);
-			break;
-		case OPT_SEATS: bad = parse_u32(optarg, 1, FG_MAX_SEAT_LIMIT, &s->seat_limit) != 0; break;
-		case OPT_MAXREQ: bad = parse_u32(optarg, 1, FG_MAX_MAX_REQUESTS, &s->max_requests) != 0; break;
-		case OPT_RETRY: bad = parse_u32(optarg, 0, 3600000, &s->retry_after_ms) != 0; break;
-		case OPT_QWAIT: bad = parse_dur(optarg, &s->queue_wait_ns) != 0; break;
-		case OPT_BTIMEOUT: bad = parse_dur(optarg, &s->backend_timeout_ns) != 0 || s->backend_timeout_ns < 1000000; break;
-		case OPT_GRACE: bad = parse_dur(optarg, &s->shutdown_grace_ns) != 0; break;
-		case OPT_WORKERS: bad = parse_u32(optarg, 1, FG_MAX_WORKER_CORES, &s->workers) != 0; break;
-		case OPT_ALLOT: bad = parse_dur(optarg, &s->allotment_period_ns) != 0 ||
-				      s->allotment_period_ns < (int64_t)FG_MIN_ALLOTMENT_PERIOD_NS; break;
-		case OPT_CHECK: *check_only = 1; break;
-		case OPT_HELP: usage(stdout); exit(0);
-		case OPT_VERSION: printf("fairgate %s (protocol 1)\n", FG_VERSION); exit(0);
-		default: usage(stderr); return 2;
-		}
-		if (bad) {
-			fprintf(stderr, "fairgate: invalid value for --%s: \"%s\"%s\n", long_opts[opt - OPT_CONFIG].name, optarg,
-				opt == OPT_BACKEND ? " (want IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..1000000)" : "");
-			return 2;
-		}
-	}
-	if (fg_settings_validate(s, &errs)) {
-		fprintf(stderr, "fairgate: invalid settings, %u error(s):\n%s", errs.count, errs.text);
-		return 2;
-	}
-	return 0;
-}
-
-static void print_settings(const struct fg_settings *s)
-{
-	char ep[32], d1[32], d2[32], d3[32];
-	char d4[32];
-	printf("io: %s\nworkers: %u\nallotmentPeriod: %s\nlisten: %s\ncontrolSocket: %s\nserverConcurrencyLimit: %u\n"
-	       "queueWaitLimit: %s\nbackendTimeout: %s\nshutdownGrace: %s\nretryAfterMillis: %u\nmaxRequests: %u\nbackends:\n",
-	       s->io == FG_IO_DPDK ? "dpdk" : "socket", s->workers, fg_duration_format(s->allotment_period_ns, d4, sizeof(d4)),
-	       fg_endpoint_format(&s->listen, ep, sizeof(ep)),
-	       s->control_socket, s->seat_limit,
-	       fg_duration_format(s->queue_wait_ns, d1, sizeof(d1)), fg_duration_format(s->backend_timeout_ns, d2, sizeof(d2)),
-	       fg_duration_format(s->shutdown_grace_ns, d3, sizeof(d3)), s->retry_after_ms, s->max_requests);
-	for (uint32_t i = 0; i < s->n_backends; i++) {
-		printf("  - %s", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
-		if (s->backends[i].seats)
-			printf(",seats=%u", s->backends[i].seats);
-		printf("\n");
-	}
-}
-
-static void print_levels(const struct fg_fc_config *fc)
-{
-	printf("priorityLevels:\n");
-	for (uint32_t i = 0; i < fc->n_levels; i++) {
-		const struct fg_fc_level *l = &fc->levels[i];
-		printf("  - %s: %s, nominal %u seats (min %u, max %u)", l->name,
-		       l->exempt ? "Exempt" : l->reject ? "Limited/Reject" : "Limited/Queue", l->nominal, l->min, l->max);
-		if (l->queues)
-			printf(", %u queues, hand %u, %u per queue, at most %u seats a request", l->queues, l->hand_size,
-			       l->queue_length_limit, l->max_seats);
-		printf("\n");
-	}
-	printf("flowSchemas (matching order):");
-	for (uint32_t i = 0; i < fc->n_schemas; i++)
-		printf(" %s", fc->schema_names[i]);
-	printf("\n");
-}
+/* A worker and the daemon it belongs to (an lcore's argument). */
+struct worker_arg {
+	struct daemon *d;
+	struct fg_worker *w;
+};
 
 /* The worker loop: runs until a signal, then drains within the grace period.
  * With several workers, a worker past its drain keeps taking what the others
  * hand over (and answers it shutting-down) until all are past theirs. */
-static void run_worker(struct fg_worker *w, const struct fg_settings *s)
+static void run_worker(struct daemon *d, struct fg_worker *w)
 {
 	uint64_t drain_deadline = 0;
 	for (;;) {
 		rcu_quiescent_state();
-		const struct fg_config *cfg = rcu_dereference(published_config);
+		const struct fg_config *cfg = rcu_dereference(d->published);
 		uint64_t now = fg_now_ns();
 		if (stop_signal && !w->draining) {
-			shutting_down = 1;
-			drain_deadline = now + (uint64_t)s->shutdown_grace_ns;
+			d->shutting_down = 1;
+			drain_deadline = now + (uint64_t)d->s->shutdown_grace_ns;
 			fg_worker_drain(w, cfg, now);
 		}
 		unsigned n = fg_worker_poll(w, cfg, now);
@@ -290,70 +91,227 @@ static void run_worker(struct fg_worker *w, const struct fg_settings *s)
 			rcu_thread_online();
 		}
 	}
-	if (n_workers == 1)
+	if (d->workers.n == 1)
 		return;
-	__atomic_add_fetch(&workers_done, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&d->workers_done, 1, __ATOMIC_ACQ_REL);
 	/* Nothing is pushed after a worker counts itself done (it stops
 	 * receiving), so one last pass after everyone is done empties the rings. */
 	for (int last = 0;;) {
 		rcu_quiescent_state();
-		const struct fg_config *cfg = rcu_dereference(published_config);
-		fg_worker_poll_handoffs(w, cfg, fg_now_ns());
+		fg_worker_poll_handoffs(w, rcu_dereference(d->published), fg_now_ns());
 		if (last)
 			break;
-		last = __atomic_load_n(&workers_done, __ATOMIC_ACQUIRE) == n_workers;
+		last = __atomic_load_n(&d->workers_done, __ATOMIC_ACQUIRE) == d->workers.n;
 	}
 }
 
 /* A worker lcore other than the main one. */
 static int worker_lcore_main(void *arg)
 {
-	struct fg_worker *w = arg;
+	struct worker_arg *wa = arg;
 	rcu_register_thread();
-	run_worker(w, worker_settings);
+	run_worker(wa->d, wa->w);
 	rcu_unregister_thread();
 	return 0;
 }
 
-/* The allotter: every allotment period, or sooner when a worker signals
- * that a request waits for want of allotted seats, and once all workers
- * follow the newest configuration, re-split each level's seats
- * (common/seatshare.h).  Workers only store a flag; the allotter looks at it
- * every FG_ALLOT_SIGNAL_POLL_NS. */
+/* The allotter thread steps the allotment policy (common/allotter.h) and
+ * sleeps between steps, offline for RCU. */
 static void *allotter_main(void *arg)
 {
-	(void)arg;
+	struct daemon *d = arg;
 	rcu_register_thread();
-	uint64_t next_round = 0;
-	while (!__atomic_load_n(&allotter_stop, __ATOMIC_ACQUIRE)) {
-		const struct fg_config *cfg = rcu_dereference(published_config);
-		uint64_t now = fg_now_ns();
-		/* Taken on every round, so a signal raised before a periodic round
-		 * does not cause a second one right after it. */
-		bool due = now >= next_round, signal = cfg->board && fg_board_take_signal(cfg->board);
-		bool signalled = signal && !due;
-		if (cfg->board && (due || signal)) {
-			bool all = true;
-			for (unsigned i = 0; all && i < n_workers; i++)
-				all = __atomic_load_n(&workers[i]->stats.config_generation, __ATOMIC_ACQUIRE) ==
-				      cfg->generation;
-			if (all) {
-				unsigned grants = fg_board_allot(cfg->board);
-				FG_STAT_ADD(allotter_stats.rounds, 1);
-				FG_STAT_ADD(allotter_stats.signalled_rounds, signalled);
-				FG_STAT_ADD(allotter_stats.grants, grants);
-			}
-			next_round = now + cfg->allotment_period_ns;
-		}
-		uint64_t nap = cfg->allotment_period_ns < FG_ALLOT_SIGNAL_POLL_NS ? cfg->allotment_period_ns
-										   : FG_ALLOT_SIGNAL_POLL_NS;
+	while (!__atomic_load_n(&d->allotter_stop, __ATOMIC_ACQUIRE)) {
+		const struct fg_config *cfg = rcu_dereference(d->published);
+		fg_allotter_step(&d->allotter, cfg, fg_workerset_all_follow(&d->workers, cfg->generation), fg_now_ns());
+		struct timespec ts = { 0, (long)fg_allotter_nap_ns(cfg) };
 		rcu_thread_offline();
-		struct timespec ts = { 0, (long)nap };
 		nanosleep(&ts, NULL);
 		rcu_thread_online();
 	}
 	rcu_unregister_thread();
 	return NULL;
+}
+
+/* The I/O of the chosen mode: one lane per worker.  1 on failure (printed). */
+static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_io *ios)
+{
+	char errbuf[256], ep[32];
+	int err = 0;
+	unsigned n = d->s->workers;
+	/* Waiting requests hold their datagram: one buffer per request slot. */
+	uint32_t n_buffers = d->s->max_requests + FG_RX_BURST * 4;
+	if (d->s->io == FG_IO_SOCKET) {
+		if (!(d->sio = fg_sock_io_create(&d->s->listen, n_buffers, &err))) {
+			fprintf(stderr, "fairgate: cannot listen on %s: %s\n", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
+				strerror(-err));
+			return 1;
+		}
+		ios[0] = fg_sock_io_as_io(d->sio);
+		return 0;
+	}
+	if (!(d->dio = fg_dpdk_io_create(eal_argc, eal_argv, d->s, n_buffers, n, errbuf, sizeof(errbuf)))) {
+		fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
+		return 1;
+	}
+	if (rte_lcore_count() < n) {
+		fprintf(stderr, "fairgate: --workers %u needs %u DPDK lcores; EAL has %u (give e.g. -l 0-%u or --lcores)\n", n,
+			n, rte_lcore_count(), n - 1);
+		return 2;
+	}
+	for (unsigned i = 0; i < n; i++)
+		ios[i] = fg_dpdk_io_lane(d->dio, i);
+	if (n > 1 && fg_dpdk_io_rx_queues(d->dio) < n)
+		fprintf(stderr, "fairgate: the port has %u RX queue(s): worker 0 receives for all and hands requests over\n",
+			fg_dpdk_io_rx_queues(d->dio));
+	return 0;
+}
+
+/* The control thread gets its own copies of the settings and the objects. */
+static int start_control(struct daemon *d)
+{
+	char errbuf[256];
+	for (unsigned i = 0; i < d->workers.n; i++)
+		d->stats[i] = &d->workers.w[i]->stats;
+	struct fg_control_view view = {
+		.settings = malloc(sizeof(struct fg_settings)), .config_ptr = &d->published, .worker_stats = d->stats,
+		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
+		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
+	};
+	if (!view.settings) {
+		fprintf(stderr, "fairgate: out of memory\n");
+		return 1;
+	}
+	*view.settings = *d->s;
+	d->ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
+	if (!d->ctl) {
+		free(view.settings);
+		fprintf(stderr, "fairgate: %s\n", errbuf);
+		return 1;
+	}
+	d->args.objects = NULL; /* the control thread owns them now */
+	return 0;
+}
+
+/* Everything up to the point where the workers can run.  0, or the exit
+ * status (printed). */
+static int start(struct daemon *d, int argc, char **argv, int own_argc)
+{
+	int rc = fg_daemon_args_parse(own_argc, argv, &d->args);
+	if (rc)
+		return rc == FG_ARGS_DONE ? -1 : 2;
+	d->s = &d->args.settings;
+	struct fg_errors errs = { .len = 0 };
+	struct fg_fc_config *fc = fg_fc_compile(d->args.objects, d->s->seat_limit, &errs);
+	if (!fc) {
+		fprintf(stderr, "fairgate: configuration: %u error(s):\n%s", errs.count, errs.text);
+		return 1;
+	}
+	if (d->args.check_only) {
+		fg_daemon_print_check(d->s, fc);
+		fg_fc_config_free(fc);
+		return -1;
+	}
+	if (d->s->n_backends == 0)
+		fprintf(stderr, "fairgate: warning: no backends configured; every request gets REJECT no-backend\n");
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct fg_io ios[FG_MAX_WORKER_CORES];
+	argv[own_argc] = argv[0]; /* EAL wants a program name first */
+	if ((rc = start_io(d, argc - own_argc, argv + own_argc, ios))) {
+		fg_fc_config_free(fc);
+		return rc;
+	}
+	rcu_register_thread();
+	d->rcu_registered = true;
+	fg_config_publish(&d->published, fg_settings_compile(d->s, fc, 1)); /* owns fc, even on failure */
+	char err[160];
+	if (!d->published) {
+		fprintf(stderr, "fairgate: out of memory for the configuration\n");
+		return 1;
+	}
+	if (fg_workerset_create(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
+				sizeof(err))) {
+		fprintf(stderr, "fairgate: %s\n", err);
+		return 1;
+	}
+	if (start_control(d))
+		return 1;
+	if (d->workers.n > 1) {
+		/* A DPDK control thread: on the CPUs EAL started with minus the
+		 * lcores (the main lcore's CPU when there are none left). */
+		if (rte_ctrl_thread_create(&d->allotter_thread, "fg-allotter", NULL, allotter_main, d)) {
+			fprintf(stderr, "fairgate: cannot start the allotter thread\n");
+			return 1;
+		}
+		d->allotter_running = true;
+	}
+	char ep[32];
+	fprintf(stderr, "fairgate %s: %s mode on %s, %u worker(s), %u backend(s), seat limit %u, control socket %s\n",
+		FG_VERSION, d->s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
+		d->workers.n, d->s->n_backends, d->s->seat_limit, d->s->control_socket);
+	return 0;
+}
+
+/* Worker 0 on this (the main) lcore, the others on the next lcores, until
+ * a signal and the drain; then the totals. */
+static void run(struct daemon *d)
+{
+	struct worker_arg args[FG_MAX_WORKER_CORES];
+	unsigned launched = 1, lcore;
+	if (d->workers.n > 1) {
+		RTE_LCORE_FOREACH_WORKER(lcore) {
+			if (launched >= d->workers.n)
+				break;
+			args[launched] = (struct worker_arg){ d, d->workers.w[launched] };
+			rte_eal_remote_launch(worker_lcore_main, &args[launched], lcore);
+			launched++;
+		}
+		d->lcores_launched = true;
+	}
+	run_worker(d, d->workers.w[0]);
+	if (d->lcores_launched)
+		rte_eal_mp_wait_lcore();
+	d->lcores_launched = false;
+	uint64_t received = 0, responded = 0, rejected = 0, malformed = 0;
+	for (unsigned i = 0; i < d->workers.n; i++) {
+		const struct fg_worker_stats *st = &d->workers.w[i]->stats;
+		received += st->received;
+		responded += st->responded;
+		malformed += st->rx_malformed;
+		for (int r = 0; r < FG_REJECT__COUNT; r++)
+			rejected += st->rejected[r];
+	}
+	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
+		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)received,
+		(unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
+}
+
+/* Undo whatever start reached, in reverse order. */
+static void teardown(struct daemon *d)
+{
+	if (d->lcores_launched)
+		rte_eal_mp_wait_lcore();
+	if (d->allotter_running) {
+		__atomic_store_n(&d->allotter_stop, 1, __ATOMIC_RELEASE);
+		rcu_thread_offline();
+		pthread_join(d->allotter_thread, NULL);
+		rcu_thread_online();
+	}
+	fg_control_stop(d->ctl);
+	fg_workerset_destroy(&d->workers);
+	if (d->rcu_registered) {
+		fg_config_publish(&d->published, NULL);
+		rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
+		rcu_barrier();
+		rcu_unregister_thread();
+	}
+	fg_sock_io_free(d->sio);
+	fg_dpdk_io_free(d->dio);
+	fg_daemon_args_fini(&d->args);
 }
 
 int main(int argc, char **argv)
@@ -365,188 +323,10 @@ int main(int argc, char **argv)
 			own_argc = i;
 			break;
 		}
-	struct fg_settings s;
-	int check_only = 0;
-	int rc = load_settings(own_argc, argv, &s, &check_only);
-	if (rc)
-		return rc;
-	/* A file with FlowSchemas or levels replaces the bootstrap set; the
-	 * mandatory objects are always there. */
-	struct fg_fc_set *objects = fg_fc_set_size(file_objects) ? file_objects : fg_fc_set_bootstrap();
-	if (objects != file_objects)
-		fg_fc_set_free(file_objects);
-	struct fg_errors errs = { .len = 0 };
-	struct fg_fc_config *fc = fg_fc_compile(objects, s.seat_limit, &errs);
-	if (!fc) {
-		fprintf(stderr, "fairgate: invalid configuration, %u error(s):\n%s", errs.count, errs.text);
-		return 2;
-	}
-	if (check_only) {
-		print_settings(&s);
-		print_levels(fc);
-		fg_fc_config_free(fc);
-		fg_fc_set_free(objects);
-		return 0;
-	}
-	if (s.n_backends == 0)
-		fprintf(stderr, "fairgate: warning: no backends configured; every request gets REJECT no-backend\n");
-
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	struct fg_io ios[FG_MAX_WORKER_CORES];
-	struct fg_sock_io *sio = NULL;
-	struct fg_dpdk_io *dio = NULL;
-	struct fg_control *ctl = NULL;
-	struct fg_mesh mesh = { 0 };
-	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES];
-	pthread_t allotter;
-	bool allotter_running = false, lcores_launched = false;
-	char errbuf[256], ep[32];
-	int err = 0;
-	rc = 1;
-	n_workers = s.workers;
-	worker_settings = &s;
-	/* Waiting requests hold their datagram: one buffer per request slot. */
-	uint32_t n_buffers = s.max_requests + FG_RX_BURST * 4;
-	if (s.io == FG_IO_DPDK) {
-		argv[own_argc] = argv[0]; /* EAL wants a program name first */
-		dio = fg_dpdk_io_create(argc - own_argc, argv + own_argc, &s, n_buffers, n_workers, errbuf, sizeof(errbuf));
-		if (!dio) {
-			fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
-			fg_fc_config_free(fc);
-			fg_fc_set_free(objects);
-			return 1;
-		}
-		if (rte_lcore_count() < n_workers) {
-			fprintf(stderr, "fairgate: --workers %u needs %u DPDK lcores; EAL has %u (give e.g. -l 0-%u or "
-				"--lcores)\n", n_workers, n_workers, rte_lcore_count(), n_workers - 1);
-			fg_dpdk_io_free(dio);
-			fg_fc_config_free(fc);
-			fg_fc_set_free(objects);
-			return 2;
-		}
-		for (unsigned i = 0; i < n_workers; i++)
-			ios[i] = fg_dpdk_io_lane(dio, i);
-	} else {
-		sio = fg_sock_io_create(&s.listen, n_buffers, &err);
-		if (!sio) {
-			fprintf(stderr, "fairgate: cannot listen on %s: %s\n",
-				fg_endpoint_format(&s.listen, ep, sizeof(ep)), strerror(-err));
-			fg_fc_config_free(fc);
-			fg_fc_set_free(objects);
-			return 1;
-		}
-		ios[0] = fg_sock_io_as_io(sio);
-	}
-
-	rcu_register_thread();
-	workers = calloc(n_workers, sizeof(*workers));
-	if (!workers || (n_workers > 1 && fg_mesh_init(&mesh, n_workers, FG_HANDOFF_RING_SIZE))) {
-		fprintf(stderr, "fairgate: out of memory for %u workers\n", n_workers);
-		goto out;
-	}
-	fg_config_publish(&published_config, fg_settings_compile(&s, fc, 1));
-	if (!published_config) {
-		fprintf(stderr, "fairgate: out of memory for the configuration\n");
-		goto out;
-	}
-	for (unsigned i = 0; i < n_workers; i++) {
-		struct fg_worker *w = workers[i] = aligned_alloc(64, (sizeof(*w) + 63) / 64 * 64);
-		if (!w || fg_worker_init(w, i, ios[i], s.max_requests) || (n_workers > 1 && fg_worker_join(w, &mesh)) ||
-		    fg_worker_configure(w, published_config, fg_now_ns())) {
-			fprintf(stderr, "fairgate: out of memory for worker %u (%u request slots)\n", i, s.max_requests);
-			goto out;
-		}
-		stats[i] = &w->stats;
-	}
-	struct fg_settings *control_settings = malloc(sizeof(*control_settings));
-	if (!control_settings) {
-		fprintf(stderr, "fairgate: out of memory\n");
-		goto out;
-	}
-	*control_settings = s; /* the control thread's own copy, changed by apply */
-	struct fg_control_view view = {
-		.settings = control_settings, .config_ptr = &published_config, .worker_stats = stats, .n_workers = n_workers,
-		.start_ns = fg_now_ns(), .shutting_down = &shutting_down, .objects = objects,
-		.allotter = n_workers > 1 ? &allotter_stats : NULL,
-	};
-	objects = NULL; /* the control thread owns the object set now */
-	ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
-	if (!ctl) {
-		fg_fc_set_free(view.objects);
-		free(control_settings);
-		fprintf(stderr, "fairgate: %s\n", errbuf);
-		goto out;
-	}
-	if (n_workers > 1) {
-		/* A DPDK control thread: on the CPUs EAL started with minus the
-		 * lcores (the main lcore's CPU when there are none left). */
-		if (rte_ctrl_thread_create(&allotter, "fg-allotter", NULL, allotter_main, NULL)) {
-			fprintf(stderr, "fairgate: cannot start the allotter thread\n");
-			goto out;
-		}
-		allotter_running = true;
-	}
-	fprintf(stderr, "fairgate %s: %s mode on %s, %u worker(s), %u backend(s), seat limit %u, control socket %s\n",
-		FG_VERSION, s.io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&s.listen, ep, sizeof(ep)),
-		n_workers, s.n_backends, s.seat_limit, s.control_socket);
-	if (n_workers > 1 && dio && fg_dpdk_io_rx_queues(dio) < n_workers)
-		fprintf(stderr, "fairgate: the port has %u RX queue(s): worker 0 receives for all and hands requests over\n",
-			fg_dpdk_io_rx_queues(dio));
-
-	/* Worker 0 on this (the main) lcore, the others on the next lcores. */
-	if (n_workers > 1) {
-		unsigned launched = 1, lcore;
-		RTE_LCORE_FOREACH_WORKER(lcore) {
-			if (launched >= n_workers)
-				break;
-			rte_eal_remote_launch(worker_lcore_main, workers[launched++], lcore);
-		}
-		lcores_launched = true;
-	}
-	run_worker(workers[0], &s);
-	if (lcores_launched)
-		rte_eal_mp_wait_lcore();
-	lcores_launched = false;
-
-	uint64_t received = 0, responded = 0, rejected = 0, malformed = 0;
-	for (unsigned i = 0; i < n_workers; i++) {
-		const struct fg_worker_stats *st = &workers[i]->stats;
-		received += st->received;
-		responded += st->responded;
-		malformed += st->rx_malformed;
-		for (int r = 0; r < FG_REJECT__COUNT; r++)
-			rejected += st->rejected[r];
-	}
-	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
-		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)received,
-		(unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
-	rc = 0;
-out:
-	if (allotter_running) {
-		__atomic_store_n(&allotter_stop, 1, __ATOMIC_RELEASE);
-		rcu_thread_offline();
-		pthread_join(allotter, NULL);
-		rcu_thread_online();
-	}
-	fg_control_stop(ctl);
-	fg_fc_set_free(objects);
-	if (mesh.rings)
-		fg_mesh_fini(&mesh, ios);
-	for (unsigned i = 0; workers && i < n_workers; i++) {
-		if (workers[i] && workers[i]->reqs.slots)
-			fg_worker_fini(workers[i]);
-		free(workers[i]);
-	}
-	free(workers);
-	fg_config_publish(&published_config, NULL);
-	rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
-	rcu_barrier();
-	rcu_unregister_thread();
-	fg_sock_io_free(sio);
-	fg_dpdk_io_free(dio);
-	return rc;
+	static struct daemon d; /* large (the worker set's io table); zeroed */
+	int rc = start(&d, argc, argv, own_argc);
+	if (rc == 0)
+		run(&d);
+	teardown(&d);
+	return rc < 0 ? 0 : rc;
 }

@@ -54,7 +54,7 @@ int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity)
 	memset(m, 0, sizeof(*m));
 	if (n_workers < 2 || n_workers > FG_SEATSHARE_MAX_WORKERS)
 		return -EINVAL;
-	m->rings = aligned_alloc(64, sizeof(*m->rings) * n_workers * n_workers);
+	m->rings = aligned_alloc(FG_CACHE_LINE, sizeof(*m->rings) * n_workers * n_workers);
 	if (!m->rings)
 		return -ENOMEM;
 	memset(m->rings, 0, sizeof(*m->rings) * n_workers * n_workers);
@@ -194,25 +194,26 @@ static void follow_grants(struct fg_worker *w, uint64_t now)
 	}
 }
 
-/* The hand's least loaded queue over all workers' queues (the first card
- * rotates, as with one worker). */
+struct board_level {
+	const struct fg_level_board *lb;
+	unsigned n_workers;
+};
+
+static uint64_t board_work(const void *ctx, uint32_t queue)
+{
+	const struct board_level *b = ctx;
+	return FG_STAT_GET(fg_board_load(b->lb, b->n_workers, queue)->work);
+}
+
+/* The hand's least loaded queue over all workers' queues (relaxed reads of
+ * the others' loads; the first card rotates, as with one worker). */
 static uint32_t choose_queue_global(struct fg_worker *w, uint32_t slot, uint64_t flow_hash)
 {
 	struct fg_level_rt *rt = &w->levels[slot];
-	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
-	uint32_t cards[FG_DEALER_MAX_HAND], hand = rt->qs.cfg.hand_size;
+	const struct board_level b = { &w->board->levels[rt->cfg_index], w->board->n_workers };
+	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_qs_hand(&rt->qs, flow_hash, cards);
-	uint32_t offset = (uint32_t)(w->deals++ % hand), best = cards[offset];
-	uint64_t best_work = FG_STAT_GET(fg_board_load(lb, w->board->n_workers, best)->work);
-	for (uint32_t i = 1; i < hand; i++) {
-		uint32_t c = cards[(offset + i) % hand];
-		uint64_t work = FG_STAT_GET(fg_board_load(lb, w->board->n_workers, c)->work);
-		if (work < best_work) {
-			best = c;
-			best_work = work;
-		}
-	}
-	return best;
+	return fg_hand_least_loaded(cards, rt->qs.cfg.hand_size, w->deals++, board_work, &b);
 }
 
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)

@@ -6,6 +6,7 @@
 #include "duration.h"
 #include "config.h"
 #include "settings.h"
+#include "settings_table.h"
 #include "test.h"
 
 static int apply(struct fg_settings *s, const char *json, struct fg_errors *e)
@@ -172,13 +173,18 @@ TEST(workers_and_allotment_period)
 	CHECK(strstr(e.text, "spec.workers: must be in [1, 64], got 65"));
 	CHECK(!memcmp(&s, &before, sizeof(s)));
 
-	/* Cross-field: a period above 100ms; several workers in socket mode. */
-	s.allotment_period_ns = 200000000;
+	/* Above the ceiling: refused by the table's bound. */
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"allotmentPeriod\":\"200ms\"}}", &e), -EINVAL);
+	CHECK_EQ(e.count, 1);
+	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at most 100ms"));
+	CHECK(!memcmp(&s, &before, sizeof(s)));
+
+	/* Cross-field: several workers in socket mode. */
 	s.io = FG_IO_SOCKET;
 	e = (struct fg_errors){ .len = 0 };
 	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
-	CHECK_EQ(e.count, 2);
-	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at most 100ms"));
+	CHECK_EQ(e.count, 1);
 	CHECK(strstr(e.text, "spec.workers: more than one worker needs io: dpdk (socket mode runs one worker), got 4"));
 }
 
@@ -237,6 +243,114 @@ TEST(endpoints)
 	CHECK_EQ(fg_mac_parse("02:00:00:00:00:0a", mac), 0);
 	CHECK_EQ(mac[5], 10);
 	CHECK_EQ(fg_mac_parse("02:00:00:00:00:0a:", mac), -EINVAL);
+}
+
+/* --- the settings table ---------------------------------------------------- */
+
+TEST(table_rows_are_well_formed)
+{
+	struct fg_settings d;
+	fg_settings_defaults(&d);
+	for (size_t i = 0; i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		CHECK(fg_setting_by_name(r->name) == r);          /* names are unique */
+		CHECK(r->doc && *r->doc && r->offset + r->size <= sizeof(struct fg_settings));
+		for (size_t k = 0; k < i; k++)
+			CHECK(!r->flag || !fg_settings_table[k].flag || strcmp(r->flag, fg_settings_table[k].flag));
+		if (r->type == FG_SET_U32) {
+			uint32_t v = *(const uint32_t *)((const char *)&d + r->offset);
+			CHECK(r->lo <= (int64_t)v && (int64_t)v <= r->hi); /* the default is within bounds */
+		} else if (r->type == FG_SET_DURATION) {
+			int64_t v = *(const int64_t *)((const char *)&d + r->offset);
+			CHECK(r->lo <= v && (!r->hi || v <= r->hi));
+		}
+	}
+}
+
+/* Each scalar row's default, printed and parsed back, through the text
+ * (flag) and the JSON paths, gives the same value. */
+TEST(table_values_round_trip)
+{
+	struct fg_settings d, t;
+	char text[512], why[256];
+	fg_settings_defaults(&d);
+	for (size_t i = 0; i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		if (r->type == FG_SET_BACKENDS || r->type == FG_SET_ADMINS)
+			continue;
+		fg_settings_defaults(&t);
+		memset((char *)&t + r->offset, 0x5a, r->size);
+		fg_setting_format(r, &d, text, sizeof(text));
+		CHECK_EQ(fg_setting_set_text(r, &t, text, why, sizeof(why)), 0);
+		CHECK(!fg_setting_differs(r, &d, &t));
+		struct fg_errors e = { .len = 0 };
+		json_t *v = r->type == FG_SET_U32 ? json_integer(*(const uint32_t *)((const char *)&d + r->offset))
+			  : r->type == FG_SET_BOOL ? json_boolean(!strcmp(text, "true")) : json_string(text);
+		memset((char *)&t + r->offset, 0x5a, r->size);
+		fg_setting_set_json(r, &t, v, &e);
+		json_decref(v);
+		CHECK_EQ(e.count, 0);
+		CHECK(!fg_setting_differs(r, &d, &t));
+	}
+}
+
+/* Just outside each bound: refused with the field's path, nothing changed. */
+TEST(table_bounds_are_enforced)
+{
+	for (size_t i = 0; i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		if (r->type != FG_SET_U32 && r->type != FG_SET_DURATION)
+			continue;
+		int64_t outside[2] = { r->lo - 1, r->hi + 1 };
+		for (int k = 0; k < 2; k++) {
+			if (k == 0 && r->lo == 0)
+				continue; /* nothing is below 0 in a flag's syntax */
+			if (k == 1 && r->type == FG_SET_DURATION && !r->hi)
+				continue;
+			char json[256], path[96];
+			if (r->type == FG_SET_U32)
+				snprintf(json, sizeof(json), "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\","
+					 "\"spec\":{\"%s\":%lld}}", r->name, (long long)outside[k]);
+			else
+				snprintf(json, sizeof(json), "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\","
+					 "\"spec\":{\"%s\":\"%lldns\"}}", r->name, (long long)outside[k]);
+			struct fg_settings s, before;
+			struct fg_errors e;
+			fg_settings_defaults(&s);
+			before = s;
+			CHECK_EQ(apply(&s, json, &e), -EINVAL);
+			snprintf(path, sizeof(path), "spec.%s: must be", r->name);
+			if (!strstr(e.text, path))
+				fprintf(stderr, "  %s out of bounds: %s", r->name, e.text);
+			CHECK(strstr(e.text, path) != NULL);
+			CHECK(!memcmp(&s, &before, sizeof(s)));
+		}
+	}
+}
+
+/* docs/configuration.md carries the table exactly as the binary prints it. */
+TEST(docs_table_matches_the_settings_table)
+{
+	FILE *f = fopen(DOCS_DIR "/configuration.md", "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	static char doc[1 << 16], gen[1 << 14];
+	size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+	fclose(f);
+	doc[n] = 0;
+	FILE *m = fmemopen(gen, sizeof(gen), "w");
+	fg_settings_print_markdown(m);
+	fclose(m);
+	const char *begin = strstr(doc, "<!-- settings-table: generated by `fairgate --help-settings` -->\n");
+	CHECK(begin != NULL);
+	if (begin) {
+		begin = strchr(begin, '\n') + 1;
+		const char *end = strstr(begin, "<!-- end of settings-table -->");
+		CHECK(end != NULL && (size_t)(end - begin) == strlen(gen) && !memcmp(begin, gen, strlen(gen)));
+		if (!end || (size_t)(end - begin) != strlen(gen) || memcmp(begin, gen, strlen(gen)))
+			fprintf(stderr, "  docs/configuration.md's settings table differs from:\n%s", gen);
+	}
 }
 
 TEST_MAIN

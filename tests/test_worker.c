@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "allotter.h"
 #include "client.h"
 #include "flowcontrol.h"
 #include "fake_io.h"
@@ -1013,7 +1014,8 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 	struct mesh_rig r;
 	mesh_init(&r, 3, 6);
 	unsigned rng = 1040;
-	uint64_t next_id = 1, violations = 0, grants = 0, rounds = 0, max_seen = 0;
+	uint64_t next_id = 1, violations = 0, max_seen = 0;
+	struct fg_allotter allotter = { 0 }; /* the daemon's round policy, on the rig's clock */
 	static uint64_t executing[8192];
 	static uint8_t exec_backend[8192];
 	unsigned n_exec = 0;
@@ -1037,14 +1039,11 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 			executing[k] = executing[n_exec];
 			exec_backend[k] = exec_backend[n_exec];
 			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
-		} else if (action < 95) { /* the allotter's round */
+		} else if (action < 95) { /* the allotter's step, a period after the last */
 			bool all = true;
 			for (unsigned i = 0; i < r.n; i++)
 				all &= r.follows[i] == r.n_cfgs - 1 && r.w[i].config_generation == r.cfgs[r.n_cfgs - 1]->generation;
-			if (all) {
-				rounds++;
-				grants += fg_board_allot(r.cfgs[r.n_cfgs - 1]->board);
-			}
+			fg_allotter_step(&allotter, r.cfgs[r.n_cfgs - 1], all, allotter.next_round_ns);
 		} else if (action < 96 && r.n_cfgs < 60) { /* a reload with a new limit */
 			mesh_config(&r, 3 + (uint32_t)rand_r(&rng) % 10, 50);
 		} else { /* one worker follows the newest configuration */
@@ -1062,10 +1061,11 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 		max_seen = after > max_seen ? after : max_seen;
 	}
 	printf("  seat-limit run: %llu rounds, %llu grants, %u configurations, peak %llu seats, %llu hand-offs\n",
-	       (unsigned long long)rounds, (unsigned long long)grants, r.n_cfgs, (unsigned long long)max_seen,
+	       (unsigned long long)allotter.stats.rounds, (unsigned long long)allotter.stats.grants, r.n_cfgs,
+	       (unsigned long long)max_seen,
 	       (unsigned long long)MESH_SUM(&r, handed_off));
 	CHECK_EQ(violations, 0);
-	CHECK(grants > 100);            /* the allotter really moved seats */
+	CHECK(allotter.stats.grants > 100); /* the allotter really moved seats */
 	CHECK(max_seen >= 6);           /* and the workers used them */
 	CHECK(MESH_SUM(&r, handed_off) > 1000);
 	/* Drain: answer everything; nothing is lost. */

@@ -1,0 +1,28 @@
+/* allotter — the allotment-round policy; see allotter.h. */
+#include "allotter.h"
+
+#include "defs.h"
+#include "stats.h"
+
+bool fg_allotter_step(struct fg_allotter *a, const struct fg_config *cfg, bool all_follow, uint64_t now)
+{
+	if (!cfg->board)
+		return false;
+	bool due = now >= a->next_round_ns;
+	bool signal = fg_board_take_signal(cfg->board); /* taken every step, see allotter.h */
+	if (!due && !signal)
+		return false;
+	a->next_round_ns = now + cfg->allotment_period_ns;
+	if (!all_follow)
+		return false;
+	unsigned grants = fg_board_allot(cfg->board);
+	FG_STAT_ADD(a->stats.rounds, 1);
+	FG_STAT_ADD(a->stats.signalled_rounds, signal && !due);
+	FG_STAT_ADD(a->stats.grants, grants);
+	return true;
+}
+
+uint64_t fg_allotter_nap_ns(const struct fg_config *cfg)
+{
+	return cfg->allotment_period_ns < FG_ALLOT_SIGNAL_POLL_NS ? cfg->allotment_period_ns : FG_ALLOT_SIGNAL_POLL_NS;
+}

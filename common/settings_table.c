@@ -1,0 +1,353 @@
+/* settings_table — every setting defined once; see settings_table.h. */
+#include "settings_table.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+
+#define FIELD(f) offsetof(struct fg_settings, f), sizeof(((struct fg_settings *)0)->f)
+#define MS 1000000ll
+
+const struct fg_setting fg_settings_table[] = {
+	{ "io", "io", FG_SET_IO, FIELD(io), 0, 0, false,
+	  "`socket` (kernel UDP, recvmmsg/sendmmsg) or `dpdk`" },
+	{ "listen", "listen", FG_SET_ENDPOINT, FIELD(listen), 0, 0, false,
+	  "where clients send; in DPDK mode also fairgate's IPv4 address on the port" },
+	{ "backends", "backend", FG_SET_BACKENDS, FIELD(backends), 0, FG_MAX_BACKENDS, false,
+	  "`ADDR:PORT`, optionally `@MAC` (DPDK mode: a static MAC instead of ARP) and `,seats=N` (the backend's "
+	  "capacity: at most N seats executing there at once, 1-1000000, at least the number of workers; none: no "
+	  "limit); at most 64; the flag is repeated, and flags replace the file's list; capacities change live, "
+	  "addresses need a restart" },
+	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 0, 0, false,
+	  "the control interface (control.md)" },
+	{ "controlAdmins", NULL, FG_SET_ADMINS, FIELD(admin_uids), 0, FG_CONTROL_MAX_ADMINS, true,
+	  "`{uids: [...], gids: [...]}`: who besides root may `apply` and `delete` (at most 16 of each)" },
+	{ "serverConcurrencyLimit", "seat-limit", FG_SET_U32, FIELD(seat_limit), 1, FG_MAX_SEAT_LIMIT, true,
+	  "seats, split over the priority levels" },
+	{ "queueWaitLimit", "queue-wait", FG_SET_DURATION, FIELD(queue_wait_ns), 0, 0, true,
+	  "longest wait in a queue; beyond it: REJECT time-out" },
+	{ "backendTimeout", "backend-timeout", FG_SET_DURATION, FIELD(backend_timeout_ns), 1 * MS, 0, true,
+	  "longest execution; beyond it: REJECT backend-timeout" },
+	{ "shutdownGrace", "shutdown-grace", FG_SET_DURATION, FIELD(shutdown_grace_ns), 0, 0, false,
+	  "how long SIGTERM waits for executing requests" },
+	{ "retryAfterMillis", "retry-after-ms", FG_SET_U32, FIELD(retry_after_ms), 0, FG_MAX_RETRY_AFTER_MS, true,
+	  "the retry-after hint in fairgate's REJECTs, in milliseconds" },
+	{ "backendEjectAfter", "backend-eject-after", FG_SET_U32, FIELD(eject_after), 1, FG_MAX_EJECT_AFTER, true,
+	  "consecutive backend timeouts that eject a backend" },
+	{ "backendEjectTime", "backend-eject-time", FG_SET_DURATION, FIELD(eject_ns), 1 * MS, 0, true,
+	  "first ejection; doubles after each failed probe" },
+	{ "backendMaxEjectTime", "backend-max-eject-time", FG_SET_DURATION, FIELD(max_eject_ns), 1 * MS, 0, true,
+	  "longest ejection" },
+	{ "maxRequests", "max-requests", FG_SET_U32, FIELD(max_requests), 1, FG_MAX_MAX_REQUESTS, false,
+	  "request slots per worker (waiting + executing); when all are taken: REJECT queue-full" },
+	{ "workers", "workers", FG_SET_U32, FIELD(workers), 1, FG_MAX_WORKER_CORES, false,
+	  "worker cores; more than 1 needs `io: dpdk` and as many EAL lcores (operations.md)" },
+	{ "allotmentPeriod", "allotment-period", FG_SET_DURATION, FIELD(allotment_period_ns),
+	  (int64_t)FG_MIN_ALLOTMENT_PERIOD_NS, (int64_t)FG_MAX_ALLOTMENT_PERIOD_NS, true,
+	  "how often each level's seats are re-split between workers; a worker whose request waits for want of "
+	  "allotted seats also triggers a round within 50 us" },
+	{ "strictFields", "strict-fields", FG_SET_BOOL, FIELD(strict_fields), 0, 0, true,
+	  "unknown fields in FlowSchema and PriorityLevelConfiguration objects are errors, not warnings "
+	  "(`--config`, `apply`, `validate`)" },
+};
+const size_t fg_settings_table_len = sizeof(fg_settings_table) / sizeof(fg_settings_table[0]);
+
+const struct fg_setting *fg_setting_by_name(const char *name)
+{
+	for (size_t i = 0; i < fg_settings_table_len; i++)
+		if (!strcmp(fg_settings_table[i].name, name))
+			return &fg_settings_table[i];
+	return NULL;
+}
+
+static void *field(const struct fg_setting *row, struct fg_settings *s)
+{
+	return (char *)s + row->offset;
+}
+
+static const void *cfield(const struct fg_setting *row, const struct fg_settings *s)
+{
+	return (const char *)s + row->offset;
+}
+
+static int reason(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reason(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+#define BACKEND_FORMAT "IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..%u"
+
+int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, const char *text, char *why,
+			size_t whylen)
+{
+	switch (row->type) {
+	case FG_SET_U32: {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(text, &end, 10);
+		if (errno || *end || end == text || *text == '-' || *text == '+' || *text == ' ')
+			return reason(why, whylen, "must be an integer");
+		if ((long long)v < row->lo || (long long)v > row->hi)
+			return reason(why, whylen, "must be in [%" PRId64 ", %" PRId64 "], got %s", row->lo, row->hi, text);
+		*(uint32_t *)field(row, s) = (uint32_t)v;
+		return 0;
+	}
+	case FG_SET_DURATION: {
+		int64_t ns;
+		char d[32];
+		if (fg_duration_parse(text, strlen(text), &ns) || ns < 0)
+			return reason(why, whylen, "must be a duration string such as \"1.5s\" or \"250ms\"");
+		if (ns < row->lo)
+			return reason(why, whylen, "must be at least %" PRId64 "ns", row->lo);
+		if (row->hi && ns > row->hi)
+			return reason(why, whylen, "must be at most %s", fg_duration_format(row->hi, d, sizeof(d)));
+		*(int64_t *)field(row, s) = ns;
+		return 0;
+	}
+	case FG_SET_BOOL:
+		if (strcmp(text, "true") && strcmp(text, "false"))
+			return reason(why, whylen, "must be true or false");
+		*(bool *)field(row, s) = !strcmp(text, "true");
+		return 0;
+	case FG_SET_IO:
+		if (strcmp(text, "socket") && strcmp(text, "dpdk"))
+			return reason(why, whylen, "must be \"socket\" or \"dpdk\"");
+		*(enum fg_io_mode *)field(row, s) = !strcmp(text, "dpdk") ? FG_IO_DPDK : FG_IO_SOCKET;
+		return 0;
+	case FG_SET_ENDPOINT:
+		if (fg_endpoint_parse(text, (struct fg_endpoint *)field(row, s)))
+			return reason(why, whylen, "must be \"IPv4:PORT\"");
+		return 0;
+	case FG_SET_PATH:
+		if (!*text || strlen(text) >= row->size)
+			return reason(why, whylen, "must be a path of 1..%zu bytes", row->size - 1);
+		snprintf((char *)field(row, s), row->size, "%s", text);
+		return 0;
+	case FG_SET_BACKENDS: {
+		int rc = fg_settings_add_backend(s, text);
+		if (rc == -ENOSPC)
+			return reason(why, whylen, "too many backends (at most %u)", FG_MAX_BACKENDS);
+		if (rc)
+			return reason(why, whylen, "invalid backend \"%.100s\" (want " BACKEND_FORMAT ")", text,
+				      FG_MAX_BACKEND_SEATS);
+		return 0;
+	}
+	case FG_SET_ADMINS:
+		break;
+	}
+	return reason(why, whylen, "cannot be given as text");
+}
+
+static void set_admins(const struct fg_setting *row, struct fg_settings *s, json_t *admins, struct fg_errors *errs)
+{
+	static const char *const keys[2] = { "uids", "gids" };
+	uint32_t *dst[2] = { s->admin_uids, s->admin_gids }, *n[2] = { &s->n_admin_uids, &s->n_admin_gids };
+	char path[64];
+	if (!json_is_object(admins)) {
+		snprintf(path, sizeof(path), "spec.%s", row->name);
+		fg_errors_add(errs, path, "must be an object {uids: [...], gids: [...]}");
+		return;
+	}
+	for (int k = 0; k < 2; k++) {
+		json_t *arr = json_object_get(admins, keys[k]), *e;
+		snprintf(path, sizeof(path), "spec.%s.%s", row->name, keys[k]);
+		if (arr && (!json_is_array(arr) || json_array_size(arr) > (size_t)row->hi)) {
+			fg_errors_add(errs, path, "must be a list of at most %" PRId64 " numeric ids", row->hi);
+			continue;
+		}
+		size_t i;
+		*n[k] = 0;
+		json_array_foreach(arr, i, e) {
+			if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > UINT32_MAX)
+				fg_errors_add(errs, path, "must hold numeric ids");
+			else
+				dst[k][(*n[k])++] = (uint32_t)json_integer_value(e);
+		}
+	}
+}
+
+void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, json_t *v, struct fg_errors *errs)
+{
+	char path[96], why[256], text[32];
+	snprintf(path, sizeof(path), "spec.%s", row->name);
+	const char *t = NULL;
+	switch (row->type) {
+	case FG_SET_U32:
+		if (!json_is_integer(v)) {
+			fg_errors_add(errs, path, "must be an integer");
+			return;
+		}
+		snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+		t = text;
+		if (json_integer_value(v) < 0) { /* the text parser refuses the sign itself */
+			fg_errors_add(errs, path, "must be in [%" PRId64 ", %" PRId64 "], got %s", row->lo, row->hi, text);
+			return;
+		}
+		break;
+	case FG_SET_BOOL:
+		if (!json_is_boolean(v)) {
+			fg_errors_add(errs, path, "must be true or false");
+			return;
+		}
+		t = json_is_true(v) ? "true" : "false";
+		break;
+	case FG_SET_BACKENDS: {
+		if (!json_is_array(v)) {
+			fg_errors_add(errs, path, "must be a list of \"ADDR:PORT[@MAC]\" strings");
+			return;
+		}
+		s->n_backends = 0; /* the file's list replaces the defaults */
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e) {
+			char p[64];
+			snprintf(p, sizeof(p), "spec.%s[%zu]", row->name, i);
+			if (!json_is_string(e))
+				fg_errors_add(errs, p, "must be a string \"ADDR:PORT[@MAC]\"");
+			else if (fg_setting_set_text(row, s, json_string_value(e), why, sizeof(why)))
+				fg_errors_add(errs, p, "%s", why);
+		}
+		return;
+	}
+	case FG_SET_ADMINS:
+		set_admins(row, s, v, errs);
+		return;
+	default:
+		if (!json_is_string(v)) {
+			fg_setting_set_text(row, s, "", why, sizeof(why)); /* for the reason only */
+			fg_errors_add(errs, path, "%s", why);
+			return;
+		}
+		t = json_string_value(v);
+	}
+	if (fg_setting_set_text(row, s, t, why, sizeof(why)))
+		fg_errors_add(errs, path, "%s", why);
+}
+
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+	if (*n >= cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*n = *n + (size_t)w < cap ? *n + (size_t)w : cap;
+}
+
+const char *fg_setting_format(const struct fg_setting *row, const struct fg_settings *s, char *buf, size_t cap)
+{
+	const void *p = cfield(row, s);
+	char ep[32];
+	size_t n = 0;
+	buf[0] = 0;
+	switch (row->type) {
+	case FG_SET_U32:
+		append(buf, cap, &n, "%u", *(const uint32_t *)p);
+		break;
+	case FG_SET_DURATION:
+		fg_duration_format(*(const int64_t *)p, buf, cap);
+		break;
+	case FG_SET_BOOL:
+		append(buf, cap, &n, "%s", *(const bool *)p ? "true" : "false");
+		break;
+	case FG_SET_IO:
+		append(buf, cap, &n, "%s", *(const enum fg_io_mode *)p == FG_IO_DPDK ? "dpdk" : "socket");
+		break;
+	case FG_SET_ENDPOINT:
+		append(buf, cap, &n, "%s", fg_endpoint_format(p, ep, sizeof(ep)));
+		break;
+	case FG_SET_PATH:
+		append(buf, cap, &n, "%s", (const char *)p);
+		break;
+	case FG_SET_BACKENDS:
+		append(buf, cap, &n, "[");
+		for (uint32_t i = 0; i < s->n_backends; i++) {
+			append(buf, cap, &n, "%s%s", i ? ", " : "", fg_endpoint_format(&s->backends[i].ep, ep, sizeof(ep)));
+			if (s->backends[i].static_mac)
+				append(buf, cap, &n, "@%02x:%02x:%02x:%02x:%02x:%02x", s->backends[i].ep.mac[0],
+				       s->backends[i].ep.mac[1], s->backends[i].ep.mac[2], s->backends[i].ep.mac[3],
+				       s->backends[i].ep.mac[4], s->backends[i].ep.mac[5]);
+			if (s->backends[i].seats)
+				append(buf, cap, &n, ",seats=%u", s->backends[i].seats);
+		}
+		append(buf, cap, &n, "]");
+		break;
+	case FG_SET_ADMINS:
+		append(buf, cap, &n, "{uids: [");
+		for (uint32_t i = 0; i < s->n_admin_uids; i++)
+			append(buf, cap, &n, "%s%u", i ? ", " : "", s->admin_uids[i]);
+		append(buf, cap, &n, "], gids: [");
+		for (uint32_t i = 0; i < s->n_admin_gids; i++)
+			append(buf, cap, &n, "%s%u", i ? ", " : "", s->admin_gids[i]);
+		append(buf, cap, &n, "]}");
+		break;
+	}
+	return buf;
+}
+
+bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *a, const struct fg_settings *b)
+{
+	switch (row->type) {
+	case FG_SET_ENDPOINT:
+		return !fg_endpoint_same_addr(cfield(row, a), cfield(row, b));
+	case FG_SET_BACKENDS:
+		if (a->n_backends != b->n_backends)
+			return true;
+		for (uint32_t i = 0; i < a->n_backends; i++)
+			if (!fg_endpoint_same_addr(&a->backends[i].ep, &b->backends[i].ep) ||
+			    memcmp(a->backends[i].ep.mac, b->backends[i].ep.mac, 6))
+				return true;
+		return false;
+	case FG_SET_PATH:
+		return strcmp(cfield(row, a), cfield(row, b)) != 0;
+	case FG_SET_ADMINS: {
+		char x[512], y[512];
+		return strcmp(fg_setting_format(row, a, x, sizeof(x)), fg_setting_format(row, b, y, sizeof(y))) != 0;
+	}
+	default:
+		return memcmp(cfield(row, a), cfield(row, b), row->size) != 0;
+	}
+}
+
+void fg_settings_print_markdown(FILE *f)
+{
+	struct fg_settings d;
+	char v[512];
+	fg_settings_defaults(&d);
+	fprintf(f, "| field | flag | default | live apply | meaning |\n|---|---|---|---|---|\n");
+	for (size_t i = 0; i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		char dflt[540];
+		snprintf(dflt, sizeof(dflt), "`%s`", fg_setting_format(r, &d, v, sizeof(v)));
+		if (r->type == FG_SET_BACKENDS && !d.n_backends)
+			snprintf(dflt, sizeof(dflt), "none");
+		else if (r->type == FG_SET_ADMINS && !d.n_admin_uids && !d.n_admin_gids)
+			snprintf(dflt, sizeof(dflt), "root only");
+		fprintf(f, "| `%s` | %s%s%s | %s | %s | %s", r->name, r->flag ? "`--" : "-", r->flag ? r->flag : "",
+			r->flag ? "`" : "", dflt, r->reloadable ? "yes" : "restart", r->doc);
+		if (r->type == FG_SET_U32)
+			fprintf(f, " (%" PRId64 "-%" PRId64 ")", r->lo, r->hi);
+		else if (r->type == FG_SET_DURATION && (r->lo || r->hi)) {
+			char lo[32], hi[32];
+			fg_duration_format(r->lo, lo, sizeof(lo));
+			if (r->hi)
+				fprintf(f, " (%s-%s)", lo, fg_duration_format(r->hi, hi, sizeof(hi)));
+			else
+				fprintf(f, " (at least %s)", lo);
+		}
+		fprintf(f, " |\n");
+	}
+}

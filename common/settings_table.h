@@ -1,0 +1,74 @@
+/*
+ * settings_table — every FairgateSettings field defined once: its JSON name,
+ * flag, type, bounds, whether a live apply may change it, and its one-line
+ * doc.  The FairgateSettings parser, the daemon's flags and --help, `fairgate
+ * --check`, the live-apply check and the settings table in
+ * docs/configuration.md (`fairgate --help-settings`, compared by a unit
+ * test) all read this table.  Defaults are fg_settings_defaults(), from the
+ * FG_DEFAULT_* constants of defs.h.
+ *
+ * Adding a setting: a field in struct fg_settings, its default in
+ * fg_settings_defaults(), one row in settings_table.c; then regenerate the
+ * docs table (docs/style.md, "How to add a setting").
+ *
+ * Thread contract: the table is immutable; the functions touch only the
+ * settings they are given.
+ */
+#ifndef FG_SETTINGS_TABLE_H
+#define FG_SETTINGS_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "settings.h"
+
+enum fg_setting_type {
+	FG_SET_U32,      /* integer in [lo, hi] */
+	FG_SET_DURATION, /* "1.5s", "250ms" ... in [lo, hi] nanoseconds (hi 0: no upper bound) */
+	FG_SET_BOOL,     /* true/false; as a flag it takes no value and sets true */
+	FG_SET_IO,       /* "socket" | "dpdk" */
+	FG_SET_ENDPOINT, /* "IPv4:PORT" */
+	FG_SET_PATH,     /* a file system path of 1..sizeof(field)-1 bytes */
+	FG_SET_BACKENDS, /* list of "ADDR:PORT[@MAC][,seats=N]"; a flag adds one, the flags replace the file's list */
+	FG_SET_ADMINS,   /* {uids: [...], gids: [...]} */
+};
+
+struct fg_setting {
+	const char *name;  /* field of FairgateSettings.spec */
+	const char *flag;  /* daemon flag without "--", or NULL */
+	enum fg_setting_type type;
+	size_t offset;     /* of the value in struct fg_settings */
+	size_t size;       /* of the value (paths: the buffer) */
+	int64_t lo, hi;    /* bounds of U32 and DURATION */
+	bool reloadable;   /* a live apply may change it; otherwise it needs a restart */
+	const char *doc;   /* one line for --help, --check and the docs */
+};
+
+extern const struct fg_setting fg_settings_table[];
+extern const size_t fg_settings_table_len;
+
+const struct fg_setting *fg_setting_by_name(const char *name);
+
+/* Set a row's value from text (a flag's argument).  0, or -EINVAL with the
+ * reason in why (without the field path). */
+int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, const char *text, char *why,
+			size_t whylen);
+
+/* Set a row's value from its JSON value; errors go to errs at "spec.NAME". */
+void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, json_t *v, struct fg_errors *errs);
+
+/* The value as text, as --check prints it (lists on one line). */
+const char *fg_setting_format(const struct fg_setting *row, const struct fg_settings *s, char *buf, size_t cap);
+
+/* Whether the row's value differs between two settings in what a restart
+ * must apply (a backend's capacity may change live, its address not). */
+bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *a, const struct fg_settings *b);
+
+/* The Markdown table of docs/configuration.md: field, flag, default, live
+ * apply, meaning. */
+void fg_settings_print_markdown(FILE *f);
+
+#endif
