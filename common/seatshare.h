@@ -10,18 +10,19 @@
  * the hand-over between the allotter and the workers is the grant protocol
  * below.
  *
- * The board: a per-configuration-generation table that workers and the
- * control thread share (the only mutable memory a published fg_config points
- * to).  Per level it has the queues' loads (written by each queue's owner,
- * read by every worker for the shortest-queue choice and by the control
- * thread for the demands) and one cache line per worker with its seat share.
+ * The board: a per-configuration-generation table that the workers and the
+ * allotter share (the only mutable memory a published fg_config points to).
+ * Per level it has the queues' loads (written by each queue's owner, read by
+ * every worker for the shortest-queue choice and by the allotter for the
+ * demands) and one cache line per worker with its seat share.  When rounds
+ * run is common/allotter.h's policy.
  *
  * Grant protocol (keeps sum over workers of executing seats <= C):
  *   - a worker dispatches only while its seats in use fit its applied
  *     allotment, publishes `used` on every change, and applies a new grant
  *     (grant_seq != acked_seq) at its next poll: applied = grant, then
  *     acked_seq = grant_seq (release);
- *   - the control thread counts for each worker reserved = max(applied, used)
+ *   - the allotter counts for each worker reserved = max(applied, used)
  *     (plus the pending grant while one is not acknowledged: the worker may
  *     apply it any moment) and grants more only out of C - sum(reserved); a
  *     shrink is a grant below `applied` that frees its seats only once
@@ -47,7 +48,7 @@
 
 /* One worker's part of one level: one cache line. */
 struct fg_seat_share {
-	uint32_t grant_seq, grant;     /* control thread: grant, then grant_seq (release) */
+	uint32_t grant_seq, grant;     /* allotter: grant, then grant_seq (release) */
 	uint32_t acked_seq, applied;   /* worker: applied, then acked_seq (release) */
 	uint32_t used;                 /* worker: seats held at this worker */
 	uint32_t head;                 /* worker: seats its next waiting request needs (0: none) */
@@ -148,7 +149,7 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 			struct fg_seatshare_view *v, double *credit);
 
 /*
- * One allotment round over a board (control thread): reads every worker's
+ * One allotment round over a board (the allotter): reads every worker's
  * share and queue loads, writes new grants.  Call only when every worker
  * follows the board's configuration generation.  Returns the grants changed.
  */

@@ -1,5 +1,11 @@
-/* worker — one worker's dispatcher logic; see worker.h. */
+/*
+ * worker — one worker's request life cycle: admission, hand-off to a queue's
+ * owner, dispatch to backends, answers, rejects, expiry, drain.  See
+ * worker.h; the mesh and board are in worker_board.c, following
+ * configurations in worker_config.c.
+ */
 #include "worker.h"
+#include "worker_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -9,9 +15,6 @@
 #include "flowhash.h"
 #include "proto.h"
 #include "shuffle.h"
-
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define likely(x) __builtin_expect(!!(x), 1)
 
 static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req *q)
 {
@@ -47,252 +50,6 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->levels[i].used)
 			fg_qs_fini(&w->levels[i].qs);
 	free(w->level_of_cfg);
-}
-
-int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity)
-{
-	memset(m, 0, sizeof(*m));
-	if (n_workers < 2 || n_workers > FG_SEATSHARE_MAX_WORKERS)
-		return -EINVAL;
-	m->rings = aligned_alloc(FG_CACHE_LINE, sizeof(*m->rings) * n_workers * n_workers);
-	if (!m->rings)
-		return -ENOMEM;
-	memset(m->rings, 0, sizeof(*m->rings) * n_workers * n_workers);
-	m->n_workers = n_workers;
-	for (unsigned from = 0; from < n_workers; from++)
-		for (unsigned to = 0; to < n_workers; to++) {
-			if (from == to)
-				continue; /* no ring to itself */
-			int rc = fg_spsc_init(&m->rings[from * n_workers + to], ring_capacity, sizeof(struct fg_handoff));
-			if (rc) {
-				fg_mesh_fini(m, NULL);
-				return rc;
-			}
-		}
-	return 0;
-}
-
-void fg_mesh_fini(struct fg_mesh *m, const struct fg_io *ios)
-{
-	for (unsigned i = 0; m->rings && i < m->n_workers * m->n_workers; i++) {
-		struct fg_spsc *r = &m->rings[i];
-		struct fg_handoff h;
-		while (r->items && ios && fg_spsc_pop(r, &h, 1, sizeof(h)))
-			ios[i % m->n_workers].ops->free(ios[i % m->n_workers].ctx, &h.pkt);
-		fg_spsc_fini(r);
-	}
-	free(m->rings);
-	m->rings = NULL;
-}
-
-int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh)
-{
-	if (w->id >= mesh->n_workers || w->config_generation)
-		return -EINVAL;
-	w->mesh = mesh;
-	return 0;
-}
-
-static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
-{
-	return (struct fg_qs_config){
-		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
-		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
-		.concurrency_limit = l->limit, .max_seats = l->max_seats,
-		.seed = 0x1040u + worker * 977u + slot,
-	};
-}
-
-static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l)
-{
-	struct fg_level_stats *ls = &w->stats.levels[slot];
-	FG_STAT_SET(ls->limit, l->exempt ? 0 : l->limit);
-	FG_STAT_SET(ls->queues, l->queues);
-	FG_STAT_SET(ls->live, 1);
-}
-
-/* A removed level's slot is freed once nothing waits or holds a seat in it. */
-static void retire_idle_levels(struct fg_worker *w)
-{
-	for (uint32_t i = 0; i < w->n_levels; i++) {
-		struct fg_level_rt *rt = &w->levels[i];
-		if (rt->used && !rt->live && fg_qs_idle(&rt->qs)) {
-			fg_qs_fini(&rt->qs);
-			rt->used = false;
-			__atomic_store_n(&w->stats.levels[i].used, 0, __ATOMIC_RELEASE);
-		}
-	}
-}
-
-/* --- several workers: the board -------------------------------------- */
-
-static inline void store_load(const struct fg_level_board *lb, unsigned n_workers, uint32_t queue,
-			      const struct fg_qs_queue *q)
-{
-	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
-	FG_STAT_SET(ld->work, q->waiting_work);
-	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
-}
-
-/* One queue's load, and the level's seats in use here, for the other workers
- * and the allotter (relaxed stores: single writer). */
-static void publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
-{
-	struct fg_level_rt *rt = &w->levels[slot];
-	if (!w->board || !rt->live)
-		return;
-	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
-	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
-		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
-	if (lb->limit) {
-		uint32_t head = fg_qs_next_seats(&rt->qs);
-		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
-		FG_STAT_SET(lb->shares[w->id].head, head);
-		/* A request that starts waiting for want of allotted seats asks
-		 * the allotter for a round now rather than at the period's end. */
-		bool blocked = head && !fg_qs_fits(&rt->qs, head);
-		if (blocked && !rt->blocked)
-			fg_board_signal(w->board);
-		rt->blocked = blocked;
-	}
-}
-
-/* Following a new configuration with several workers: the level starts at
- * min(the seats this worker could use, its even share of the new limit) —
- * safe whatever the other workers still follow — and the new board gets this
- * worker's loads.  The allotter hands out the rest. */
-static void join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held, uint64_t now)
-{
-	struct fg_level_rt *rt = &w->levels[slot];
-	const struct fg_level_board *lb = &cfg->board->levels[rt->cfg_index];
-	unsigned n = cfg->board->n_workers;
-	if (lb->limit) {
-		uint32_t share = fg_seatshare_static(lb->limit, n, w->id);
-		uint32_t start = held < share ? held : share;
-		fg_qs_set_limit(&rt->qs, start, now);
-		FG_STAT_SET(lb->shares[w->id].applied, start);
-		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
-	}
-	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
-		store_load(lb, n, q, &rt->qs.queues[q]);
-}
-
-/* Apply the seat grants the allotter made since the last poll. */
-static void follow_grants(struct fg_worker *w, uint64_t now)
-{
-	const struct fg_board *b = w->board;
-	for (uint32_t i = 0; i < b->n_levels && i < w->n_level_map; i++) {
-		struct fg_seat_share *s = &b->levels[i].shares[w->id];
-		uint32_t seq = __atomic_load_n(&s->grant_seq, __ATOMIC_ACQUIRE);
-		if (seq == s->acked_seq)
-			continue;
-		uint32_t grant = FG_STAT_GET(s->grant);
-		fg_qs_set_limit(&w->levels[w->level_of_cfg[i]].qs, grant, now);
-		FG_STAT_SET(s->applied, grant);
-		__atomic_store_n(&s->acked_seq, seq, __ATOMIC_RELEASE);
-		FG_STAT_ADD(w->stats.allotment_changes, 1);
-	}
-}
-
-struct board_level {
-	const struct fg_level_board *lb;
-	unsigned n_workers;
-};
-
-static uint64_t board_work(const void *ctx, uint32_t queue)
-{
-	const struct board_level *b = ctx;
-	return FG_STAT_GET(fg_board_load(b->lb, b->n_workers, queue)->work);
-}
-
-/* The hand's least loaded queue over all workers' queues (relaxed reads of
- * the others' loads; the first card rotates, as with one worker). */
-static uint32_t choose_queue_global(struct fg_worker *w, uint32_t slot, uint64_t flow_hash)
-{
-	struct fg_level_rt *rt = &w->levels[slot];
-	const struct board_level b = { &w->board->levels[rt->cfg_index], w->board->n_workers };
-	uint32_t cards[FG_DEALER_MAX_HAND];
-	fg_qs_hand(&rt->qs, flow_hash, cards);
-	return fg_hand_least_loaded(cards, rt->qs.cfg.hand_size, w->deals++, board_work, &b);
-}
-
-int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
-{
-	const struct fg_fc_config *fc = cfg->fc;
-	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
-	if (!map)
-		return -ENOMEM;
-	bool keep[FG_MAX_LEVELS] = { false };
-	int rc = 0;
-	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
-		const struct fg_fc_level *l = &fc->levels[i];
-		uint32_t slot = FG_MAX_LEVELS, free_slot = FG_MAX_LEVELS;
-		for (uint32_t k = 0; k < w->n_levels; k++) {
-			if (w->levels[k].used && !strcmp(w->stats.levels[k].name, l->name))
-				slot = k;
-			else if (!w->levels[k].used && free_slot == FG_MAX_LEVELS)
-				free_slot = k;
-		}
-		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
-		if (slot < FG_MAX_LEVELS) {
-			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
-			held = w->levels[slot].qs.cfg.concurrency_limit;
-			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
-		} else {
-			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
-			if (slot >= FG_MAX_LEVELS) {
-				rc = -ENOSPC;
-				break;
-			}
-			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
-			if (!(rc = fg_qs_init(&w->levels[slot].qs, &qc, now))) {
-				struct fg_level_stats *ls = &w->stats.levels[slot];
-				memset(ls, 0, sizeof(*ls));
-				snprintf(ls->name, sizeof(ls->name), "%s", l->name);
-				w->levels[slot].used = true;
-				__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
-				if (slot == w->n_levels)
-					w->n_levels++;
-			}
-		}
-		if (!rc) {
-			map[i] = (uint16_t)slot;
-			keep[slot] = true;
-			w->levels[slot].cfg_index = i;
-			publish_level_shape(w, slot, l);
-			if (cfg->board)
-				join_board(w, cfg, slot, held, now);
-		}
-	}
-	if (rc) {
-		free(map);
-		return rc;
-	}
-	for (uint32_t k = 0; k < w->n_levels; k++) {
-		w->levels[k].live = w->levels[k].used && keep[k];
-		if (w->levels[k].used && !keep[k])
-			FG_STAT_SET(w->stats.levels[k].live, 0);
-	}
-	free(w->level_of_cfg);
-	w->level_of_cfg = map;
-	w->n_level_map = fc->n_levels;
-	if (!w->config_generation) {
-		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
-		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
-	} else
-		fg_backendpool_resize(&w->pool, cfg->n_backends);
-	/* Each worker takes an even part of a backend's capacity. */
-	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
-	for (uint32_t b = 0; b < cfg->n_backends; b++) {
-		uint32_t seats = cfg->backends[b].seats;
-		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
-	}
-	w->board = cfg->board;
-	w->config_generation = cfg->generation;
-	/* After the board entries: the allotter reads this first (acquire). */
-	__atomic_store_n(&w->stats.config_generation, cfg->generation, __ATOMIC_RELEASE);
-	retire_idle_levels(w);
-	return 0;
 }
 
 static void flush(struct fg_worker *w)
@@ -347,7 +104,8 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 {
 	uint32_t slot = r->level;
 	struct fg_queueset *qs = &w->levels[slot].qs;
-	publish_queue(w, slot, r->qs.queue);
+	if (w->board) /* several workers only: a call into worker_board.c */
+		fg_worker__publish_queue(w, slot, r->qs.queue);
 	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
@@ -410,9 +168,9 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	publish_level(w, r);
 }
 
-/* Send a request the queue set just admitted to a backend.  The packet's id
- * becomes the dispatch id; the client's id stays in the slot.  False when no
- * backend is usable (the caller answers no-backend). */
+/* Send a request the queue set just admitted to backend b (the caller chose
+ * a usable one).  The packet's id becomes the dispatch id; the client's id
+ * stays in the slot. */
 static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t b,
 			    uint64_t now)
 {
@@ -604,7 +362,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	uint32_t queue = FG_QS_NO_QUEUE;
 	if (w->board && match.flow_hash) { /* several workers, a level with queues */
 		uint32_t slot = w->level_of_cfg[match.level];
-		queue = choose_queue_global(w, slot, match.flow_hash);
+		queue = fg_worker__choose_queue(w, slot, match.flow_hash);
 		unsigned owner = queue % w->board->n_workers;
 		if (owner != w->id) {
 			struct fg_handoff h = {
@@ -762,7 +520,7 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used)
 			dispatch_level(w, cfg, i, now);
-	retire_idle_levels(w);
+	fg_worker__retire_idle_levels(w);
 }
 
 /* What the other workers handed over: requests for this worker's queues,
@@ -790,7 +548,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (unlikely(cfg->generation != w->config_generation))
 		fg_worker_configure(w, cfg, now);
 	if (w->board && likely(w->config_generation == cfg->generation))
-		follow_grants(w, now);
+		fg_worker__follow_grants(w, now);
 	if (w->mesh)
 		take_handoffs(w, cfg, now);
 	struct fg_pkt pkts[FG_RX_BURST];

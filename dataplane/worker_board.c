@@ -1,0 +1,148 @@
+/*
+ * worker_board — several workers: the hand-off mesh between them, and each
+ * worker's side of the board (publishing its queues' loads and seat use,
+ * following the allotter's grants, the hand's least loaded queue over all
+ * workers).  See worker.h and common/seatshare.h.
+ */
+#include "worker.h"
+#include "worker_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shuffle.h"
+
+int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity)
+{
+	memset(m, 0, sizeof(*m));
+	if (n_workers < 2 || n_workers > FG_SEATSHARE_MAX_WORKERS)
+		return -EINVAL;
+	m->rings = aligned_alloc(FG_CACHE_LINE, sizeof(*m->rings) * n_workers * n_workers);
+	if (!m->rings)
+		return -ENOMEM;
+	memset(m->rings, 0, sizeof(*m->rings) * n_workers * n_workers);
+	m->n_workers = n_workers;
+	for (unsigned from = 0; from < n_workers; from++)
+		for (unsigned to = 0; to < n_workers; to++) {
+			if (from == to)
+				continue; /* no ring to itself */
+			int rc = fg_spsc_init(&m->rings[from * n_workers + to], ring_capacity, sizeof(struct fg_handoff));
+			if (rc) {
+				fg_mesh_fini(m, NULL);
+				return rc;
+			}
+		}
+	return 0;
+}
+
+void fg_mesh_fini(struct fg_mesh *m, const struct fg_io *ios)
+{
+	for (unsigned i = 0; m->rings && i < m->n_workers * m->n_workers; i++) {
+		struct fg_spsc *r = &m->rings[i];
+		struct fg_handoff h;
+		while (r->items && ios && fg_spsc_pop(r, &h, 1, sizeof(h)))
+			ios[i % m->n_workers].ops->free(ios[i % m->n_workers].ctx, &h.pkt);
+		fg_spsc_fini(r);
+	}
+	free(m->rings);
+	m->rings = NULL;
+}
+
+int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh)
+{
+	if (w->id >= mesh->n_workers || w->config_generation)
+		return -EINVAL;
+	w->mesh = mesh;
+	return 0;
+}
+
+static inline void store_load(const struct fg_level_board *lb, unsigned n_workers, uint32_t queue,
+			      const struct fg_qs_queue *q)
+{
+	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
+	FG_STAT_SET(ld->work, q->waiting_work);
+	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
+}
+
+/* One queue's load, and the level's seats in use here, for the other workers
+ * and the allotter (relaxed stores: single writer). */
+void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
+{
+	struct fg_level_rt *rt = &w->levels[slot];
+	if (!w->board || !rt->live)
+		return;
+	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
+	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
+		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
+	if (lb->limit) {
+		uint32_t head = fg_qs_next_seats(&rt->qs);
+		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
+		FG_STAT_SET(lb->shares[w->id].head, head);
+		/* A request that starts waiting for want of allotted seats asks
+		 * the allotter for a round now rather than at the period's end. */
+		bool blocked = head && !fg_qs_fits(&rt->qs, head);
+		if (blocked && !rt->blocked)
+			fg_board_signal(w->board);
+		rt->blocked = blocked;
+	}
+}
+
+/* Following a new configuration with several workers: the level starts at
+ * min(the seats this worker could use, its even share of the new limit) —
+ * safe whatever the other workers still follow — and the new board gets this
+ * worker's loads.  The allotter hands out the rest. */
+void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held, uint64_t now)
+{
+	struct fg_level_rt *rt = &w->levels[slot];
+	const struct fg_level_board *lb = &cfg->board->levels[rt->cfg_index];
+	unsigned n = cfg->board->n_workers;
+	if (lb->limit) {
+		uint32_t share = fg_seatshare_static(lb->limit, n, w->id);
+		uint32_t start = held < share ? held : share;
+		fg_qs_set_limit(&rt->qs, start, now);
+		FG_STAT_SET(lb->shares[w->id].applied, start);
+		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
+	}
+	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
+		store_load(lb, n, q, &rt->qs.queues[q]);
+}
+
+/* Apply the seat grants the allotter made since the last poll. */
+void fg_worker__follow_grants(struct fg_worker *w, uint64_t now)
+{
+	const struct fg_board *b = w->board;
+	for (uint32_t i = 0; i < b->n_levels && i < w->n_level_map; i++) {
+		struct fg_seat_share *s = &b->levels[i].shares[w->id];
+		uint32_t seq = __atomic_load_n(&s->grant_seq, __ATOMIC_ACQUIRE);
+		if (seq == s->acked_seq)
+			continue;
+		uint32_t grant = FG_STAT_GET(s->grant);
+		fg_qs_set_limit(&w->levels[w->level_of_cfg[i]].qs, grant, now);
+		FG_STAT_SET(s->applied, grant);
+		__atomic_store_n(&s->acked_seq, seq, __ATOMIC_RELEASE);
+		FG_STAT_ADD(w->stats.allotment_changes, 1);
+	}
+}
+
+struct board_level {
+	const struct fg_level_board *lb;
+	unsigned n_workers;
+};
+
+static uint64_t board_work(const void *ctx, uint32_t queue)
+{
+	const struct board_level *b = ctx;
+	return FG_STAT_GET(fg_board_load(b->lb, b->n_workers, queue)->work);
+}
+
+/* The hand's least loaded queue over all workers' queues (relaxed reads of
+ * the others' loads; the first card rotates, as with one worker). */
+uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t flow_hash)
+{
+	struct fg_level_rt *rt = &w->levels[slot];
+	const struct board_level b = { &w->board->levels[rt->cfg_index], w->board->n_workers };
+	uint32_t cards[FG_DEALER_MAX_HAND];
+	fg_qs_hand(&rt->qs, flow_hash, cards);
+	return fg_hand_least_loaded(cards, rt->qs.cfg.hand_size, w->deals++, board_work, &b);
+}

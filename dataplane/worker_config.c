@@ -1,0 +1,126 @@
+/*
+ * worker_config — a worker following a configuration generation: levels
+ * matched by name and reconfigured in place, new ones created, removed ones
+ * lingering until idle (KEP "Reaction to Configuration Changes"), the
+ * backend pool resized, and with several workers the new board joined.  See
+ * worker.h.
+ */
+#include "worker.h"
+#include "worker_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowcontrol.h"
+
+static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
+{
+	return (struct fg_qs_config){
+		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
+		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
+		.concurrency_limit = l->limit, .max_seats = l->max_seats,
+		.seed = 0x1040u + worker * 977u + slot,
+	};
+}
+
+static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l)
+{
+	struct fg_level_stats *ls = &w->stats.levels[slot];
+	FG_STAT_SET(ls->limit, l->exempt ? 0 : l->limit);
+	FG_STAT_SET(ls->queues, l->queues);
+	FG_STAT_SET(ls->live, 1);
+}
+
+/* A removed level's slot is freed once nothing waits or holds a seat in it. */
+void fg_worker__retire_idle_levels(struct fg_worker *w)
+{
+	for (uint32_t i = 0; i < w->n_levels; i++) {
+		struct fg_level_rt *rt = &w->levels[i];
+		if (rt->used && !rt->live && fg_qs_idle(&rt->qs)) {
+			fg_qs_fini(&rt->qs);
+			rt->used = false;
+			__atomic_store_n(&w->stats.levels[i].used, 0, __ATOMIC_RELEASE);
+		}
+	}
+}
+
+int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	const struct fg_fc_config *fc = cfg->fc;
+	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	bool keep[FG_MAX_LEVELS] = { false };
+	int rc = 0;
+	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		uint32_t slot = FG_MAX_LEVELS, free_slot = FG_MAX_LEVELS;
+		for (uint32_t k = 0; k < w->n_levels; k++) {
+			if (w->levels[k].used && !strcmp(w->stats.levels[k].name, l->name))
+				slot = k;
+			else if (!w->levels[k].used && free_slot == FG_MAX_LEVELS)
+				free_slot = k;
+		}
+		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
+		if (slot < FG_MAX_LEVELS) {
+			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
+			held = w->levels[slot].qs.cfg.concurrency_limit;
+			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
+		} else {
+			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
+			if (slot >= FG_MAX_LEVELS) {
+				rc = -ENOSPC;
+				break;
+			}
+			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
+			if (!(rc = fg_qs_init(&w->levels[slot].qs, &qc, now))) {
+				struct fg_level_stats *ls = &w->stats.levels[slot];
+				memset(ls, 0, sizeof(*ls));
+				snprintf(ls->name, sizeof(ls->name), "%s", l->name);
+				w->levels[slot].used = true;
+				__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
+				if (slot == w->n_levels)
+					w->n_levels++;
+			}
+		}
+		if (!rc) {
+			map[i] = (uint16_t)slot;
+			keep[slot] = true;
+			w->levels[slot].cfg_index = i;
+			publish_level_shape(w, slot, l);
+			if (cfg->board)
+				fg_worker__join_board(w, cfg, slot, held, now);
+		}
+	}
+	if (rc) {
+		free(map);
+		return rc;
+	}
+	for (uint32_t k = 0; k < w->n_levels; k++) {
+		w->levels[k].live = w->levels[k].used && keep[k];
+		if (w->levels[k].used && !keep[k])
+			FG_STAT_SET(w->stats.levels[k].live, 0);
+	}
+	free(w->level_of_cfg);
+	w->level_of_cfg = map;
+	w->n_level_map = fc->n_levels;
+	if (!w->config_generation) {
+		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
+		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
+	} else
+		fg_backendpool_resize(&w->pool, cfg->n_backends);
+	/* Each worker takes an even part of a backend's capacity. */
+	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
+	for (uint32_t b = 0; b < cfg->n_backends; b++) {
+		uint32_t seats = cfg->backends[b].seats;
+		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
+	}
+	w->board = cfg->board;
+	w->config_generation = cfg->generation;
+	/* After the board entries: the allotter reads this first (acquire). */
+	__atomic_store_n(&w->stats.config_generation, cfg->generation, __ATOMIC_RELEASE);
+	fg_worker__retire_idle_levels(w);
+	return 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * worker_int — what the files of the worker module share and no one else
+ * uses: worker.c (the request life cycle), worker_board.c (the mesh and the
+ * board), worker_config.c (following configurations).  Same thread contract
+ * as worker.h: each function runs on the worker's own thread.
+ */
+#ifndef FG_WORKER_INT_H
+#define FG_WORKER_INT_H
+
+#include "worker.h"
+
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x) __builtin_expect(!!(x), 1)
+
+/* Several workers: a queue's load and the level's seat use on the board
+ * (and the demand signal when the level's next request stops fitting). */
+void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue);
+/* Following a configuration with a board: the level's starting allotment
+ * and this worker's loads on the new board. */
+void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held,
+			   uint64_t now);
+/* Apply the seat grants the allotter made since the last poll. */
+void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
+/* The hand's least loaded queue over all workers' queues. */
+uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t flow_hash);
+/* Free the slots of removed levels once nothing waits or holds seats there. */
+void fg_worker__retire_idle_levels(struct fg_worker *w);
+
+#endif
