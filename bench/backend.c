@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backend — an emulated backend server: N worker threads share one UDP
  * socket; each takes a request, holds it for its service time (from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bench — fairgate-bench subcommands and what they share. */
 #ifndef FG_BENCH_H
 #define FG_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_classify — the configuration path's costs:
  *  - classification ns/request with the bootstrap objects and with 1,000

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_queueset — cost of one request's full cycle through the queue set
  * (arrival + dispatch + completion) with N non-empty queues, N from the

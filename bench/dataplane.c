@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dataplane — `fairgate-bench dataplane`: the DPDK fast path measured in one
  * process.  A generator / backend emulator on the main lcore feeds ~200-byte

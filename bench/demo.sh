@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fairgate demo: builds, then runs fairgate in kernel-socket mode on
 # loopback with its embedded default configuration, two emulated backends and
 # a load generator driving two tenants — one flooding, one light — for about

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fairgate-bench — load generator, backend emulator (and later the simulator
  * and micro-benchmarks); docs/bench.md. */
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* histogram — log-linear latency histogram (16 sub-buckets per power of two,
  * so quantiles are within ~6%), constant memory, for the bench tools. */
 #ifndef FG_HISTOGRAM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * loadgen — the load generator: one thread per flow, each with its own UDP
  * socket, closed loop (`threads` requests outstanding) or open loop (Poisson

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim — discrete-event simulation of priority levels on a virtual clock;
  * see sim.h and docs/simulator.md. */
 #include "sim.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim — the deterministic discrete-event simulator behind `fairgate-bench
  * sim` (docs/simulator.md): clients with closed-loop threads or open-loop

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Single-worker end-to-end throughput on this machine, as ratios against a
 # baseline measured in the same command: the load generator straight to the
 # emulated backend (no fairgate), then through fairgate in socket mode, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* allotter — the allotment-round policy; see allotter.h. */
 #include "allotter.h"
 

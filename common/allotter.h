@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * allotter — when the seats of each priority level are re-split between
  * workers: the policy around fg_board_allot (seatshare.h).  A round runs

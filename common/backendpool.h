@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backendpool — one worker's view of its backends: least-outstanding-seats
  * choice, ejection of a backend that stops answering, and probing it back.

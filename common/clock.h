@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock — monotonic nanoseconds for the I/O loops.  The dispatching logic
  * itself never reads a clock: time is passed in, so simulations and tests
  * drive it with a virtual clock. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config — the compiled, immutable dispatch configuration the workers read.
  *

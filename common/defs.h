@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* defs — tunables and documented defaults shared by every component
  * (docs/configuration.md lists them; change both together). */
 #ifndef FG_DEFS_H

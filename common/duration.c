@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* duration — Go-style duration parsing and formatting. */
 #include "duration.h"
 

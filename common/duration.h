@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* duration — Go-style duration strings ("1.5s", "300ms", "2m30s", "-1ns"),
  * the form Kubernetes and fairgate's configuration use. */
 #ifndef FG_DURATION_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Embed a text file as a C string: embed.py INPUT OUTPUT SYMBOL."""
 import sys
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* endpoint — parsing and formatting of peer addresses. */
 #include "endpoint.h"
 

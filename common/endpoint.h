@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * endpoint — a UDP peer as both I/O modes see it: IPv4 address and port in
  * network byte order, plus the Ethernet address the DPDK mode answers to

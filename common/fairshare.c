@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fairshare — water-filling over Fenwick trees; see fairshare.h. */
 #include "fairshare.h"
 

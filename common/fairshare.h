@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairshare — the max-min fair share ("water level") of a capacity over a
  * changing multiset of integer demands, in O(log C) per change and per query

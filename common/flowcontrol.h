@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol — Kubernetes flowcontrol.apiserver.k8s.io/v1 FlowSchema and
  * PriorityLevelConfiguration objects: validation with the Kubernetes rules,

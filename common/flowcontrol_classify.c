@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_classify — the per-request classifier over a compiled
  * configuration (first matching schema in (precedence, name) order), explain,

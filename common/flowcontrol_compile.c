@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_compile — a normalized object set into an immutable
  * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and

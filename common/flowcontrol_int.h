@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_int — what the files of the flowcontrol module share and no
  * one else uses.  The module is split along its seams:

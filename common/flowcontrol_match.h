@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_match — the compiled form of a FlowSchema's rules, shared by
  * the compiler (which builds it in the config's arena) and the classifier

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_objects — the object set: documents (JSON or YAML, single
  * objects or Lists) in, normalized objects out; the mandatory and bootstrap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_validate — an input object on its way into a set: decoded
  * against the v1 types (known fields and their JSON types), defaulted as the

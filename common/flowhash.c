@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flowhash — streaming xxHash64 so no buffer limits the inputs' lengths. */
 #include "flowhash.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* flowhash — the flow identifier of KEP-1040: xxHash64 of
  * (FlowSchema name, 0x00, distinguisher). */
 #ifndef FG_FLOWHASH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hbitmap — the tree of bitmaps; see hbitmap.h. */
 #include "hbitmap.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hbitmap — a set of small integers [0, n) as a 64-ary tree of bitmaps:
  * insert, remove and "largest member" each touch one word per tree level

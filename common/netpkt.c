@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* netpkt — Ethernet/IPv4/UDP/ARP on byte buffers; see netpkt.h. */
 #include "netpkt.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * netpkt — Ethernet/IPv4/UDP and ARP parsing and building for the DPDK mode,
  * as pure functions on byte buffers (fuzzed; no DPDK needed to test them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pkt — a datagram buffer owned by an I/O backend (a kernel-socket buffer or a
  * DPDK mbuf).  `data`/`len` cover the fairgate message only (UDP payload); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto — wire protocol v1 codec; see proto.h and docs/protocol.md. */
 #include "proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * proto — wire protocol v1 codec (docs/protocol.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* queueset — max-min fair queuing for one priority level; see queueset.h. */
 #include "queueset.h"
 

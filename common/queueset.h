@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * queueset — one priority level's fair-queuing core (KEP-1040 queuing and
  * dispatching, with max-min fairness and no windup).  docs/fair-queuing.md

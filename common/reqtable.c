@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reqtable — slot table set-up; the hot operations are inline in reqtable.h. */
 #include "reqtable.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reqtable — a worker's fixed table of request slots, plus O(1) intrusive
  * lists over them (waiting requests in arrival order, executing ones in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seatshare — per-worker seat allotments of a level; see seatshare.h. */
 #include "seatshare.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seatshare — how several worker cores share one priority level's seats.
  *

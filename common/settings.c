@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* settings — defaults, FairgateSettings JSON, validation, compilation. */
 #include "settings.h"
 #include "seatshare.h"

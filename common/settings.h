@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * settings — everything an operator sets: defaults, then the config file
  * (a FairgateSettings JSON object, docs/configuration.md), then flags.

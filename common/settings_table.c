@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* settings_table — every setting defined once; see settings_table.h. */
 #include "settings_table.h"
 

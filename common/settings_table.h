@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * settings_table — every FairgateSettings field defined once: its JSON name,
  * flag, type, bounds, whether a live apply may change it, and its one-line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shuffle — the mixed-radix dealer; see shuffle.h. */
 #include "shuffle.h"
 

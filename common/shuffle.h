@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * shuffle — shuffle sharding's dealer (KEP-1040 "Assignment to a Queue"):
  * a hash value is read as mixed-radix digits A[i] in bases deck, deck-1, ...,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* skiplist — see skiplist.h. */
 #include "skiplist.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * skiplist — an ordered set of up to `capacity` items (named by index), keyed
  * by (key, tie): the fair-queuing core keeps one entry per queue with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * spsc — a single-producer/single-consumer ring of fixed-size items, copied
  * by value: the hand-off channel between two worker cores.

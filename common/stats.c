@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats — flow table of the per-worker statistics. */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wheel — the hashed timing wheel; see wheel.h. */
 #include "wheel.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wheel — a hashed timing wheel of requests by release time (their
  * release_ns), linked through the request table's list links: O(1) to add,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * yamljson — YAML (one or more documents) to JSON values with libyaml, so
  * that YAML and JSON inputs share one validation path.  Plain scalars are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control — control socket server and config publication; see control.h. */
 #include "control.h"
 

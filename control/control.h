@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control — the control thread: the control socket (newline-delimited JSON
  * over a Unix stream socket, docs/control.md) and configuration publication

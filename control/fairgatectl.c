@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgatectl — the control CLI (docs/control.md): status, version, apply,
  * delete, get, and validate/explain, which also work offline on a file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status — aggregate worker statistics into the status document. */
 #include "status.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status — the daemon's status as a JSON document (control command
  * "status"; docs/control.md has the schema).  Control thread only. */
 #ifndef FG_STATUS_H

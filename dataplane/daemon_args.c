@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon_args — fairgate's command line; see daemon_args.h. */
 #include "daemon_args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon_args — fairgate's command line: the flags of the settings table
  * (common/settings_table.h) plus --config, --check, --help, --help-settings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dpdk_io — DPDK port I/O; see dpdk_io.h. */
 #include "dpdk_io.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dpdk_io — the DPDK I/O mode: one port (the first one EAL probes, e.g. a
  * net_tap, net_ring or a real NIC), Ethernet/IPv4/UDP in and out, ARP replies

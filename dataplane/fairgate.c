@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgate — the daemon's composition root: start-up (command line, first
  * configuration, I/O, workers, control thread, allotter thread), the worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * io — what the worker needs from an I/O mode (kernel sockets or DPDK).
  *

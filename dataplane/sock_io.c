@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sock_io — kernel UDP sockets with recvmmsg/sendmmsg; see sock_io.h. */
 #include "sock_io.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sock_io — the kernel-socket I/O mode: one UDP socket for clients and
  * backends alike, batched with recvmmsg/sendmmsg, buffers from a fixed pool.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker — one worker's request life cycle: admission, hand-off to a queue's
  * owner, dispatch to backends, answers, rejects, expiry, drain.  See

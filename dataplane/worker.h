@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker — the dispatcher logic of one worker: parse, classify, admit or
  * reject, queue with the fair-queuing core (common/queueset), dispatch under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_board — several workers: the hand-off mesh between them, and each
  * worker's side of the board (publishing its queues' loads and seat use,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_config — a worker following a configuration generation: levels
  * matched by name and reconfigured in place, new ones created, removed ones

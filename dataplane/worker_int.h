@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_int — what the files of the worker module share and no one else
  * uses: worker.c (the request life cycle), worker_board.c (the mesh and the

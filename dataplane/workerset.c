@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workerset — the workers of one dataplane; see workerset.h. */
 #include "workerset.h"
 

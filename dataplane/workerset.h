@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workerset — the workers of one dataplane, created and destroyed together:
  * each worker cache-line aligned, initialised on its io lane, joined to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_io — an in-memory struct fg_io for driving a worker in tests:
  * inject datagrams, collect what the worker sends, count buffers. */
 #ifndef FG_FAKE_IO_H

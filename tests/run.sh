@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The full test suite: installs what is missing, builds, runs the unit and
 # end-to-end tests, repeats the unit and end-to-end tests under ASan+UBSan,
 # runs every libFuzzer target for a bounded time, and ends with

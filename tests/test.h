@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test — a minimal unit-test harness: TEST(name) defines a case, CHECK*
  * record failures without stopping the case, main() from TEST_MAIN runs all

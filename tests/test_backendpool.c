@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of one worker's backend pool (common/backendpool.c). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kubernetes conformance: Kubernetes' own test tables, ported as data into
  * tests/conformance/ (README.md there says from where), run against the

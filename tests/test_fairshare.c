@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the incremental max-min fair share (common/fairshare.c)
  * against direct water-filling. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the wire protocol codec (common/proto.c). */
 #include <errno.h>
 #include <stdlib.h>

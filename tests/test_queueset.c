@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Exact-behaviour unit tests of the queue set (common/queueset.c). */
 #include <errno.h>
 #include <string.h>

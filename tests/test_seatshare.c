@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the per-worker seat allotment rounds (common/seatshare.c). */
 #include <stdlib.h>
 

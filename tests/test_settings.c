@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of settings (common/settings.c), durations and endpoints. */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the dealer (common/shuffle.c) against apf-facts.md §2.3. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Scenario tests: every tests/scenarios/ *.json runs through the simulator
  * (the real queue set on a virtual clock) and each client's average seats

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the skip list (common/skiplist.c) against a brute-force model. */
 #include <stdlib.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the worker's dispatcher logic (dataplane/worker.c) on a fake
  * io and a virtual clock. */
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client — UDP helpers around the codec; see client.h. */
 #include "client.h"
 

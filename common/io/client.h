@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client — a small library for writing fairgate clients and backends in C
  * (docs/client-library.md has a walk-through).  It wraps the codec (proto.h)

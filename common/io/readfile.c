@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* readfile — whole input files, bounded; see readfile.h. */
 #include "readfile.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * readfile — the one way fairgate's programs read an input file (a
  * configuration, a scenario, objects to apply): the whole file, or standard

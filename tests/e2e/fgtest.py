@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for fairgate's end-to-end tests: start real processes on loopback
 (or inside a network namespace the test creates), speak the wire protocol,
 read status through fairgatectl.  Every wait is bounded."""

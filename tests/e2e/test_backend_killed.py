@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A backend killed mid-run: backend-timeout answers until it is ejected
 (3 timeouts in a row), then fast no-backend answers while none is usable;
 seats are released; once it returns on the same address the next request

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The control socket and the command lines: status and version work;
 malformed JSON, unknown commands, oversized lines and too many clients get
 errors while the daemon stays healthy; bad flags and settings files are

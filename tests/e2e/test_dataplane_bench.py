@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The in-process DPDK harness runs here (ring-backed port, no hugepages, no
 NIC) and reports every figure the benchmark page uses.  Not a timed test: it
 checks the numbers exist and are consistent, not how large they are."""

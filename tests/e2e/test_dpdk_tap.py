@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DPDK mode end to end: fairgate drives a net_tap port inside a network
 namespace this test creates and removes; a real client and backend use the
 kernel stack on the tap's other side.  Checks ARP, request/response relay,

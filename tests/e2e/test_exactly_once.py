@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """N requests from several clients through fairgate to two backends: N
 responses, each exactly once, and fairgate's counters agree; then the same
 with backends whose capacity is below the seat limit."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Garbage datagrams at the daemon: random bytes, truncated headers, lying
 length fields, huge attribute counts, oversized datagrams.  It keeps
 serving; counters show them; header-long ones get REJECT invalid."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Configuration objects on a running daemon, as an operator meets them:
 `get` shows what is in force (mandatory objects included), deleting a
 mandatory object restores its built-in copy and says so, a misspelled field

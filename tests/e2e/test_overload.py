@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """More demand than seats: REJECT queue-full and time-out; what clients saw
 matches fairgate's counters; nothing hangs, nothing leaks."""
 import fgtest as t

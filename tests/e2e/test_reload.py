@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hot reload under load: while three flows send, 100 configurations are
 applied through the control socket (queue counts up and down, the level
 deleted and re-created, limits changed); every request is answered exactly

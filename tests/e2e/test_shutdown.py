@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SIGTERM under load: queued requests get shutting-down, executing ones
 finish within the grace period, every request is answered, exit 0."""
 import threading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: one control-socket request line.  Every input gets a
  * JSON object back with an "ok" member. */
 #include <jansson.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: FlowSchema / PriorityLevelConfiguration documents (JSON
  * or YAML) through validation and, when valid, compilation and one
  * classification.  A refused input must leave the set unchanged. */

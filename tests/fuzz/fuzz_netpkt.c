@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: Ethernet/IPv4/UDP/ARP parsing. */
 #include <stdlib.h>
 

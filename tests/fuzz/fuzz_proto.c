@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the wire protocol decoder, plus re-encoding whatever it
  * accepts (the re-encoded message must decode to the same fields). */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the FairgateSettings JSON parser.  A rejected input must
  * leave the settings untouched. */
 #include <stdlib.h>

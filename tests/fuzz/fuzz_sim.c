@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the simulator's scenario parser (fairgate-bench sim).
  * Parsing only: a valid scenario may legitimately ask for hours of
  * simulated load. */
