@@ -42,11 +42,12 @@ static void field_error(struct vctx *c, const char *path, const char *fmt, ...)
 }
 
 /* A value as Kubernetes quotes it in "Invalid value: ...": compact JSON,
- * cut short, printable ASCII only (values are the client's bytes). */
+ * cut short, printable ASCII only (values are the client's bytes); an absent
+ * value (NULL) shows as Go's zero string. */
 static const char *show(json_t *v, char *buf, size_t cap)
 {
 	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	snprintf(buf, cap, "%s", s ? s : "null");
+	snprintf(buf, cap, "%s", s ? s : "\"\""); /* absent: Go's zero value, the empty string */
 	free(s);
 	size_t n = strlen(buf);
 	if (n + 1 >= cap && cap > 4)
@@ -517,7 +518,7 @@ static void validate_subject(struct vctx *c, json_t *s, const char *path)
 	while (k < 3 && !(kind && !strcmp(json_string_value(kind), kinds[k].kind)))
 		k++;
 	if (k == 3) {
-		not_supported(c, child(p, path, "kind"), kind ? kind : json_string(""),
+		not_supported(c, child(p, path, "kind"), kind,
 			      "\"Group\", \"ServiceAccount\", \"User\"");
 		return;
 	}
@@ -563,7 +564,7 @@ static void validate_schema_spec(struct vctx *c, const char *name, json_t *spec)
 	if (dm) {
 		json_t *t = json_object_get(dm, "type");
 		if (!t || (strcmp(json_string_value(t), "ByUser") && strcmp(json_string_value(t), "ByNamespace")))
-			not_supported(c, "spec.distinguisherMethod.type", t ? t : json_string(""),
+			not_supported(c, "spec.distinguisherMethod.type", t,
 				      "\"ByNamespace\", \"ByUser\"");
 	}
 	json_t *pl = json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name");
@@ -645,7 +646,7 @@ static void validate_level_spec(struct vctx *c, const char *name, json_t *spec)
 	json_t *type = json_object_get(spec, "type");
 	const char *t = type ? json_string_value(type) : "";
 	if (!strcmp(name, "exempt") != !strcmp(t, "Exempt"))
-		invalid(c, "spec.type", type ? type : json_string(""), "must be 'Exempt' if and only if `name` is 'exempt'");
+		invalid(c, "spec.type", type, "must be 'Exempt' if and only if `name` is 'exempt'");
 	json_t *lim = json_object_get(spec, "limited"), *ex = json_object_get(spec, "exempt");
 	if (!strcmp(t, "Exempt")) {
 		if (lim)
@@ -655,7 +656,7 @@ static void validate_level_spec(struct vctx *c, const char *name, json_t *spec)
 		return;
 	}
 	if (strcmp(t, "Limited")) {
-		not_supported(c, "spec.type", type ? type : json_string(""), "\"Exempt\", \"Limited\"");
+		not_supported(c, "spec.type", type, "\"Exempt\", \"Limited\"");
 		return;
 	}
 	if (ex)
@@ -682,7 +683,7 @@ static void validate_level_spec(struct vctx *c, const char *name, json_t *spec)
 		else
 			validate_queuing(c, q);
 	} else {
-		not_supported(c, "spec.limited.limitResponse.type", lrt ? lrt : json_string(""), "\"Queue\", \"Reject\"");
+		not_supported(c, "spec.limited.limitResponse.type", lrt, "\"Queue\", \"Reject\"");
 	}
 }
 
