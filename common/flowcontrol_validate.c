@@ -719,6 +719,17 @@ static bool is_zero(json_t *v)
 	       (json_is_string(v) && json_string_length(v) == 0) || (json_is_array(v) && json_array_size(v) == 0);
 }
 
+/* An object whose every field is its zero value (recursively). */
+static bool all_zero(json_t *o)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v)
+		if (!is_zero(v) && !(json_is_object(v) && all_zero(v)))
+			return false;
+	return true;
+}
+
 static bool semantic_equal(json_t *a, json_t *b)
 {
 	if (is_zero(a) || is_zero(b))
@@ -730,7 +741,7 @@ static bool semantic_equal(json_t *a, json_t *b)
 			if (!semantic_equal(v, json_object_get(b, k)))
 				return false;
 		json_object_foreach(b, k, v)
-			if (!json_object_get(a, k) && !is_zero(v) && !(json_is_object(v) && semantic_equal(v, json_object())))
+			if (!json_object_get(a, k) && !is_zero(v) && !(json_is_object(v) && all_zero(v)))
 				return false;
 		return true;
 	}
