@@ -19,6 +19,7 @@
 
 #include "defs.h"
 #include "settings.h"
+#include "trust.h"
 
 struct fg_fc_config;
 struct fg_board;
@@ -38,6 +39,8 @@ struct fg_config {
 	unsigned n_workers;
 	uint64_t allotment_period_ns;
 	struct fg_board *board;      /* several workers: queue loads and seat shares; else NULL */
+	uint64_t max_extra_latency_ns;
+	struct fg_trust trust;       /* who is believed, and who must show a cookie */
 };
 
 #endif

@@ -41,6 +41,15 @@
 #define FG_FLOW_TABLE_SIZE 1024u             /* per-flow statistics entries (power of two) */
 #define FG_FLOW_NAME_MAX 64u
 
+#define FG_DEFAULT_MAX_EXTRA_LATENCY_NS 1000000000ull /* 1 s: 200 watchers' worth at 5 ms each over 1 seat */
+#define FG_MAX_MAX_EXTRA_LATENCY_NS 60000000000ull   /* 60 s */
+#define FG_MAX_CIDRS 32u                     /* trustedSources entries */
+#define FG_MAX_SOURCE_IDENTITIES 32u         /* sourceIdentities entries */
+#define FG_IDENTITY_NAME_MAX 128u            /* user or group of a source identity, NUL included */
+#define FG_IDENTITY_MAX_GROUPS 8u
+#define FG_ANONYMOUS_USER "system:anonymous"         /* Kubernetes' unauthenticated subjects */
+#define FG_UNAUTHENTICATED_GROUP "system:unauthenticated"
+
 #define FG_CONTROL_MAX_MSG (4u << 20)        /* one control-socket request line */
 #define FG_INPUT_FILE_MAX (FG_CONTROL_MAX_MSG / 2) /* an input file: what fairgatectl reads it can send */
 #define FG_CONTROL_MAX_ADMINS 16u

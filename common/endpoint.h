@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <stddef.h>
 
 struct fg_endpoint {
 	uint32_t ip;   /* network byte order */
@@ -20,6 +22,30 @@ static inline int fg_endpoint_same_addr(const struct fg_endpoint *a, const struc
 {
 	return a->ip == b->ip && a->port == b->port;
 }
+
+/* An IPv4 prefix "A.B.C.D/N", network byte order; net has no bits outside mask. */
+struct fg_cidr {
+	uint32_t net, mask;
+};
+
+static inline int fg_cidr_contains(const struct fg_cidr *c, uint32_t ip)
+{
+	return (ip & c->mask) == c->net;
+}
+
+/* 127.0.0.0/8: the only addresses a socket bound to a loopback address or to
+ * 0.0.0.0 shares with this host by construction. */
+static inline int fg_ip_is_loopback(uint32_t ip_be)
+{
+	return (ip_be & htonl(0xff000000u)) == htonl(0x7f000000u);
+}
+
+/* Parse "A.B.C.D/N" (N 0..32; "A.B.C.D" alone is /32).  Host bits must be
+ * zero (so a typo like 10.1.2.3/8 is refused, not silently widened).
+ * Returns 0 or -EINVAL. */
+int fg_cidr_parse(const char *s, struct fg_cidr *c);
+/* Format as "A.B.C.D/N" into buf (at least 19 bytes). */
+const char *fg_cidr_format(const struct fg_cidr *c, char *buf, size_t cap);
 
 /* Parse "A.B.C.D:PORT" (port 1..65535).  Returns 0 or -EINVAL. */
 int fg_endpoint_parse(const char *s, struct fg_endpoint *ep);

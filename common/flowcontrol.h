@@ -121,7 +121,8 @@ struct fg_fc_level {
 	uint32_t queues, hand_size, queue_length_limit;
 	/* Derived (apf-facts.md §1.3): */
 	uint32_t nominal, lendable, borrowing, min, max;
-	uint32_t max_seats;                 /* per-request width cap (queue levels) */
+	uint32_t max_seats;                 /* per-request width cap: maxSeats (queue levels), min(limit, 10)
+					     * (reject levels), FG_EXEMPT_MAX_SEATS (exempt); workest.h */
 	uint32_t limit;                     /* seats in force: nominal until borrowing */
 };
 

@@ -8,6 +8,7 @@
  * reports "out of memory" in errs.
  */
 #include "flowcontrol_int.h"
+#include "workest.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -232,9 +233,13 @@ static void derive_limits(struct fg_fc_config *pub, uint32_t server_limit)
 		if (l->queues) {
 			uint32_t a = (uint32_t)ceil(0.15 * l->nominal), b = l->nominal / l->hand_size;
 			l->max_seats = a < b ? a : b;
-			if (l->max_seats < 1)
-				l->max_seats = 1;
+		} else if (l->exempt) {
+			l->max_seats = FG_EXEMPT_MAX_SEATS; /* never refused: its accounting is what is capped */
+		} else {
+			l->max_seats = l->nominal < FG_WORK_MAX_SEATS ? l->nominal : FG_WORK_MAX_SEATS;
 		}
+		if (l->max_seats < 1)
+			l->max_seats = 1;
 	}
 }
 

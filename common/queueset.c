@@ -252,11 +252,8 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 		initial_seats = (uint16_t)cap;
 	if (cap && final_seats > cap)
 		final_seats = (uint16_t)cap;
-	if (qs->cfg.mode != FG_QS_EXEMPT && qs->level_limit && final_seats > qs->level_limit) {
-		/* Keep the final work, spread over the seats the level has. */
-		extra_latency_ns = extra_latency_ns * final_seats / qs->level_limit;
-		final_seats = (uint16_t)qs->level_limit;
-	}
+	if (qs->cfg.mode != FG_QS_EXEMPT && qs->level_limit && final_seats > qs->level_limit)
+		final_seats = (uint16_t)qs->level_limit; /* never stretched: the latency stays as bounded */
 	memset(r, 0, sizeof(*r));
 	r->initial_seats = initial_seats;
 	r->final_seats = final_seats;

@@ -57,6 +57,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->max_requests = FG_DEFAULT_MAX_REQUESTS;
 	s->workers = 1;
 	s->allotment_period_ns = (int64_t)FG_DEFAULT_ALLOTMENT_PERIOD_NS;
+	s->max_extra_latency_ns = (int64_t)FG_DEFAULT_MAX_EXTRA_LATENCY_NS;
+	s->addr_validation = FG_AV_UNTRUSTED;
+	fg_cidr_parse("127.0.0.0/8", &s->trusted[s->n_trusted++]); /* loopback only */
 }
 
 int fg_settings_add_backend(struct fg_settings *s, const char *spec)
@@ -189,6 +192,8 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
 	c->n_workers = s->workers ? s->workers : 1;
 	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
+	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
+	fg_trust_init(&c->trust, s);
 	if (c->n_workers > 1 && !(c->board = fg_board_new(fc, c->n_workers))) {
 		fg_config_free(c);
 		return NULL;

@@ -26,6 +26,17 @@ struct fg_backend_cfg {
 
 enum fg_io_mode { FG_IO_SOCKET = 0, FG_IO_DPDK = 1 };
 
+/* Which request sources must prove their address with a cookie (security.md). */
+enum fg_addr_validation { FG_AV_OFF = 0, FG_AV_UNTRUSTED = 1, FG_AV_ALL = 2 };
+
+/* A source whose requests are classified as this identity (sourceIdentities). */
+struct fg_source_identity {
+	struct fg_cidr cidr;
+	char user[FG_IDENTITY_NAME_MAX];
+	uint32_t n_groups;
+	char groups[FG_IDENTITY_MAX_GROUPS][FG_IDENTITY_NAME_MAX];
+};
+
 struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
@@ -41,6 +52,14 @@ struct fg_settings {
 	uint32_t workers;            /* worker cores (DPDK mode); restart-only */
 	int64_t allotment_period_ns; /* how often seats are re-split between workers */
 	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
+	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
+	enum fg_addr_validation addr_validation;
+	/* Sources whose identity attributes are believed (trust boundary). */
+	uint32_t n_trusted;
+	struct fg_cidr trusted[FG_MAX_CIDRS];
+	/* Identities for untrusted sources, first match wins; else anonymous. */
+	uint32_t n_identities;
+	struct fg_source_identity identities[FG_MAX_SOURCE_IDENTITIES];
 	uint32_t n_backends;
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 	/* Besides root, who may change the configuration through the socket. */

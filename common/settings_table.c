@@ -14,9 +14,14 @@
 #define FIELD(f) offsetof(struct fg_settings, f), sizeof(((struct fg_settings *)0)->f)
 #define MS 1000000ll
 
+static const char *const io_names[] = { "socket", "dpdk", NULL };
+static const char *const av_names[] = { "off", "untrusted", "all", NULL };
+_Static_assert(FG_IO_SOCKET == 0 && FG_IO_DPDK == 1, "io_names follows enum fg_io_mode");
+_Static_assert(FG_AV_OFF == 0 && FG_AV_UNTRUSTED == 1 && FG_AV_ALL == 2, "av_names follows enum fg_addr_validation");
+
 const struct fg_setting fg_settings_table[] = {
-	{ "io", "io", FG_SET_IO, FIELD(io), 0, 0, false,
-	  "`socket` (kernel UDP, recvmmsg/sendmmsg) or `dpdk`" },
+	{ "io", "io", FG_SET_ENUM, FIELD(io), 0, 0, false,
+	  "`socket` (kernel UDP, recvmmsg/sendmmsg) or `dpdk`", io_names },
 	{ "listen", "listen", FG_SET_ENDPOINT, FIELD(listen), 0, 0, false,
 	  "where clients send; in DPDK mode also fairgate's IPv4 address on the port" },
 	{ "backends", "backend", FG_SET_BACKENDS, FIELD(backends), 0, FG_MAX_BACKENDS, false,
@@ -55,6 +60,19 @@ const struct fg_setting fg_settings_table[] = {
 	{ "strictFields", "strict-fields", FG_SET_BOOL, FIELD(strict_fields), 0, 0, true,
 	  "unknown fields in FlowSchema and PriorityLevelConfiguration objects are errors, not warnings "
 	  "(`--config`, `apply`, `validate`)" },
+	{ "maxExtraLatency", "max-extra-latency", FG_SET_DURATION, FIELD(max_extra_latency_ns), 0,
+	  (int64_t)FG_MAX_MAX_EXTRA_LATENCY_NS, true,
+	  "the longest a request's final seats stay held after its answer, whatever it or its work hint asks "
+	  "(security.md)" },
+	{ "trustedSources", "trusted-source", FG_SET_CIDRS, FIELD(trusted), 0, FG_MAX_CIDRS, true,
+	  "`A.B.C.D/N` prefixes whose requests' user and group attributes are believed; others are classified "
+	  "by `sourceIdentities` or as `system:anonymous` (security.md); at most 32" },
+	{ "sourceIdentities", NULL, FG_SET_IDENTITIES, FIELD(identities), 0, FG_MAX_SOURCE_IDENTITIES, true,
+	  "`[{cidr, user, groups}]`: the identity of untrusted sources by address, first match wins (at most 32, "
+	  "8 groups each, names of 1-127 bytes)" },
+	{ "addressValidation", "address-validation", FG_SET_ENUM, FIELD(addr_validation), 0, 0, true,
+	  "`off`, `untrusted` or `all`: which sources must first prove their address with a cookie "
+	  "(REJECT retry-with-cookie, security.md)", av_names },
 };
 const size_t fg_settings_table_len = sizeof(fg_settings_table) / sizeof(fg_settings_table[0]);
 
@@ -84,6 +102,21 @@ static int reason(char *why, size_t len, const char *fmt, ...)
 	vsnprintf(why, len, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
+}
+
+static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+bool fg_setting_is_list(const struct fg_setting *row)
+{
+	return row->type == FG_SET_BACKENDS || row->type == FG_SET_CIDRS;
+}
+
+void fg_setting_clear_list(const struct fg_setting *row, struct fg_settings *s)
+{
+	if (row->type == FG_SET_BACKENDS)
+		s->n_backends = 0;
+	else if (row->type == FG_SET_CIDRS)
+		s->n_trusted = 0;
 }
 
 #define BACKEND_FORMAT "IPv4:PORT[@aa:bb:cc:dd:ee:ff][,seats=N], N 1..%u"
@@ -120,11 +153,28 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 			return reason(why, whylen, "must be true or false");
 		*(bool *)field(row, s) = !strcmp(text, "true");
 		return 0;
-	case FG_SET_IO:
-		if (strcmp(text, "socket") && strcmp(text, "dpdk"))
-			return reason(why, whylen, "must be \"socket\" or \"dpdk\"");
-		*(enum fg_io_mode *)field(row, s) = !strcmp(text, "dpdk") ? FG_IO_DPDK : FG_IO_SOCKET;
+	case FG_SET_ENUM: {
+		for (int i = 0; row->names[i]; i++)
+			if (!strcmp(text, row->names[i])) {
+				*(int *)field(row, s) = i;
+				return 0;
+			}
+		char list[128];
+		size_t n = 0;
+		for (int i = 0; row->names[i]; i++)
+			append(list, sizeof(list), &n, "%s\"%s\"", i ? (row->names[i + 1] ? ", " : " or ") : "", row->names[i]);
+		return reason(why, whylen, "must be %s", list);
+	}
+	case FG_SET_CIDRS: {
+		struct fg_cidr c;
+		if (s->n_trusted >= (uint32_t)row->hi)
+			return reason(why, whylen, "too many prefixes (at most %" PRId64 ")", row->hi);
+		if (fg_cidr_parse(text, &c))
+			return reason(why, whylen, "invalid prefix \"%.64s\" (want A.B.C.D/N, N 0..32, no host bits set)",
+				      text);
+		s->trusted[s->n_trusted++] = c;
 		return 0;
+	}
 	case FG_SET_ENDPOINT:
 		if (fg_endpoint_parse(text, (struct fg_endpoint *)field(row, s)))
 			return reason(why, whylen, "must be \"IPv4:PORT\"");
@@ -144,6 +194,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		return 0;
 	}
 	case FG_SET_ADMINS:
+	case FG_SET_IDENTITIES:
 		break;
 	}
 	return reason(why, whylen, "cannot be given as text");
@@ -177,6 +228,75 @@ static void set_admins(const struct fg_setting *row, struct fg_settings *s, json
 	}
 }
 
+/* A user or group name of a source identity: 1..FG_IDENTITY_NAME_MAX-1 bytes (JSON strings are UTF-8). */
+static bool copy_name(json_t *v, char *dst, const char *path, struct fg_errors *errs)
+{
+	size_t len = json_is_string(v) ? json_string_length(v) : 0;
+	if (!json_is_string(v) || len == 0 || len >= FG_IDENTITY_NAME_MAX || memchr(json_string_value(v), 0, len)) {
+		fg_errors_add(errs, path, "must be a string of 1..%u bytes", FG_IDENTITY_NAME_MAX - 1);
+		return false;
+	}
+	memcpy(dst, json_string_value(v), len + 1);
+	return true;
+}
+
+static void set_identities(const struct fg_setting *row, struct fg_settings *s, json_t *v, struct fg_errors *errs)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "spec.%s", row->name);
+	if (!json_is_array(v) || json_array_size(v) > (size_t)row->hi) {
+		fg_errors_add(errs, path, "must be a list of at most %" PRId64 " {cidr, user, groups} objects", row->hi);
+		return;
+	}
+	memset(s->identities, 0, sizeof(s->identities));
+	s->n_identities = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		struct fg_source_identity *id = &s->identities[s->n_identities];
+		char p[160];
+		snprintf(p, sizeof(p), "spec.%s[%zu]", row->name, i);
+		if (!json_is_object(e)) {
+			fg_errors_add(errs, p, "must be an object {cidr, user, groups}");
+			continue;
+		}
+		bool ok = true;
+		const char *key;
+		json_t *f;
+		json_object_foreach(e, key, f) {
+			if (strcmp(key, "cidr") && strcmp(key, "user") && strcmp(key, "groups")) {
+				snprintf(p, sizeof(p), "spec.%s[%zu].%.40s", row->name, i, key);
+				fg_errors_add(errs, p, "unknown field");
+				ok = false;
+			}
+		}
+		json_t *cidr = json_object_get(e, "cidr"), *groups = json_object_get(e, "groups");
+		snprintf(p, sizeof(p), "spec.%s[%zu].cidr", row->name, i);
+		if (!json_is_string(cidr) || fg_cidr_parse(json_string_value(cidr), &id->cidr)) {
+			fg_errors_add(errs, p, "must be a prefix \"A.B.C.D/N\" with no host bits set");
+			ok = false;
+		}
+		snprintf(p, sizeof(p), "spec.%s[%zu].user", row->name, i);
+		ok &= copy_name(json_object_get(e, "user"), id->user, p, errs);
+		snprintf(p, sizeof(p), "spec.%s[%zu].groups", row->name, i);
+		if (groups && (!json_is_array(groups) || json_array_size(groups) > FG_IDENTITY_MAX_GROUPS)) {
+			fg_errors_add(errs, p, "must be a list of at most %u group names", FG_IDENTITY_MAX_GROUPS);
+			ok = false;
+		} else {
+			size_t k;
+			json_t *g;
+			json_array_foreach(groups, k, g) {
+				snprintf(p, sizeof(p), "spec.%s[%zu].groups[%zu]", row->name, i, k);
+				ok &= copy_name(g, id->groups[id->n_groups++], p, errs);
+			}
+		}
+		if (ok)
+			s->n_identities++;
+		else
+			memset(id, 0, sizeof(*id));
+	}
+}
+
 void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, json_t *v, struct fg_errors *errs)
 {
 	char path[96], why[256], text[32];
@@ -202,19 +322,21 @@ void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, js
 		}
 		t = json_is_true(v) ? "true" : "false";
 		break;
-	case FG_SET_BACKENDS: {
+	case FG_SET_BACKENDS:
+	case FG_SET_CIDRS: {
+		const char *want = row->type == FG_SET_CIDRS ? "\"A.B.C.D/N\"" : "\"ADDR:PORT[@MAC]\"";
 		if (!json_is_array(v)) {
-			fg_errors_add(errs, path, "must be a list of \"ADDR:PORT[@MAC]\" strings");
+			fg_errors_add(errs, path, "must be a list of %s strings", want);
 			return;
 		}
-		s->n_backends = 0; /* the file's list replaces the defaults */
+		fg_setting_clear_list(row, s); /* the file's list replaces the defaults */
 		size_t i;
 		json_t *e;
 		json_array_foreach(v, i, e) {
 			char p[64];
 			snprintf(p, sizeof(p), "spec.%s[%zu]", row->name, i);
 			if (!json_is_string(e))
-				fg_errors_add(errs, p, "must be a string \"ADDR:PORT[@MAC]\"");
+				fg_errors_add(errs, p, "must be a string %s", want);
 			else if (fg_setting_set_text(row, s, json_string_value(e), why, sizeof(why)))
 				fg_errors_add(errs, p, "%s", why);
 		}
@@ -222,6 +344,9 @@ void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, js
 	}
 	case FG_SET_ADMINS:
 		set_admins(row, s, v, errs);
+		return;
+	case FG_SET_IDENTITIES:
+		set_identities(row, s, v, errs);
 		return;
 	default:
 		if (!json_is_string(v)) {
@@ -235,7 +360,6 @@ void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, js
 		fg_errors_add(errs, path, "%s", why);
 }
 
-static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...)
 {
 	if (*n >= cap)
@@ -264,8 +388,25 @@ const char *fg_setting_format(const struct fg_setting *row, const struct fg_sett
 	case FG_SET_BOOL:
 		append(buf, cap, &n, "%s", *(const bool *)p ? "true" : "false");
 		break;
-	case FG_SET_IO:
-		append(buf, cap, &n, "%s", *(const enum fg_io_mode *)p == FG_IO_DPDK ? "dpdk" : "socket");
+	case FG_SET_ENUM:
+		append(buf, cap, &n, "%s", row->names[*(const int *)p]);
+		break;
+	case FG_SET_CIDRS:
+		append(buf, cap, &n, "[");
+		for (uint32_t i = 0; i < s->n_trusted; i++)
+			append(buf, cap, &n, "%s%s", i ? ", " : "", fg_cidr_format(&s->trusted[i], ep, sizeof(ep)));
+		append(buf, cap, &n, "]");
+		break;
+	case FG_SET_IDENTITIES:
+		append(buf, cap, &n, "[");
+		for (uint32_t i = 0; i < s->n_identities; i++) {
+			const struct fg_source_identity *id = &s->identities[i];
+			append(buf, cap, &n, "%s%s=%s(", i ? ", " : "", fg_cidr_format(&id->cidr, ep, sizeof(ep)), id->user);
+			for (uint32_t k = 0; k < id->n_groups; k++)
+				append(buf, cap, &n, "%s%s", k ? "," : "", id->groups[k]);
+			append(buf, cap, &n, ")");
+		}
+		append(buf, cap, &n, "]");
 		break;
 	case FG_SET_ENDPOINT:
 		append(buf, cap, &n, "%s", fg_endpoint_format(p, ep, sizeof(ep)));
@@ -314,6 +455,11 @@ bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *
 		return false;
 	case FG_SET_PATH:
 		return strcmp(cfield(row, a), cfield(row, b)) != 0;
+	case FG_SET_CIDRS:
+		return a->n_trusted != b->n_trusted || memcmp(a->trusted, b->trusted, sizeof(a->trusted[0]) * a->n_trusted);
+	case FG_SET_IDENTITIES:
+		return a->n_identities != b->n_identities ||
+		       memcmp(a->identities, b->identities, sizeof(a->identities[0]) * a->n_identities);
 	case FG_SET_ADMINS: {
 		char x[512], y[512];
 		return strcmp(fg_setting_format(row, a, x, sizeof(x)), fg_setting_format(row, b, y, sizeof(y))) != 0;

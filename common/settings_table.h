@@ -30,11 +30,13 @@ enum fg_setting_type {
 	FG_SET_U32,      /* integer in [lo, hi] */
 	FG_SET_DURATION, /* "1.5s", "250ms" ... in [lo, hi] nanoseconds (hi 0: no upper bound) */
 	FG_SET_BOOL,     /* true/false; as a flag it takes no value and sets true */
-	FG_SET_IO,       /* "socket" | "dpdk" */
+	FG_SET_ENUM,     /* one of the row's names; stored as an int (the name's index) */
 	FG_SET_ENDPOINT, /* "IPv4:PORT" */
 	FG_SET_PATH,     /* a file system path of 1..sizeof(field)-1 bytes */
 	FG_SET_BACKENDS, /* list of "ADDR:PORT[@MAC][,seats=N]"; a flag adds one, the flags replace the file's list */
 	FG_SET_ADMINS,   /* {uids: [...], gids: [...]} */
+	FG_SET_CIDRS,    /* list of "A.B.C.D/N"; a flag adds one, the flags replace the file's list */
+	FG_SET_IDENTITIES, /* list of {cidr, user, groups}; file only */
 };
 
 struct fg_setting {
@@ -46,12 +48,18 @@ struct fg_setting {
 	int64_t lo, hi;    /* bounds of U32 and DURATION */
 	bool reloadable;   /* a live apply may change it; otherwise it needs a restart */
 	const char *doc;   /* one line for --help, --check and the docs */
+	const char *const *names; /* FG_SET_ENUM: the values, NULL-terminated */
 };
 
 extern const struct fg_setting fg_settings_table[];
 extern const size_t fg_settings_table_len;
 
 const struct fg_setting *fg_setting_by_name(const char *name);
+
+/* Whether flags replace the file's value instead of setting it (list rows). */
+bool fg_setting_is_list(const struct fg_setting *row);
+/* Empty a list row (the first flag of a list replaces the file's list). */
+void fg_setting_clear_list(const struct fg_setting *row, struct fg_settings *s);
 
 /* Set a row's value from text (a flag's argument).  0, or -EINVAL with the
  * reason in why (without the field path). */

@@ -52,6 +52,8 @@ struct fg_worker_stats {
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
 	uint64_t backend_ejections;
 	uint64_t held_for_backend;             /* admitted while every usable backend was full */
+	uint64_t untrusted_requests;           /* from sources outside trustedSources: identity assigned */
+	uint64_t cookie_challenges;            /* REJECT retry-with-cookie: the source must prove its address */
 	uint64_t handed_off, taken_over;       /* requests to/from other workers' queues */
 	uint64_t answers_forwarded;            /* backend answers passed to their request's worker */
 	uint64_t handoff_refused;              /* a full ring: request rejected, answer dropped */

@@ -67,9 +67,10 @@ static void print_wrapped(FILE *f, const char *left, const char *text)
 static void usage(FILE *f)
 {
 	static const char *const values[] = { [FG_SET_U32] = "N", [FG_SET_DURATION] = "DURATION", [FG_SET_BOOL] = "",
-					      [FG_SET_IO] = "socket|dpdk", [FG_SET_ENDPOINT] = "ADDR:PORT",
+					      [FG_SET_ENUM] = "VALUE", [FG_SET_ENDPOINT] = "ADDR:PORT",
 					      [FG_SET_PATH] = "PATH", [FG_SET_BACKENDS] = "ADDR:PORT[@MAC][,seats=N]",
-					      [FG_SET_ADMINS] = "" };
+					      [FG_SET_ADMINS] = "", [FG_SET_CIDRS] = "A.B.C.D/N",
+					      [FG_SET_IDENTITIES] = "" };
 	struct fg_settings d;
 	char v[512], left[96], text[1024];
 	fg_settings_defaults(&d);
@@ -85,7 +86,10 @@ static void usage(FILE *f)
 		const struct fg_setting *r = &fg_settings_table[i];
 		if (!r->flag)
 			continue;
-		snprintf(left, sizeof(left), "--%s %s", r->flag, values[r->type]);
+		char names[64] = "";
+		for (int k = 0; r->type == FG_SET_ENUM && r->names[k]; k++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? "|" : "", r->names[k]);
+		snprintf(left, sizeof(left), "--%s %s", r->flag, r->type == FG_SET_ENUM ? names : values[r->type]);
 		snprintf(text, sizeof(text), "%s: %s (default %s)", r->name, r->doc,
 			 r->type == FG_SET_BACKENDS && !d.n_backends ? "none" : fg_setting_format(r, &d, v, sizeof(v)));
 		print_wrapped(f, left, text);
@@ -157,7 +161,8 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		if (opt == OPT_CONFIG && load_config(a, optarg, strict || a->settings.strict_fields))
 			return FG_ARGS_BAD;
-	bool backends_from_flags = false;
+	bool list_from_flags[64] = { false }; /* by settings row: the first flag of a list replaces the file's */
+	_Static_assert(sizeof(list_from_flags) / sizeof(list_from_flags[0]) >= 64, "one entry per settings row");
 	optind = 1;
 	opterr = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -184,9 +189,9 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 		}
 		const struct fg_setting *r = &fg_settings_table[opt - OPT_SETTING];
 		char why[256];
-		if (r->type == FG_SET_BACKENDS && !backends_from_flags) {
-			backends_from_flags = true;
-			a->settings.n_backends = 0; /* flags replace the file's list */
+		if (fg_setting_is_list(r) && !list_from_flags[opt - OPT_SETTING]) {
+			list_from_flags[opt - OPT_SETTING] = true;
+			fg_setting_clear_list(r, &a->settings); /* flags replace the file's list */
 		}
 		if (fg_setting_set_text(r, &a->settings, optarg ? optarg : "true", why, sizeof(why))) {
 			fprintf(stderr, "fairgate: invalid value for --%s: \"%s\": spec.%s: %s\n", r->flag, optarg ? optarg : "",

@@ -16,6 +16,7 @@
 #include "flowhash.h"
 #include "proto.h"
 #include "shuffle.h"
+#include "trust.h"
 
 static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req *q)
 {
@@ -269,7 +270,7 @@ static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint3
  * (queue: the one chosen over all workers' queues, or FG_QS_NO_QUEUE for
  * the queue set's own choice).  Owner side of a hand-off, too. */
 static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
-		  const struct fg_fc_match *match, uint32_t queue, uint64_t now)
+		  const struct fg_work *work, const struct fg_fc_match *match, uint32_t queue, uint64_t now)
 {
 	FG_STAT_ADD(w->stats.received, 1);
 	uint16_t level = w->level_of_cfg[match->level];
@@ -294,10 +295,11 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	if (!reason) {
 		struct fg_req *r = &w->reqs.slots[slot];
 		r->level = level;
-		uint64_t extra_ns = (uint64_t)hdr->extra_latency_us * 1000;
 		enum fg_qs_verdict v = queue == FG_QS_NO_QUEUE
-			? fg_qs_arrive(level_qs(w, r), &r->qs, match->flow_hash, hdr->seats, hdr->final_seats, extra_ns, now)
-			: fg_qs_arrive_at(level_qs(w, r), &r->qs, queue, hdr->seats, hdr->final_seats, extra_ns, now);
+			? fg_qs_arrive(level_qs(w, r), &r->qs, match->flow_hash, work->initial_seats, work->final_seats,
+				       work->extra_latency_ns, now)
+			: fg_qs_arrive_at(level_qs(w, r), &r->qs, queue, work->initial_seats, work->final_seats,
+					  work->extra_latency_ns, now);
 		switch (v) {
 		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
 		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
@@ -358,8 +360,15 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	}
 	struct fg_fc_request fr;
 	struct fg_fc_match match;
+	struct fg_work work;
 	fg_fc_request_from_msg(m, &fr);
+	if (unlikely(!fg_trust_source(&cfg->trust, pkt->peer.ip))) {
+		/* Its identity claims are not believed (security.md). */
+		FG_STAT_ADD(w->stats.untrusted_requests, 1);
+		fg_trust_assign_identity(&cfg->trust, pkt->peer.ip, &fr);
+	}
 	fg_fc_classify(cfg->fc, &fr, &match);
+	fg_work_estimate(m->verb, &m->hdr, cfg->fc->levels[match.level].max_seats, cfg->max_extra_latency_ns, &work);
 	uint32_t queue = FG_QS_NO_QUEUE;
 	if (w->board && match.flow_hash) { /* several workers, a level with queues */
 		uint32_t slot = w->level_of_cfg[match.level];
@@ -367,7 +376,8 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		unsigned owner = queue % w->board->n_workers;
 		if (owner != w->id) {
 			struct fg_handoff h = {
-				.pkt = *pkt, .hdr = m->hdr, .generation = cfg->generation, .flow_hash = match.flow_hash,
+				.pkt = *pkt, .hdr = m->hdr, .work = work, .generation = cfg->generation,
+				.flow_hash = match.flow_hash,
 				.cfg_level = match.level, .schema = match.schema, .queue = queue,
 				.dist_off = match.distinguisher.len ? (uint16_t)((const uint8_t *)match.distinguisher.ptr - pkt->data) : 0,
 				.dist_len = match.distinguisher.len,
@@ -383,7 +393,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			return;
 		}
 	}
-	admit(w, cfg, pkt, &m->hdr, &match, queue, now);
+	admit(w, cfg, pkt, &m->hdr, &work, &match, queue, now);
 }
 
 /* A request another worker handed over.  Classified with the same
@@ -397,7 +407,7 @@ static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct f
 			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash,
 			.distinguisher = { h->dist_len ? (const char *)h->pkt.data + h->dist_off : "", h->dist_len },
 		};
-		admit(w, cfg, &h->pkt, &h->hdr, &match, h->queue, now);
+		admit(w, cfg, &h->pkt, &h->hdr, &h->work, &match, h->queue, now);
 		return;
 	}
 	struct fg_msg m;

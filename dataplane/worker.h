@@ -28,6 +28,7 @@
 #include "queueset.h"
 #include "reqtable.h"
 #include "wheel.h"
+#include "workest.h"
 #include "seatshare.h"
 #include "spsc.h"
 #include "stats.h"
@@ -58,6 +59,7 @@ struct fg_level_rt {
 struct fg_handoff {
 	struct fg_pkt pkt;            /* the datagram, owned by the ring while in it */
 	struct fg_hdr hdr;            /* its decoded header */
+	struct fg_work work;          /* requests: the server's estimate (workest.h) */
 	uint64_t generation;          /* configuration the sender classified with */
 	uint64_t flow_hash;
 	uint32_t cfg_level, schema;   /* requests: the classification */

@@ -57,6 +57,16 @@ static struct fg_queueset *pl_qs(struct fg_worker *w)
 	return NULL;
 }
 
+/* What the daemon's settings give every configuration by default: loopback
+ * sources trusted, the default extra-latency cap. */
+static void default_trust(struct fg_config *c)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	c->max_extra_latency_ns = (uint64_t)s.max_extra_latency_ns;
+	fg_trust_init(&c->trust, &s);
+}
+
 static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_backends)
 {
 	memset(r, 0, sizeof(*r));
@@ -71,6 +81,7 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 	r->cfg.eject_after = 3;
 	r->cfg.eject_ns = 1000 * MS;
 	r->cfg.max_eject_ns = 30000 * MS;
+	default_trust(&r->cfg);
 	r->cfg.n_backends = n_backends;
 	for (int i = 0; i < 4; i++)
 		fg_endpoint_parse((const char *[]){ "127.0.0.1:1001", "127.0.0.1:1002", "127.0.0.2:1003", "127.0.0.3:1004" }[i],
@@ -575,12 +586,12 @@ TEST(wide_request_blocks_the_head)
 	send_request(&r, 0, 1, "a", 3);
 	send_request(&r, 0, 2, "a", 2); /* does not fit: waits */
 	send_request(&r, 0, 3, "a", 1); /* would fit, but FIFO: nothing bypasses the head */
-	send_request(&r, 0, 4, "a", 99); /* wider than the limit: will run alone */
+	send_request(&r, 0, 4, "a", 99); /* capped at 10 seats: still wider than the limit, will run alone */
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 3);
 	CHECK_EQ(r.w.stats.executing, 1);
 	CHECK_EQ(r.w.stats.waiting, 3);
-	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].qs.seats, 99);
+	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].qs.seats, FG_WORK_MAX_SEATS);
 	fg_worker_drain(&r.w, &r.cfg, r.now);
 	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
 	check_invariant(&r);
@@ -794,6 +805,7 @@ static struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_
 	c->eject_after = 1000;
 	c->eject_ns = 1000 * MS;
 	c->max_eject_ns = 30000 * MS;
+	default_trust(c);
 	c->n_backends = 2;
 	c->backends[0].ep = r->backend[0];
 	c->backends[1].ep = r->backend[1];
