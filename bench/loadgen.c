@@ -40,6 +40,7 @@ struct flow {
 	uint64_t count;
 	/* results */
 	uint64_t sent, responses, rejects[FG_REJECT__COUNT], lost, bad, send_errors;
+	uint64_t cookie_retries;                /* requests sent again with the server's cookie */
 	struct fg_hist latency_us;
 	double elapsed_s;
 };
@@ -105,7 +106,7 @@ static int parse_flow(struct flow *f, const char *spec)
 	return 0;
 }
 
-static int send_one(int fd, struct flow *f, uint64_t seq)
+static int send_one(int fd, const struct fg_cookie_cache *cookie, struct flow *f, uint64_t seq)
 {
 	struct fg_msg m;
 	fg_msg_init(&m, FG_MSG_REQUEST, seq);
@@ -127,6 +128,7 @@ static int send_one(int fd, struct flow *f, uint64_t seq)
 		m.payload = svc;
 		m.payload_len = sizeof(svc);
 	}
+	fg_client_prepare(cookie, &m);
 	return fg_send_msg(fd, &m, NULL);
 }
 
@@ -170,6 +172,7 @@ static void *run_flow(void *arg)
 	uint64_t stop_send = a->start_ns + (uint64_t)a->run->duration_ns;
 	uint64_t next_send = a->start_ns, next_scan = a->start_ns + SCAN_PERIOD_NS;
 	uint8_t buf[FG_PROTO_MAX_DATAGRAM];
+	struct fg_cookie_cache cookie = { .len = 0 };
 	uint64_t now = fg_now_ns(), stopped_at = 0;
 	for (;;) {
 		now = fg_now_ns();
@@ -185,7 +188,7 @@ static void *run_flow(void *arg)
 			struct pending *p = &pend[slot];
 			p->seq = ++seq << SLOT_BITS | slot;
 			p->sent_ns = now;
-			if (send_one(fd, f, p->seq) < 0) {
+			if (send_one(fd, &cookie, f, p->seq) < 0) {
 				f->send_errors++;
 				p->seq = 0;
 				free_slots[n_free++] = slot;
@@ -213,6 +216,17 @@ static void *run_flow(void *arg)
 				f->bad++; /* an answer for nothing outstanding: duplicate or stray */
 			} else {
 				struct pending *p = &pend[slot];
+				if (fg_client_take_cookie(&cookie, &m)) {
+					/* Address validation: the same request again, with the cookie. */
+					f->cookie_retries++;
+					if (send_one(fd, &cookie, f, p->seq) < 0) {
+						f->send_errors++;
+						p->seq = 0;
+						free_slots[n_free++] = slot;
+					}
+					n = fg_recv_msg(fd, buf, sizeof(buf), &m, NULL, 0);
+					continue;
+				}
 				if (m.hdr.type == FG_MSG_RESPONSE) {
 					f->responses++;
 					fg_hist_add(&f->latency_us, (fg_now_ns() - p->sent_ns) / 1000);
@@ -254,8 +268,8 @@ static json_t *flow_json(const struct flow *f)
 		json_object_set_new(rej, fg_reject_reason_name(r), json_integer((json_int_t)f->rejects[r]));
 		total += f->rejects[r];
 	}
-	return json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I, s:I, s:f, s:f, s:f}", "name", f->name, "user", f->user,
-		"sent", (json_int_t)f->sent, "responses", (json_int_t)f->responses, "rejected", rej,
+	return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:f, s:f, s:f}", "name", f->name, "user", f->user,
+		"sent", (json_int_t)f->sent, "cookieRetries", (json_int_t)f->cookie_retries, "responses", (json_int_t)f->responses, "rejected", rej,
 		"rejectedTotal", (json_int_t)total, "lost", (json_int_t)f->lost, "badAnswers", (json_int_t)f->bad,
 		"responsesPerSec", f->elapsed_s > 0 ? (double)f->responses / f->elapsed_s : 0.0,
 		"latencyP50Ms", (double)fg_hist_quantile(&f->latency_us, 0.5) / 1000.0,

@@ -47,6 +47,7 @@ static struct fg_str *single_attr(struct fg_msg *m, uint16_t type)
 	case FG_ATTR_SUBRESOURCE: return &m->subresource;
 	case FG_ATTR_NAME: return &m->name;
 	case FG_ATTR_PATH: return &m->path;
+	case FG_ATTR_COOKIE: return &m->cookie;
 	default: return NULL;
 	}
 }
@@ -74,7 +75,7 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 				return FG_PROTO_EATTR_LEN;
 			if (alen == 0 && !empty_allowed(type))
 				return FG_PROTO_EEMPTY;
-			if (has_nul(p, alen))
+			if (type != FG_ATTR_COOKIE && has_nul(p, alen))
 				return FG_PROTO_ENUL;
 			struct fg_str v = { (const char *)p, alen };
 			if (type == FG_ATTR_GROUP) {
@@ -197,6 +198,7 @@ int fg_proto_encode(uint8_t *buf, size_t cap, const struct fg_msg *m)
 		{ FG_ATTR_USER, m->user }, { FG_ATTR_NAMESPACE, m->ns }, { FG_ATTR_VERB, m->verb },
 		{ FG_ATTR_API_GROUP, m->api_group }, { FG_ATTR_RESOURCE, m->resource },
 		{ FG_ATTR_SUBRESOURCE, m->subresource }, { FG_ATTR_NAME, m->name }, { FG_ATTR_PATH, m->path },
+		{ FG_ATTR_COOKIE, m->cookie },
 	};
 	int rc;
 	for (size_t i = 0; i < sizeof(singles) / sizeof(singles[0]); i++)
@@ -205,6 +207,13 @@ int fg_proto_encode(uint8_t *buf, size_t cap, const struct fg_msg *m)
 	for (unsigned i = 0; i < m->n_groups; i++)
 		if ((rc = put_attr(buf, cap, &off, FG_ATTR_GROUP, m->groups[i])))
 			return rc;
+	if (m->pad_len) {
+		static const char zeros[FG_PROTO_MAX_STR];
+		if (m->pad_len > sizeof(zeros))
+			return -EINVAL;
+		if ((rc = put_attr(buf, cap, &off, FG_ATTR_PADDING, (struct fg_str){ zeros, m->pad_len })))
+			return rc;
+	}
 	size_t hdr_len = off;
 	if (m->payload_len) {
 		if (off + m->payload_len > cap)
@@ -225,6 +234,21 @@ int fg_proto_encode_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 			    .reason = (uint16_t)reason, .retry_after_ms = retry_after_ms };
 	put_hdr(buf, &h, FG_PROTO_HDR_LEN);
 	return FG_PROTO_HDR_LEN;
+}
+
+int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id, uint32_t retry_after_ms,
+				  const uint8_t *cookie, uint16_t cookie_len)
+{
+	size_t off = FG_PROTO_HDR_LEN;
+	if (cap < FG_PROTO_HDR_LEN)
+		return -ENOSPC;
+	int rc = cookie ? put_attr(buf, cap, &off, FG_ATTR_COOKIE, (struct fg_str){ (const char *)cookie, cookie_len }) : 0;
+	if (rc)
+		return rc;
+	struct fg_hdr h = { .type = FG_MSG_REJECT, .request_id = request_id,
+			    .reason = FG_REJECT_RETRY_WITH_COOKIE, .retry_after_ms = retry_after_ms };
+	put_hdr(buf, &h, (uint16_t)off);
+	return (int)off;
 }
 
 void fg_proto_set_request_id(uint8_t *buf, uint64_t id) { wr64(buf + OFF_ID, id); }
@@ -260,6 +284,7 @@ static const char *const reason_names[FG_REJECT__COUNT] = {
 	[FG_REJECT_NO_BACKEND] = "no-backend",
 	[FG_REJECT_BACKEND_TIMEOUT] = "backend-timeout",
 	[FG_REJECT_SHUTTING_DOWN] = "shutting-down",
+	[FG_REJECT_RETRY_WITH_COOKIE] = "retry-with-cookie",
 };
 
 const char *fg_reject_reason_name(enum fg_reject_reason r)

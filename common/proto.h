@@ -26,6 +26,11 @@
 #define FG_PROTO_MAX_GROUPS 256u    /* GROUP attributes per request (directory users have hundreds) */
 #define FG_PROTO_MAX_ATTRS (FG_PROTO_MAX_GROUPS + 64u) /* attributes per message, unknown ones included */
 #define FG_PROTO_ATTR_HDR 4u        /* u16 type + u16 length */
+#define FG_PROTO_COOKIE_LEN 16u     /* the cookies fairgate sends (clients treat them as opaque) */
+#define FG_PROTO_MAX_COOKIE 64u     /* the longest cookie a client keeps */
+/* A request at least this long can be answered with a cookie (a REJECT is
+ * never longer than the request it answers): clients without a cookie pad. */
+#define FG_PROTO_MIN_CHALLENGEABLE (FG_PROTO_HDR_LEN + FG_PROTO_ATTR_HDR + FG_PROTO_COOKIE_LEN)
 
 enum fg_msg_type {
 	FG_MSG_REQUEST = 1,
@@ -42,6 +47,7 @@ enum fg_reject_reason {
 	FG_REJECT_NO_BACKEND = 5,
 	FG_REJECT_BACKEND_TIMEOUT = 6,
 	FG_REJECT_SHUTTING_DOWN = 7,
+	FG_REJECT_RETRY_WITH_COOKIE = 8, /* prove the source address: resend with the COOKIE attribute */
 	FG_REJECT__COUNT
 };
 
@@ -55,7 +61,9 @@ enum fg_attr_type {
 	FG_ATTR_SUBRESOURCE = 7,
 	FG_ATTR_NAME = 8,
 	FG_ATTR_PATH = 9, /* non-resource path; present => non-resource request */
-	FG_ATTR__MAX = 9,
+	FG_ATTR_COOKIE = 10, /* opaque bytes (NUL allowed): an address-validation cookie fairgate sent */
+	FG_ATTR__MAX = 10,
+	FG_ATTR_PADDING = 0xfffe, /* ignored (skipped as unknown): makes a request long enough for a cookie */
 };
 
 /* Header flags. */
@@ -103,9 +111,11 @@ struct fg_hdr {
 struct fg_msg {
 	struct fg_hdr hdr;
 	struct fg_str user, ns, verb, api_group, resource, subresource, name, path;
+	struct fg_str cookie; /* bytes, not text */
 	struct fg_str groups[FG_PROTO_MAX_GROUPS];
 	uint16_t n_groups;
 	uint16_t n_unknown_attrs; /* skipped for forward compatibility */
+	uint16_t pad_len;         /* encode only: a PADDING attribute with this many zero bytes */
 	const uint8_t *payload;
 	size_t payload_len;
 };
@@ -134,6 +144,12 @@ int fg_proto_encode(uint8_t *buf, size_t cap, const struct fg_msg *msg);
  * (FG_PROTO_HDR_LEN) or -ENOSPC. */
 int fg_proto_encode_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 			   enum fg_reject_reason reason, uint32_t retry_after_ms);
+
+/* A REJECT retry-with-cookie carrying cookie[0..cookie_len) as its COOKIE
+ * attribute (cookie NULL: a bare one, for a request too short to be answered
+ * with a longer datagram).  Returns its length or -ENOSPC. */
+int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id, uint32_t retry_after_ms,
+				  const uint8_t *cookie, uint16_t cookie_len);
 
 /* In-place rewrites of a datagram already validated by fg_proto_decode. */
 void fg_proto_set_request_id(uint8_t *buf, uint64_t request_id);

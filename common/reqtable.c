@@ -7,7 +7,7 @@
 
 int fg_reqtable_init(struct fg_reqtable *t, uint32_t cap)
 {
-	if (cap == 0 || cap == FG_REQ_NIL)
+	if (cap == 0 || cap > FG_MAX_MAX_REQUESTS)
 		return -EINVAL;
 	t->slots = calloc(cap, sizeof(*t->slots));
 	if (!t->slots)
@@ -18,6 +18,7 @@ int fg_reqtable_init(struct fg_reqtable *t, uint32_t cap)
 	for (uint32_t i = 0; i < cap; i++)
 		t->slots[i].next = i + 1 < cap ? i + 1 : FG_REQ_NIL;
 	t->free_head = 0;
+	t->free_tail = cap - 1;
 	return 0;
 }
 

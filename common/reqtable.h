@@ -4,9 +4,12 @@
  * lists over them (waiting requests in arrival order, executing ones in
  * dispatch order: with uniform limits the heads expire first).
  *
- * A slot's generation changes every time it is freed, so a dispatch id
- * (worker, generation, slot) names one request for its whole life and a stale
- * or forged response cannot match a later request that reuses the slot.
+ * A dispatch id is (worker 8 bits, slot 24 bits, nonce 32 bits): the nonce
+ * is drawn from the worker's unpredictable stream (common/nonce.h) each time
+ * a request is sent to a backend, and slots are reused first in, first out,
+ * so a stale, late or forged answer matches a later request only by
+ * guessing 32 random bits, and an answer whose request has timed out or been
+ * answered matches nothing.
  *
  * Thread contract: a table belongs to one worker; only that thread touches it.
  */
@@ -20,13 +23,14 @@
 #include "queueset.h"
 
 #define FG_REQ_NIL UINT32_MAX
-#define FG_DISPATCH_GEN_BITS 24u
-#define FG_DISPATCH_GEN_MASK ((1u << FG_DISPATCH_GEN_BITS) - 1)
+#define FG_DISPATCH_SLOT_BITS 24u
+#define FG_DISPATCH_SLOT_MASK ((1u << FG_DISPATCH_SLOT_BITS) - 1)
 #define FG_MAX_WORKERS 256u /* the dispatch id's worker field is 8 bits (docs/protocol.md) */
 
 #include "defs.h"
 _Static_assert(FG_MAX_WORKER_CORES <= FG_MAX_WORKERS, "every worker core must fit the dispatch id's worker field");
 _Static_assert(FG_MAX_BACKENDS <= 256, "fg_req.backend is a uint8_t");
+_Static_assert(FG_MAX_MAX_REQUESTS <= (1u << FG_DISPATCH_SLOT_BITS), "every slot fits the dispatch id's slot field");
 _Static_assert(FG_MAX_LEVELS <= 65536, "fg_req.level and a worker's level_of_cfg are uint16_t");
 
 /* LINGERING: answered, but its seats stay held for the extra latency. */
@@ -35,7 +39,7 @@ enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING, FG_REQ_LI
 
 struct fg_req {
 	uint32_t prev, next;   /* links in the list the request is on */
-	uint32_t gen;          /* generation, FG_DISPATCH_GEN_BITS wide */
+	uint32_t nonce;        /* executing: the dispatch id's unpredictable part */
 	uint8_t state;
 	uint8_t backend;       /* index into the config's backends while executing */
 	uint32_t flow;         /* flow statistics slot */
@@ -57,7 +61,7 @@ struct fg_reqlist {
 struct fg_reqtable {
 	struct fg_req *slots;
 	uint32_t cap;
-	uint32_t free_head;
+	uint32_t free_head, free_tail; /* FIFO: a freed slot is reused last */
 	uint32_t in_use;
 };
 
@@ -71,6 +75,8 @@ static inline uint32_t fg_reqtable_alloc(struct fg_reqtable *t)
 	if (i == FG_REQ_NIL)
 		return i;
 	t->free_head = t->slots[i].next;
+	if (t->free_head == FG_REQ_NIL)
+		t->free_tail = FG_REQ_NIL;
 	t->in_use++;
 	return i;
 }
@@ -79,30 +85,32 @@ static inline void fg_reqtable_release(struct fg_reqtable *t, uint32_t i)
 {
 	struct fg_req *r = &t->slots[i];
 	r->state = FG_REQ_FREE;
-	r->gen = (r->gen + 1) & FG_DISPATCH_GEN_MASK;
 	r->pkt.handle = NULL;
-	r->next = t->free_head;
-	t->free_head = i;
+	r->next = FG_REQ_NIL;
+	if (t->free_tail != FG_REQ_NIL)
+		t->slots[t->free_tail].next = i;
+	else
+		t->free_head = i;
+	t->free_tail = i;
 	t->in_use--;
 }
 
 static inline uint64_t fg_dispatch_id(unsigned worker, const struct fg_req *r, uint32_t slot)
 {
-	return (uint64_t)worker << 56 | (uint64_t)r->gen << 32 | slot;
+	return (uint64_t)worker << 56 | (uint64_t)slot << 32 | r->nonce;
 }
 
 static inline unsigned fg_dispatch_id_worker(uint64_t id) { return (unsigned)(id >> 56); }
 
 /* The executing request a dispatch id names, or FG_REQ_NIL if it names none
- * (wrong worker, out of range, slot not executing, stale generation). */
+ * (wrong worker, out of range, slot not executing, wrong nonce). */
 static inline uint32_t fg_reqtable_lookup(const struct fg_reqtable *t, unsigned worker, uint64_t id)
 {
-	uint32_t slot = (uint32_t)id;
-	uint32_t gen = (uint32_t)(id >> 32) & FG_DISPATCH_GEN_MASK;
+	uint32_t slot = (uint32_t)(id >> 32) & FG_DISPATCH_SLOT_MASK;
 	if (fg_dispatch_id_worker(id) != worker || slot >= t->cap)
 		return FG_REQ_NIL;
 	const struct fg_req *r = &t->slots[slot];
-	if (r->state != FG_REQ_EXECUTING || r->gen != gen)
+	if (r->state != FG_REQ_EXECUTING || r->nonce != (uint32_t)id)
 		return FG_REQ_NIL;
 	return slot;
 }

@@ -47,10 +47,9 @@ static inline bool fg_trust_source(const struct fg_trust *t, uint32_t ip)
 	return false;
 }
 
-/* Whether a request from ip must carry a valid cookie. */
-static inline bool fg_trust_needs_cookie(const struct fg_trust *t, uint32_t ip, bool trusted)
+/* Whether a request from a (trusted or untrusted) source must carry a valid cookie. */
+static inline bool fg_trust_needs_cookie(const struct fg_trust *t, bool trusted)
 {
-	(void)ip;
 	return t->addr_validation == FG_AV_ALL || (t->addr_validation == FG_AV_UNTRUSTED && !trusted);
 }
 

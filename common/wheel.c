@@ -56,6 +56,23 @@ void fg_wheel_expire(struct fg_wheel *wh, struct fg_reqtable *t, uint64_t now_ns
 				    expired, ctx);
 }
 
+void fg_wheel_expire_if(struct fg_wheel *wh, struct fg_reqtable *t, int (*match)(void *ctx, uint32_t i),
+			void (*expired)(void *ctx, uint32_t i), void *ctx)
+{
+	for (uint32_t s = 0; wh->count && s < FG_WHEEL_SLOTS; s++) {
+		struct fg_reqlist *l = &wh->slot[s];
+		for (uint32_t i = l->head; i != FG_REQ_NIL;) {
+			uint32_t next = t->slots[i].next;
+			if (match(ctx, i)) {
+				fg_reqlist_remove(t, l, i);
+				wh->count--;
+				expired(ctx, i);
+			}
+			i = next;
+		}
+	}
+}
+
 uint64_t fg_wheel_next(const struct fg_wheel *wh)
 {
 	if (!wh->count)

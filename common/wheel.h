@@ -36,6 +36,12 @@ void fg_wheel_add(struct fg_wheel *wh, struct fg_reqtable *t, uint32_t i);
 void fg_wheel_expire(struct fg_wheel *wh, struct fg_reqtable *t, uint64_t now_ns,
 		     void (*expired)(void *ctx, uint32_t i), void *ctx);
 
+/* Unlink every request for which match(ctx, i) holds, whenever it is due,
+ * and hand it to expired(ctx, i).  O(slots + entries): for rare events
+ * (a level shrinking or going away), not per request. */
+void fg_wheel_expire_if(struct fg_wheel *wh, struct fg_reqtable *t, int (*match)(void *ctx, uint32_t i),
+			void (*expired)(void *ctx, uint32_t i), void *ctx);
+
 /* A time at or before which nothing is released (UINT64_MAX when empty). */
 uint64_t fg_wheel_next(const struct fg_wheel *wh);
 

@@ -38,7 +38,14 @@ int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t m
 	fg_reqlist_init(&w->held);
 	fg_stats_init(&w->stats);
 	fg_wheel_init(&w->lingering, 0);
+	if (fg_nonces_init(&w->nonces, NULL) || fg_cookie_jar_init(&w->cookies, NULL))
+		return -EIO;
 	return fg_reqtable_init(&w->reqs, max_requests);
+}
+
+void fg_worker_share_cookie_master(struct fg_worker *w, const uint8_t master[FG_COOKIE_MASTER_LEN])
+{
+	fg_cookie_jar_init(&w->cookies, master);
 }
 
 void fg_worker_fini(struct fg_worker *w)
@@ -146,6 +153,29 @@ static void lingering_over(void *ctx, uint32_t slot)
 	release_lingering(d->w, slot, d->now);
 }
 
+struct release_levels {
+	struct lingering_done done;
+	const bool *levels;
+};
+
+static int lingers_in(void *ctx, uint32_t slot)
+{
+	struct release_levels *rl = ctx;
+	return rl->levels[rl->done.w->reqs.slots[slot].level];
+}
+
+static void release_in(void *ctx, uint32_t slot)
+{
+	struct release_levels *rl = ctx;
+	release_lingering(rl->done.w, slot, rl->done.now);
+}
+
+void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now)
+{
+	struct release_levels rl = { { w, now }, levels };
+	fg_wheel_expire_if(&w->lingering, &w->reqs, lingers_in, release_in, &rl);
+}
+
 /* The request stops executing; its seats go back now or after its extra latency. */
 static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bool answered)
 {
@@ -181,6 +211,7 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->backend = (uint8_t)b;
 	r->deadline_ns = now + cfg->backend_timeout_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
+	r->nonce = fg_nonce_next(&w->nonces);
 	struct fg_pkt pkt = r->pkt;
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
@@ -347,6 +378,21 @@ static bool hand_over(struct fg_worker *w, unsigned owner, const struct fg_hando
 	return true;
 }
 
+/* A source that has not shown a valid cookie: answer with one (REJECT
+ * retry-with-cookie), never with more bytes than it sent, and nothing else.
+ * Not a received request: it was neither classified nor counted there. */
+static void challenge_source(struct fg_worker *w, struct fg_pkt *pkt, uint64_t id, uint64_t now)
+{
+	uint8_t cookie[FG_COOKIE_LEN];
+	bool room = pkt->len >= FG_PROTO_HDR_LEN + FG_PROTO_ATTR_HDR + FG_COOKIE_LEN;
+	if (room)
+		fg_cookie_make(&w->cookies, pkt->peer.ip, now, cookie);
+	FG_STAT_ADD(w->stats.cookie_challenges, 1);
+	pkt->len = (uint32_t)fg_proto_encode_cookie_reject(pkt->data, pkt->cap, id, 0, room ? cookie : NULL,
+							  FG_COOKIE_LEN);
+	send_pkt(w, pkt);
+}
+
 static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
 			   const struct fg_msg *m, uint64_t now)
 {
@@ -358,11 +404,17 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		reject_in_place(w, cfg, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT);
 		return;
 	}
+	bool trusted = fg_trust_source(&cfg->trust, pkt->peer.ip);
+	if (unlikely(fg_trust_needs_cookie(&cfg->trust, trusted)) &&
+	    !fg_cookie_valid(&w->cookies, pkt->peer.ip, (const uint8_t *)m->cookie.ptr, m->cookie.len, now)) {
+		challenge_source(w, pkt, m->hdr.request_id, now);
+		return;
+	}
 	struct fg_fc_request fr;
 	struct fg_fc_match match;
 	struct fg_work work;
 	fg_fc_request_from_msg(m, &fr);
-	if (unlikely(!fg_trust_source(&cfg->trust, pkt->peer.ip))) {
+	if (unlikely(!trusted)) {
 		/* Its identity claims are not believed (security.md). */
 		FG_STAT_ADD(w->stats.untrusted_requests, 1);
 		fg_trust_assign_identity(&cfg->trust, pkt->peer.ip, &fr);

@@ -23,6 +23,8 @@
 #include <stdint.h>
 
 #include "backendpool.h"
+#include "cookie.h"
+#include "nonce.h"
 #include "config.h"
 #include "io.h"
 #include "queueset.h"
@@ -98,10 +100,16 @@ struct fg_worker {
 	uint64_t deals;              /* rotates the first card of hands dealt here */
 	struct fg_board *board;      /* the followed configuration's, with a mesh */
 	bool draining;               /* shutting down: admit nothing new */
+	struct fg_nonces nonces;     /* dispatch ids' unpredictable part */
+	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_worker_stats stats;
 };
 
+/* 0, or -EINVAL / -ENOMEM / -EIO (no random source for the secrets). */
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests);
+/* Accept and make the same cookies as every worker given this master (the
+ * worker set gives all its workers one; a lone worker keeps its own). */
+void fg_worker_share_cookie_master(struct fg_worker *w, const uint8_t master[FG_COOKIE_MASTER_LEN]);
 /* Join the mesh of several workers (before the first configure); id < n. */
 int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh);
 void fg_worker_fini(struct fg_worker *w);

@@ -53,7 +53,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
 	if (!map)
 		return -ENOMEM;
-	bool keep[FG_MAX_LEVELS] = { false };
+	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
 	int rc = 0;
 	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
 		const struct fg_fc_level *l = &fc->levels[i];
@@ -68,6 +68,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		if (slot < FG_MAX_LEVELS) {
 			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
 			held = w->levels[slot].qs.cfg.concurrency_limit;
+			shrank[slot] = l->limit < w->levels[slot].qs.level_limit;
 			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
 		} else {
 			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
@@ -103,6 +104,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		w->levels[k].live = w->levels[k].used && keep[k];
 		if (w->levels[k].used && !keep[k])
 			FG_STAT_SET(w->stats.levels[k].live, 0);
+		shrank[k] |= w->levels[k].used && !keep[k];
 	}
 	free(w->level_of_cfg);
 	w->level_of_cfg = map;
@@ -122,6 +124,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	w->config_generation = cfg->generation;
 	/* After the board entries: the allotter reads this first (acquire). */
 	__atomic_store_n(&w->stats.config_generation, cfg->generation, __ATOMIC_RELEASE);
+	/* Seats held only for extra latency are not worth keeping a shrunk or
+	 * removed level over its new limit: they go back now. */
+	fg_worker__release_lingering(w, shrank, now);
 	fg_worker__retire_idle_levels(w);
 	return 0;
 }

@@ -24,6 +24,9 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
 /* The hand's least loaded queue over all workers' queues. */
 uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t flow_hash);
+/* Release at once the seats that answered requests of these runtime levels
+ * still hold for their extra latency (the level shrank or went away). */
+void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now);
 /* Free the slots of removed levels once nothing waits or holds seats there. */
 void fg_worker__retire_idle_levels(struct fg_worker *w);
 

@@ -32,8 +32,14 @@ int fg_workerset_create(struct fg_workerset *ws, unsigned n, const struct fg_io 
 		}
 		memset(w, 0, sizeof(*w));
 		ws->w[i] = w;
-		if (fg_worker_init(w, i, ios[i], max_requests) || (n > 1 && fg_worker_join(w, &ws->mesh)) ||
-		    fg_worker_configure(w, cfg, now)) {
+		int rc = fg_worker_init(w, i, ios[i], max_requests);
+		if (rc == -EIO) {
+			snprintf(err, errlen, "worker %u: libsodium found no random source for its secrets", i);
+			goto err;
+		}
+		if (!rc && i > 0) /* a cookie any worker made is good at every worker */
+			fg_worker_share_cookie_master(w, ws->w[0]->cookies.master);
+		if (rc || (n > 1 && fg_worker_join(w, &ws->mesh)) || fg_worker_configure(w, cfg, now)) {
 			snprintf(err, errlen, "out of memory for worker %u (%u request slots)", i, max_requests);
 			goto err;
 		}

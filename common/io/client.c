@@ -94,3 +94,64 @@ int fg_respond(int fd, const struct fg_msg *req, const struct sockaddr_in *to, c
 	r.payload_len = len;
 	return fg_send_msg(fd, &r, to);
 }
+
+/* The encoded length of m without padding, as fg_proto_encode computes it. */
+static size_t encoded_len(const struct fg_msg *m)
+{
+	const struct fg_str *singles[] = { &m->user, &m->ns, &m->verb, &m->api_group, &m->resource,
+					   &m->subresource, &m->name, &m->path, &m->cookie };
+	size_t n = FG_PROTO_HDR_LEN + m->payload_len;
+	for (size_t i = 0; i < sizeof(singles) / sizeof(singles[0]); i++)
+		if (singles[i]->ptr)
+			n += FG_PROTO_ATTR_HDR + singles[i]->len;
+	for (unsigned i = 0; i < m->n_groups; i++)
+		n += FG_PROTO_ATTR_HDR + m->groups[i].len;
+	return n;
+}
+
+void fg_client_prepare(const struct fg_cookie_cache *c, struct fg_msg *m)
+{
+	m->pad_len = 0;
+	if (c->len) {
+		m->cookie = (struct fg_str){ (const char *)c->bytes, c->len };
+		return;
+	}
+	m->cookie = (struct fg_str){ NULL, 0 };
+	size_t n = encoded_len(m);
+	if (n < FG_PROTO_MIN_CHALLENGEABLE) /* the padding attribute's own header counts too */
+		m->pad_len = n + FG_PROTO_ATTR_HDR >= FG_PROTO_MIN_CHALLENGEABLE
+				     ? 1 : (uint16_t)(FG_PROTO_MIN_CHALLENGEABLE - FG_PROTO_ATTR_HDR - n);
+}
+
+int fg_client_take_cookie(struct fg_cookie_cache *c, const struct fg_msg *m)
+{
+	if (m->hdr.type != FG_MSG_REJECT || m->hdr.reason != FG_REJECT_RETRY_WITH_COOKIE)
+		return 0;
+	if (m->cookie.ptr && m->cookie.len && m->cookie.len <= sizeof(c->bytes)) {
+		memcpy(c->bytes, m->cookie.ptr, m->cookie.len);
+		c->len = m->cookie.len;
+	} else {
+		c->len = 0; /* a bare challenge: the next request is padded */
+	}
+	return 1;
+}
+
+int fg_client_call(int fd, struct fg_cookie_cache *c, struct fg_msg *req, uint8_t *buf, size_t cap,
+		   struct fg_msg *reply, int timeout_ms)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		fg_client_prepare(c, req);
+		int rc = fg_send_msg(fd, req, NULL);
+		if (rc < 0)
+			return rc;
+		for (;;) {
+			rc = fg_recv_msg(fd, buf, cap, reply, NULL, timeout_ms);
+			if (rc == -EBADMSG || (rc >= 0 && reply->hdr.request_id != req->hdr.request_id))
+				continue; /* not ours: keep waiting */
+			break;
+		}
+		if (rc < 0 || !fg_client_take_cookie(c, reply))
+			return rc;
+	}
+	return -EPROTO; /* challenged three times running: the server keeps refusing our cookie */
+}

@@ -12,6 +12,13 @@
  *            fg_recv_msg(fd, buf, sizeof buf, &req, &from, -1);
  *            fg_respond(fd, &req, &from, body, body_len);
  *
+ * Address validation (docs/security.md): fairgate may answer a request from
+ * a source it does not trust with REJECT retry-with-cookie.  Keep one
+ * struct fg_cookie_cache per server, pass requests through
+ * fg_client_prepare before sending and answers through fg_client_take_cookie
+ * (which says when to send the request again), or let fg_client_call do all
+ * of it.
+ *
  * Functions return 0 (or a length) on success and -errno on failure.
  * Thread contract: no shared state; one fd per thread is simplest.
  */
@@ -44,6 +51,29 @@ int fg_send_msg(int fd, const struct fg_msg *m, const struct sockaddr_in *to);
  * or -EBADMSG for a datagram that does not decode (it is consumed).
  */
 int fg_recv_msg(int fd, uint8_t *buf, size_t cap, struct fg_msg *m, struct sockaddr_in *from, int timeout_ms);
+
+/* The cookie a server sent this client (len 0: none yet). */
+struct fg_cookie_cache {
+	uint16_t len;
+	uint8_t bytes[FG_PROTO_MAX_COOKIE];
+};
+
+/* Before sending request m: attach the cached cookie, or pad m so that a
+ * challenge can carry one.  m's cookie points into c: keep c alive until sent. */
+void fg_client_prepare(const struct fg_cookie_cache *c, struct fg_msg *m);
+
+/* After receiving answer m: 1 when it was a REJECT retry-with-cookie (its
+ * cookie, if any, is now cached): send the request again; 0 otherwise. */
+int fg_client_take_cookie(struct fg_cookie_cache *c, const struct fg_msg *m);
+
+/*
+ * Send request *req on connected fd and wait up to timeout_ms for the answer
+ * with its id, answering a cookie challenge by sending again (at most twice).
+ * The answer is decoded into *reply (pointing into buf).  Returns its length,
+ * -ETIMEDOUT or -errno.
+ */
+int fg_client_call(int fd, struct fg_cookie_cache *c, struct fg_msg *req, uint8_t *buf, size_t cap,
+		   struct fg_msg *reply, int timeout_ms);
 
 /* Backends: answer `req` (a decoded REQUEST) with a RESPONSE carrying the
  * same request id and the given payload. */
