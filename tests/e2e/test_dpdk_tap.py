@@ -31,8 +31,10 @@ try:
     eal = ["--no-huge", "-m", "512", "--no-pci", "--no-shconf", f"--file-prefix={NS}", "-l", f"0-{WORKERS - 1}",
            "--vdev=net_tap0,iface=fgtap0", "--log-level=lib.eal:warning"]
     backend_addr = f"{HOST_IP}:7501"
+    # The client on the namespace's side stands for a trusted front tier:
+    # its users' identities are believed and it needs no cookie.
     d = t.Daemon([backend_addr], ["--seat-limit", "4", "--queue-wait", "2s", "--backend-timeout", "1s",
-                                  "--workers", str(WORKERS)], level=dict(qll=2),
+                                  "--workers", str(WORKERS), "--trusted-source", f"{HOST_IP}/32"], level=dict(qll=2),
                  listen_ip=FG_IP, netns=NS, eal=eal, port=7400)
     deadline = time.time() + 10
     while time.time() < deadline and sh("ip", "netns", "exec", NS, "ip", "link", "show", "fgtap0").returncode:
