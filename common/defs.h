@@ -30,6 +30,9 @@
 #define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight from one worker to another */
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */
+/* Priority levels a configuration may hold: half of a worker's slots, so a
+ * configuration that renames every level still fits while the old ones drain. */
+#define FG_MAX_CONFIG_LEVELS (FG_MAX_LEVELS / 2)
 #define FG_LEVEL_NAME_MAX 64u
 
 #define FG_MAX_BACKENDS 64u

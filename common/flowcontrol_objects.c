@@ -197,6 +197,17 @@ static void take_object(struct pending *pd, json_t *o, const char *where)
 	pd->count++;
 }
 
+/* The number of distinct names in two tables. */
+static size_t union_size(json_t *a, json_t *b)
+{
+	size_t n = json_object_size(a);
+	const char *key;
+	json_t *v;
+	json_object_foreach(b, key, v)
+		n += json_object_get(a, key) == NULL;
+	return n;
+}
+
 int fg_fc_set_apply_opts(struct fg_fc_set *s, const uint8_t *buf, size_t len, struct fg_settings *settings,
 			 const struct fg_fc_apply_opts *opts, struct fg_errors *errs)
 {
@@ -232,9 +243,17 @@ int fg_fc_set_apply_opts(struct fg_fc_set *s, const uint8_t *buf, size_t len, st
 		}
 	}
 	json_decref(docs);
-	if (json_object_size(s->fs) + json_object_size(pd.tables[0]) + json_object_size(s->pl) +
-	    json_object_size(pd.tables[1]) > FG_FC_MAX_OBJECTS)
-		fg_errors_add(errs, "(input)", "more than %d objects in all", FG_FC_MAX_OBJECTS);
+	/* Objects replaced by name count once. */
+	size_t n_fs = union_size(s->fs, pd.tables[0]), n_pl = union_size(s->pl, pd.tables[1]);
+	if (n_fs + n_pl > FG_FC_MAX_OBJECTS)
+		fg_errors_add(errs, "(input)", "more than %d objects in all (%zu)", FG_FC_MAX_OBJECTS, n_fs + n_pl);
+	n_pl += !json_object_get(s->pl, "exempt") && !json_object_get(pd.tables[1], "exempt");
+	n_pl += !json_object_get(s->pl, "catch-all") && !json_object_get(pd.tables[1], "catch-all");
+	if (n_pl > FG_MAX_CONFIG_LEVELS)
+		fg_errors_add(errs, "(input)",
+			      "%zu PriorityLevelConfigurations (mandatory ones included): fairgate runs at most %u, so "
+			      "that a configuration renaming every level still fits while the old ones drain",
+			      n_pl, FG_MAX_CONFIG_LEVELS);
 	if (errs->count == before) {
 		json_object_update(s->fs, pd.tables[0]);
 		json_object_update(s->pl, pd.tables[1]);

@@ -58,6 +58,7 @@ struct fg_worker_stats {
 	uint64_t answers_forwarded;            /* backend answers passed to their request's worker */
 	uint64_t handoff_refused;              /* a full ring: request rejected, answer dropped */
 	uint64_t config_generation;            /* the configuration this worker follows */
+	uint32_t config_error;                 /* errno of the last configuration it could not follow; 0 */
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;

@@ -47,23 +47,58 @@ void fg_worker__retire_idle_levels(struct fg_worker *w)
 	}
 }
 
+/* The runtime slot following a level of that name, or FG_MAX_LEVELS. */
+static uint32_t slot_named(const struct fg_worker *w, const char *name)
+{
+	for (uint32_t k = 0; k < w->n_levels; k++)
+		if (w->levels[k].used && !strcmp(w->stats.levels[k].name, name))
+			return k;
+	return FG_MAX_LEVELS;
+}
+
+/* Whether the configuration's new levels fit the free slots: checked before
+ * anything changes, so a configuration that cannot be followed is not
+ * half-followed. */
+static bool levels_fit(const struct fg_worker *w, const struct fg_fc_config *fc)
+{
+	uint32_t free_slots = FG_MAX_LEVELS - w->n_levels, needed = 0;
+	for (uint32_t k = 0; k < w->n_levels; k++)
+		free_slots += !w->levels[k].used;
+	for (uint32_t i = 0; i < fc->n_levels; i++)
+		needed += slot_named(w, fc->levels[i].name) == FG_MAX_LEVELS;
+	return needed <= free_slots;
+}
+
+/* The configuration could not be followed: dispatch nothing more (seats only
+ * come back, so no level's limit can be passed whatever the others do), let
+ * go of the old configuration's board (it is freed after its grace period),
+ * and refuse new requests until a configuration is followed. */
+static int refuse_to_follow(struct fg_worker *w, int rc, uint64_t now)
+{
+	for (uint32_t k = 0; k < w->n_levels; k++)
+		if (w->levels[k].used)
+			fg_qs_set_limit(&w->levels[k].qs, 0, now);
+	w->board = NULL;
+	FG_STAT_SET(w->stats.config_error, (uint32_t)-rc);
+	return rc;
+}
+
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	const struct fg_fc_config *fc = cfg->fc;
+	if (fc->n_levels > FG_MAX_LEVELS || !levels_fit(w, fc))
+		return refuse_to_follow(w, -ENOSPC, now);
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
 	if (!map)
-		return -ENOMEM;
+		return refuse_to_follow(w, -ENOMEM, now);
 	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
 	int rc = 0;
 	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
 		const struct fg_fc_level *l = &fc->levels[i];
-		uint32_t slot = FG_MAX_LEVELS, free_slot = FG_MAX_LEVELS;
-		for (uint32_t k = 0; k < w->n_levels; k++) {
-			if (w->levels[k].used && !strcmp(w->stats.levels[k].name, l->name))
-				slot = k;
-			else if (!w->levels[k].used && free_slot == FG_MAX_LEVELS)
+		uint32_t slot = slot_named(w, l->name), free_slot = FG_MAX_LEVELS;
+		for (uint32_t k = 0; k < w->n_levels && free_slot == FG_MAX_LEVELS; k++)
+			if (!w->levels[k].used)
 				free_slot = k;
-		}
 		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
 		if (slot < FG_MAX_LEVELS) {
 			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
@@ -98,7 +133,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	}
 	if (rc) {
 		free(map);
-		return rc;
+		return refuse_to_follow(w, rc, now);
 	}
 	for (uint32_t k = 0; k < w->n_levels; k++) {
 		w->levels[k].live = w->levels[k].used && keep[k];
@@ -122,6 +157,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	}
 	w->board = cfg->board;
 	w->config_generation = cfg->generation;
+	FG_STAT_SET(w->stats.config_error, 0);
 	/* After the board entries: the allotter reads this first (acquire). */
 	__atomic_store_n(&w->stats.config_generation, cfg->generation, __ATOMIC_RELEASE);
 	/* Seats held only for extra latency are not worth keeping a shrunk or

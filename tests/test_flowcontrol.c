@@ -378,4 +378,57 @@ TEST(json_and_yaml_are_the_same)
 	fg_fc_set_free(b);
 }
 
+/* A List of n Queue-type levels named prefix-0..n-1 (and n_fs schemas). */
+static char *many_objects(const char *prefix, unsigned n_pl, unsigned n_fs)
+{
+	size_t cap = 512 + (size_t)(n_pl + n_fs) * 512, len = 0;
+	char *buf = malloc(cap);
+	len += (size_t)snprintf(buf + len, cap - len, "{\"kind\":\"List\",\"items\":[");
+	for (unsigned i = 0; i < n_pl; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\","
+			"\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"%s-%u\"},\"spec\":{\"type\":"
+			"\"Limited\",\"limited\":{\"nominalConcurrencyShares\":1,\"limitResponse\":{\"type\":\"Reject\"}}}}",
+			i ? "," : "", prefix, i);
+	for (unsigned i = 0; i < n_fs; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\","
+			"\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"%s-fs-%u\"},\"spec\":{\"priorityLevelConfiguration\":"
+			"{\"name\":\"%s-0\"},\"matchingPrecedence\":1000,\"rules\":[{\"subjects\":[{\"kind\":\"User\","
+			"\"user\":{\"name\":\"u%u\"}}],\"nonResourceRules\":[{\"verbs\":[\"get\"],"
+			"\"nonResourceURLs\":[\"/x\"]}]}]}}", n_pl || i ? "," : "", prefix, i, prefix, i);
+	snprintf(buf + len, cap - len, "]}");
+	return buf;
+}
+
+/* More levels than a worker can follow (with room for as many draining) are
+ * refused with the reason; fewer are fine. */
+TEST(level_count_is_bounded)
+{
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	char *text = many_objects("pl", FG_MAX_CONFIG_LEVELS - 2, 0); /* + exempt and catch-all */
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), FG_MAX_CONFIG_LEVELS - 2);
+	free(text);
+	text = many_objects("more", 1, 0);
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), -EINVAL);
+	CHECK(strstr(e.text, "fairgate runs at most 128") != NULL);
+	CHECK_EQ(fg_fc_set_size(set), FG_MAX_CONFIG_LEVELS - 2); /* nothing changed */
+	free(text);
+	fg_fc_set_free(set);
+}
+
+/* Re-applying the same objects replaces them: they count once. */
+TEST(reapplying_the_same_objects_is_not_refused)
+{
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	char *text = many_objects("pl", 100, 2000);
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), 2100);
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), 2100);
+	CHECK_EQ(e.count, 0);
+	if (e.count)
+		fprintf(stderr, "%s", e.text);
+	free(text);
+	fg_fc_set_free(set);
+}
+
 TEST_MAIN
