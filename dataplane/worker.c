@@ -422,7 +422,9 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	fg_fc_classify(cfg->fc, &fr, &match);
 	fg_work_estimate(m->verb, &m->hdr, cfg->fc->levels[match.level].max_seats, cfg->max_extra_latency_ns, &work);
 	uint32_t queue = FG_QS_NO_QUEUE;
-	if (w->board && match.flow_hash) { /* several workers, a level with queues */
+	/* Several workers, a level with queues (with one queue the flow hash is
+	 * 0, as in Kubernetes, but the queue still has one owner). */
+	if (w->board && cfg->fc->levels[match.level].queues) {
 		uint32_t slot = w->level_of_cfg[match.level];
 		queue = fg_worker__choose_queue(w, slot, match.flow_hash);
 		unsigned owner = queue % w->board->n_workers;

@@ -74,7 +74,9 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue
 	if (!w->board || !rt->live)
 		return;
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
-	if (queue < lb->n_queues) /* not a queue that drains after a shrink */
+	/* Only the owner writes a queue's load (not a queue that drains after
+	 * a shrink either). */
+	if (queue < lb->n_queues && queue % w->board->n_workers == w->id)
 		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
 	if (lb->limit) {
 		uint32_t head = fg_qs_next_seats(&rt->qs);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the worker's dispatcher logic (dataplane/worker.c) on a fake
  * io and a virtual clock. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -27,18 +28,18 @@ struct rig {
 
 /* One level "pl" (64 queues, hand 1: a flow always lands in the same queue)
  * that every request reaches, its limit set to `seats`. */
-static struct fg_fc_config *one_level(uint32_t seats, uint32_t qlen)
+static struct fg_fc_config *one_level_queues(uint32_t seats, uint32_t qlen, uint32_t queues)
 {
 	char text[2048];
 	snprintf(text, sizeof(text), "{\"kind\":\"List\",\"items\":["
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
 		"\"metadata\":{\"name\":\"pl\"},\"spec\":{\"type\":\"Limited\",\"limited\":{\"limitResponse\":"
-		"{\"type\":\"Queue\",\"queuing\":{\"queues\":64,\"handSize\":1,\"queueLengthLimit\":%u}}}}},"
+		"{\"type\":\"Queue\",\"queuing\":{\"queues\":%u,\"handSize\":1,\"queueLengthLimit\":%u}}}}},"
 		"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":\"all\"},"
 		"\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"pl\"},\"matchingPrecedence\":500,"
 		"\"distinguisherMethod\":{\"type\":\"ByUser\"},\"rules\":[{\"subjects\":[{\"kind\":\"User\","
 		"\"user\":{\"name\":\"*\"}}],\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],"
-		"\"resources\":[\"*\"],\"clusterScope\":true,\"namespaces\":[\"*\"]}]}]}}]}", qlen);
+		"\"resources\":[\"*\"],\"clusterScope\":true,\"namespaces\":[\"*\"]}]}]}}]}", queues, qlen);
 	struct fg_fc_set *set = fg_fc_set_new();
 	struct fg_errors e = { .len = 0 };
 	CHECK(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e) == 2);
@@ -48,6 +49,11 @@ static struct fg_fc_config *one_level(uint32_t seats, uint32_t qlen)
 	fc->levels[k].limit = seats;
 	fc->levels[k].max_seats = 0; /* the tests send wide requests on purpose */
 	return fc;
+}
+
+static struct fg_fc_config *one_level(uint32_t seats, uint32_t qlen)
+{
+	return one_level_queues(seats, qlen, 64);
 }
 
 static struct fg_queueset *pl_qs(struct fg_worker *w)
@@ -780,7 +786,7 @@ TEST(no_usable_backend_rejects_at_once)
 
 /* --- several workers (one thread drives them, so each step is exact) ---- */
 
-#define MESH_MAX 3
+#define MESH_MAX 4
 
 struct mesh_rig {
 	struct fake_io io;            /* one pool and one wire for all workers */
@@ -1315,6 +1321,150 @@ TEST(dispatch_ids_are_unguessable_and_late_answers_dropped)
 	CHECK_EQ(r.w.stats.responded, 300001);
 	check_invariant(&r);
 	rig_fini(&r);
+}
+
+/* --- configurations a worker cannot follow ----------------------------- */
+
+/* n Queue levels "prefix-i", each reached by user "prefix-i" alone. */
+static struct fg_fc_config *levels_named(const char *prefix, unsigned n)
+{
+	size_t cap = 1024 + (size_t)n * 1024, len = 0;
+	char *text = malloc(cap);
+	len += (size_t)snprintf(text + len, cap - len, "{\"kind\":\"List\",\"items\":[");
+	for (unsigned i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, cap - len, "%s"
+			"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+			"\"metadata\":{\"name\":\"%s-%u\"},\"spec\":{\"type\":\"Limited\",\"limited\":{"
+			"\"nominalConcurrencyShares\":1,\"limitResponse\":{\"type\":\"Queue\",\"queuing\":{\"queues\":4,"
+			"\"handSize\":1,\"queueLengthLimit\":10}}}}},"
+			"{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":{\"name\":"
+			"\"%s-%u\"},\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"%s-%u\"},\"matchingPrecedence\":500,"
+			"\"rules\":[{\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"%s-%u\"}}],\"resourceRules\":[{"
+			"\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"clusterScope\":true,"
+			"\"namespaces\":[\"*\"]}]}]}}", i ? "," : "", prefix, i, prefix, i, prefix, i, prefix, i);
+	snprintf(text + len, cap - len, "]}");
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), 2 * n);
+	struct fg_fc_config *fc = fg_fc_compile(set, 100 * n, &e);
+	fg_fc_set_free(set);
+	free(text);
+	return fc;
+}
+
+/* Hundreds of levels renamed while the old ones drain: a configuration that
+ * does not fit the worker's slots is not half-followed; the worker refuses
+ * requests (and says why) until one fits, then follows it. */
+TEST(configuration_churn_and_a_configuration_that_cannot_be_followed)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	unsigned n = FG_MAX_CONFIG_LEVELS - 2; /* + exempt and catch-all */
+	const char *names[3] = { "a", "b", "c" };
+	struct fg_fc_config *fcs[3];
+	for (int g = 0; g < 3; g++)
+		fcs[g] = levels_named(names[g], n);
+	fg_fc_config_free(r.cfg.fc);
+	uint64_t id = 1;
+	for (int g = 0; g < 2; g++) {
+		/* Follow generation g and leave a request executing in each level. */
+		r.cfg.fc = fcs[g];
+		r.cfg.generation++;
+		step(&r);
+		CHECK_EQ(r.w.stats.config_error, 0);
+		CHECK_EQ(r.w.config_generation, r.cfg.generation);
+		for (unsigned i = 0; i < n; i++) {
+			char user[32];
+			snprintf(user, sizeof(user), "%s-%u", names[g], i);
+			send_request(&r, 0, id++, user, 1);
+			step(&r);
+		}
+	}
+	CHECK_EQ(r.w.stats.executing, 2 * n);
+	/* a-* and b-* hold requests: the c-* levels find no free slots. */
+	r.cfg.fc = fcs[2];
+	r.cfg.generation++;
+	step(&r);
+	CHECK_EQ(r.w.stats.config_error, ENOSPC);
+	CHECK(r.w.config_generation != r.cfg.generation);
+	send_request(&r, 0, id++, "c-0", 1);
+	step(&r);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
+	CHECK_EQ(r.w.stats.executing, 2 * n); /* nothing of the old levels was touched */
+	/* Answer everything: the old levels drain, and the next poll follows. */
+	struct fg_msg m;
+	struct fg_endpoint to;
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_REQUEST)
+			respond_from(&r, 0, m.hdr.request_id, "ok");
+	while (r.io.rx_head != r.io.rx_tail)
+		step(&r);
+	step(&r);
+	CHECK_EQ(r.w.stats.responded, 2 * n);
+	CHECK_EQ(r.w.stats.config_error, 0);
+	CHECK_EQ(r.w.config_generation, r.cfg.generation);
+	send_request(&r, 0, id++, "c-7", 1);
+	step(&r);
+	CHECK_EQ(r.w.stats.executing, 1);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	check_invariant(&r);
+	r.cfg.fc = NULL;
+	fg_worker_fini(&r.w);
+	for (int g = 0; g < 3; g++)
+		fg_fc_config_free(fcs[g]);
+	CHECK_EQ(r.io.in_use, 0);
+	fake_fini(&r.io);
+}
+
+/* A level with one or two queues under 2-4 workers: its queues' owners get
+ * the level's seats (the allotter moves them by demand), every request is
+ * answered, and the limit is never passed. */
+TEST(mesh_levels_with_few_queues_use_all_their_seats)
+{
+	for (uint32_t queues = 1; queues <= 2; queues++) {
+		for (unsigned n = 2; n <= 4; n++) {
+			static struct mesh_rig r; /* four workers' statistics: too large for the stack */
+			mesh_init(&r, n, 8);
+			struct fg_config *c = mesh_config(&r, 8, 200);
+			fg_fc_config_free(c->fc);
+			fg_board_free(c->board);
+			c->fc = one_level_queues(8, 200, queues);
+			c->board = fg_board_new(c->fc, n);
+			for (unsigned i = 0; i < n; i++)
+				r.follows[i] = r.n_cfgs - 1;
+			struct fg_allotter allotter = { 0 };
+			char user[16];
+			for (uint64_t id = 1; id <= 160; id++) {
+				snprintf(user, sizeof(user), "u%llu", (unsigned long long)(id % 13));
+				mesh_send(&r, id, user, 1);
+			}
+			uint64_t ids[512];
+			uint8_t backends[512];
+			unsigned n_ids = 0, answered = 0, peak = 0;
+			for (int round = 0; round < 400 && MESH_SUM(&r, responded) < 160; round++) {
+				for (unsigned i = 0; i < n; i++)
+					mesh_step(&r, i);
+				uint32_t in_use = mesh_seats_in_use(&r);
+				CHECK(in_use <= 8);
+				peak = in_use > peak ? in_use : peak;
+				r.now += 100000; /* 100 us */
+				fg_allotter_step(&allotter, c, true, r.now);
+				mesh_collect(&r, ids, backends, &n_ids, 512);
+				for (; answered < n_ids; answered++) /* answer what was sent a step ago */
+					mesh_respond(&r, backends[answered], ids[answered]);
+			}
+			if (MESH_SUM(&r, responded) != 160 || peak != 8)
+				fprintf(stderr, "  queues %u, %u workers: %llu responded, peak %u seats, refused %llu, "
+					"received %llu, waiting %u, rej qf %llu tmo %llu cl %llu\n", queues, n,
+					(unsigned long long)MESH_SUM(&r, responded), peak,
+					(unsigned long long)MESH_SUM(&r, handoff_refused), (unsigned long long)MESH_SUM(&r, received),
+					mesh_waiting(&r), (unsigned long long)MESH_SUM(&r, rejected[1]),
+					(unsigned long long)MESH_SUM(&r, rejected[3]), (unsigned long long)MESH_SUM(&r, rejected[2]));
+			CHECK_EQ(MESH_SUM(&r, responded), 160);
+			CHECK_EQ(peak, 8);
+			mesh_fini(&r);
+		}
+	}
 }
 
 TEST_MAIN
