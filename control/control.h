@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control — the control thread: the control socket (newline-delimited JSON
- * over a Unix stream socket, docs/control.md) and configuration publication
+ * over a Unix stream socket, docs/control.md), configuration publication
  * with liburcu QSBR.
+ *
+ * Invariants: a connection's answers leave in the order of its requests and
+ * each whole, newline-terminated, however slowly the peer reads; a peer that
+ * is not reading never stalls the thread or another peer (sockets are
+ * non-blocking, answers wait in a per-connection output buffer, and a
+ * connection with output pending is not read).  FG_CONTROL_ADMIN_SLOTS of the
+ * FG_CONTROL_MAX_CLIENTS connections are kept for admins.  A mutating command
+ * is allowed by the peer's credentials (taken at connect, supplementary
+ * groups included) against controlAdmins as in force when the command runs.
  *
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
@@ -16,6 +25,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "defs.h"
 #include "flowcontrol.h"
 #include "settings.h"
 #include "seatshare.h"
@@ -23,6 +33,13 @@
 
 
 /* What the control thread may look at. */
+/* Connection limits; the control thread alone uses them. */
+#define FG_CONTROL_ADMIN_SLOTS 4u              /* of FG_CONTROL_MAX_CLIENTS, for admins only */
+#define FG_CONTROL_IDLE_TIMEOUT_MS 10000u      /* no byte either way for this long: closed */
+#define FG_CONTROL_MAX_QUEUED (64u << 20)      /* answers waiting for slow readers, all connections */
+_Static_assert(FG_CONTROL_ADMIN_SLOTS < FG_CONTROL_MAX_CLIENTS, "non-admins need at least one slot");
+_Static_assert(FG_CONTROL_READ_TIMEOUT_MS < FG_CONTROL_IDLE_TIMEOUT_MS, "a partial line times out first");
+
 struct fg_control_view {
 	struct fg_settings *settings;    /* the control thread's own copy */
 	struct fg_config **config_ptr;   /* RCU-protected, published here */
@@ -37,7 +54,9 @@ struct fg_control_view {
 struct fg_control;
 
 /* Bind the control socket and start the thread.  NULL and *err on failure
- * (message in errbuf). */
+ * (message in errbuf).  The socket path is taken only when nothing is there
+ * or it is a stale socket nobody listens on (then it is replaced); a live
+ * socket or any other file is left alone and refused. */
 struct fg_control *fg_control_start(const struct fg_control_view *view, char *errbuf, size_t errlen);
 void fg_control_stop(struct fg_control *c);
 
