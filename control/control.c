@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "defs.h"
+#include "readfile.h"
 #include "settings_table.h"
 #include "status.h"
 
@@ -583,6 +584,67 @@ static void accept_one(struct fg_control *ctl, int fd, uint64_t now)
 	*slot = (struct conn){ .fd = fd, .admin_slot = admin, .peer = peer, .last_ns = now, .partial_ns = now };
 }
 
+/* --- SIGHUP: re-apply the --config files -------------------------------------- */
+
+static void log_lines(const char *prefix, json_t *lines)
+{
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l)
+		fprintf(stderr, "%s%s\n", prefix, json_string_value(l));
+}
+
+/* As `fairgatectl apply -f` of each file in turn, as one change: the same
+ * answer, told on stderr. */
+static void reload(struct fg_control *ctl)
+{
+	const struct fg_control_view *v = &ctl->view;
+	unsigned n = 0, failed = 0;
+	if (!v->n_reload_paths) {
+		fprintf(stderr, "fairgate: SIGHUP: no --config file to reload; nothing changed\n");
+		return;
+	}
+	struct apply_text *texts = calloc(v->n_reload_paths, sizeof(*texts));
+	if (!texts) {
+		fprintf(stderr, "fairgate: SIGHUP: out of memory; nothing changed\n");
+		return;
+	}
+	for (; n < v->n_reload_paths; n++) {
+		char *buf;
+		int rc = fg_read_file(v->reload_paths[n], &buf, &texts[n].len);
+		if (rc) {
+			fprintf(stderr, "fairgate: SIGHUP: --config %s: %s; nothing changed\n", v->reload_paths[n],
+				fg_read_file_strerror(rc));
+			goto out;
+		}
+		texts[n].data = buf;
+	}
+	char *resp = apply_texts(v, texts, n, false, false, false, &failed);
+	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
+	free(resp);
+	json_t *res = json_object_get(r, "result");
+	if (json_is_true(json_object_get(r, "ok"))) {
+		log_lines("fairgate: Warning: ", json_object_get(res, "warnings"));
+		fprintf(stderr,
+			"fairgate: SIGHUP: reloaded %u --config file(s): %lld object(s), %lld priority levels, "
+			"%lld flow schemas in force (configuration generation %lld)\n",
+			n, (long long)json_integer_value(json_object_get(res, "objects")),
+			(long long)json_integer_value(json_object_get(res, "priorityLevels")),
+			(long long)json_integer_value(json_object_get(res, "flowSchemas")),
+			(long long)json_integer_value(json_object_get(res, "generation")));
+	} else {
+		const char *e = json_string_value(json_object_get(r, "error"));
+		fprintf(stderr, "fairgate: SIGHUP: --config %s refused: %s\n", v->reload_paths[failed],
+			e ? e : "out of memory; nothing was changed");
+		log_lines("  ", json_object_get(r, "errors"));
+	}
+	json_decref(r);
+out:
+	for (unsigned i = 0; i < n; i++)
+		free((char *)texts[i].data);
+	free(texts);
+}
+
 /* --- the thread ---------------------------------------------------------------- */
 
 /* Each connection waits for what it needs next: its reader (output pending)
@@ -597,7 +659,7 @@ static short conn_events(const struct conn *c)
 static void *control_main(void *arg)
 {
 	struct fg_control *ctl = arg;
-	enum { WAKE, LISTEN, FIXED };
+	enum { WAKE, LISTEN, RELOAD, FIXED };
 	rcu_register_thread();
 	rcu_thread_offline();
 	for (;;) {
@@ -606,6 +668,7 @@ static void *control_main(void *arg)
 		unsigned n = FIXED;
 		pfd[WAKE] = (struct pollfd){ ctl->wake[0], POLLIN, 0 };
 		pfd[LISTEN] = (struct pollfd){ ctl->listen_fd, POLLIN, 0 };
+		pfd[RELOAD] = (struct pollfd){ ctl->view.reload_fd, POLLIN, 0 }; /* a negative fd is skipped */
 		for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
 			if (ctl->conns[i].fd >= 0) {
 				pfd[n] = (struct pollfd){ ctl->conns[i].fd, conn_events(&ctl->conns[i]), 0 };
@@ -615,6 +678,12 @@ static void *control_main(void *arg)
 		if (pfd[WAKE].revents)
 			break;
 		uint64_t now = fg_now_ns();
+		if (pfd[RELOAD].revents & POLLIN) {
+			uint64_t count;
+			ssize_t r = read(ctl->view.reload_fd, &count, sizeof(count)); /* several SIGHUPs: one reload */
+			(void)r;
+			reload(ctl);
+		}
 		/* Bounded, so that a flood of connects cannot starve the others. */
 		for (unsigned k = 0; k < 2 * FG_CONTROL_MAX_CLIENTS && (pfd[LISTEN].revents & POLLIN); k++) {
 			int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);

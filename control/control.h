@@ -2,7 +2,7 @@
 /*
  * control — the control thread: the control socket (newline-delimited JSON
  * over a Unix stream socket, docs/control.md), configuration publication
- * with liburcu QSBR.
+ * with liburcu QSBR, and the reload that SIGHUP asks for.
  *
  * Invariants: a connection's answers leave in the order of its requests and
  * each whole, newline-terminated, however slowly the peer reads; a peer that
@@ -16,7 +16,8 @@
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
  * reads worker statistics with relaxed loads (stats.h) and never blocks a
- * worker.
+ * worker.  The daemon's signal handler only writes to view.reload_fd (an
+ * eventfd); the reload itself runs on the control thread.
  */
 #ifndef FG_CONTROL_H
 #define FG_CONTROL_H
@@ -49,6 +50,9 @@ struct fg_control_view {
 	volatile int *shutting_down;
 	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
+	int reload_fd;                   /* eventfd: readable when SIGHUP asked for a reload; -1 none */
+	const char *const *reload_paths; /* the --config files a reload applies, in order */
+	unsigned n_reload_paths;
 };
 
 struct fg_control;
