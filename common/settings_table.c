@@ -75,6 +75,8 @@ const struct fg_setting fg_settings_table[] = {
 	  "(REJECT retry-with-cookie, security.md)", av_names },
 };
 const size_t fg_settings_table_len = sizeof(fg_settings_table) / sizeof(fg_settings_table[0]);
+_Static_assert(sizeof(fg_settings_table) / sizeof(fg_settings_table[0]) <= FG_SETTINGS_MAX_ROWS,
+	       "FG_SETTINGS_MAX_ROWS must cover the table");
 
 const struct fg_setting *fg_setting_by_name(const char *name)
 {

@@ -51,6 +51,8 @@ struct fg_setting {
 	const char *const *names; /* FG_SET_ENUM: the values, NULL-terminated */
 };
 
+#define FG_SETTINGS_MAX_ROWS 64 /* room for per-row flags in tools; the table asserts it fits */
+
 extern const struct fg_setting fg_settings_table[];
 extern const size_t fg_settings_table_len;
 

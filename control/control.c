@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,15 +21,30 @@
 
 #include "clock.h"
 #include "defs.h"
+#include "readfile.h"
 #include "settings_table.h"
 #include "status.h"
 
+/* A peer's credentials as the kernel recorded them at connect. */
+struct peer {
+	bool known;        /* SO_PEERCRED answered; else the peer has no rights */
+	uid_t uid;
+	gid_t gid;
+	unsigned n_groups;
+	gid_t *groups;     /* supplementary groups (malloc'd) */
+};
+
 struct conn {
 	int fd;
-	bool may_mutate;   /* from the peer's credentials (SO_PEERCRED) */
-	uint64_t last_ns;
+	bool admin_slot;   /* counted against the admins' slots (rights at accept) */
+	bool closing;      /* close once the output is written; read nothing more */
+	struct peer peer;
+	uint64_t last_ns;    /* last byte moved either way */
+	uint64_t partial_ns; /* since when an incomplete request line waits */
 	size_t len, cap;
-	char *buf;         /* grows up to FG_CONTROL_MAX_MSG + 1 */
+	char *buf;         /* input; grows up to FG_CONTROL_MAX_MSG + 1 */
+	char *out;         /* answers not yet written: out[out_off..out_len) */
+	size_t out_len, out_off;
 };
 
 struct fg_control {
@@ -36,6 +53,10 @@ struct fg_control {
 	int wake[2];
 	pthread_t thread;
 	struct conn conns[FG_CONTROL_MAX_CLIENTS];
+	size_t queued;     /* output bytes waiting, all connections */
+	bool bound;        /* the path is our socket (sock_dev, sock_ino) */
+	dev_t sock_dev;
+	ino_t sock_ino;
 	char path[108];
 };
 
@@ -164,29 +185,51 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	return ok_response(summary);
 }
 
+/* One input to apply: JSON or YAML text. */
+struct apply_text {
+	const char *data;
+	size_t len;
+};
+
+/* Apply texts in order onto a copy of what is in force (onto nothing when
+ * standalone) and commit them, or only check them (dry): one change, all
+ * or nothing.  A refusal's answer names the errors; *failed is the text
+ * that had them. */
+static char *apply_texts(const struct fg_control_view *view, const struct apply_text *texts, unsigned n, bool strict,
+			 bool dry, bool standalone, unsigned *failed)
+{
+	struct fg_fc_set *candidate = standalone ? fg_fc_set_new() : fg_fc_set_copy(view->objects);
+	if (!candidate)
+		return error_response("out of memory");
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
+	struct fg_settings settings = *view->settings;
+	struct fg_fc_apply_opts opts = { .strict = strict || view->settings->strict_fields, .warnings = &warnings };
+	int applied = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int k = fg_fc_set_apply_opts(candidate, (const uint8_t *)texts[i].data, texts[i].len, &settings, &opts,
+					     &errs);
+		if (k < 0) {
+			fg_fc_set_free(candidate);
+			*failed = i;
+			return errors_response(&errs);
+		}
+		applied += k;
+	}
+	return commit(view, candidate, &settings, applied, dry, &warnings, NULL);
+}
+
 static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry)
 {
 	json_t *data = json_object_get(req, "data");
 	if (!json_is_string(data))
 		return error_response("%s needs \"data\": the objects as JSON or YAML text", dry ? "validate" : "apply");
-	struct fg_fc_set *candidate = dry && json_is_true(json_object_get(req, "standalone")) ? fg_fc_set_new()
-											   : fg_fc_set_copy(view->objects);
 	json_t *strict = json_object_get(req, "strict");
 	if (strict && !json_is_boolean(strict))
 		return error_response("\"strict\" must be true or false");
-	if (!candidate)
-		return error_response("out of memory");
-	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	struct fg_settings settings = *view->settings;
-	struct fg_fc_apply_opts opts = { .strict = json_is_true(strict) || view->settings->strict_fields,
-					 .warnings = &warnings };
-	int n = fg_fc_set_apply_opts(candidate, (const uint8_t *)json_string_value(data), json_string_length(data),
-				     &settings, &opts, &errs);
-	if (n < 0) {
-		fg_fc_set_free(candidate);
-		return errors_response(&errs);
-	}
-	return commit(view, candidate, &settings, n, dry, &warnings, NULL);
+	struct apply_text text = { json_string_value(data), json_string_length(data) };
+	unsigned failed;
+	return apply_texts(view, &text, 1, json_is_true(strict), dry,
+			   dry && json_is_true(json_object_get(req, "standalone")), &failed);
 }
 
 static int kind_of(json_t *req, char **err)
@@ -301,32 +344,154 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
 	return out;
 }
 
-static void conn_close(struct conn *c)
+/* --- peers ----------------------------------------------------------------- */
+
+/* Read the peer's credentials as they were at connect: uid, gid and the
+ * supplementary groups.  SO_PEERGROUPS (Linux 4.13) gives the groups the
+ * process really had; without it, the uid's groups in the group database
+ * stand in.  A peer whose credentials cannot be read gets no rights. */
+static void peer_read(int fd, struct peer *p)
 {
-	close(c->fd);
-	c->fd = -1;
-	c->len = 0;
-	/* Give back what a large request made the buffer grow to. */
-	free(c->buf);
-	c->buf = NULL;
-	c->cap = 0;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	*p = (struct peer){ .known = false };
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return;
+	p->uid = cred.uid;
+	p->gid = cred.gid;
+	p->known = true;
+#ifdef SO_PEERGROUPS
+	len = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) == 0 || errno == ERANGE) {
+		/* The first call only sizes the list (ERANGE with the length). */
+		p->groups = len ? malloc(len) : NULL;
+		if (p->groups && getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, p->groups, &len) == 0)
+			p->n_groups = len / sizeof(gid_t);
+		return;
+	}
+	if (errno != ENOPROTOOPT)
+		return;
+#endif
+	struct passwd pw, *found = NULL;
+	char pwbuf[1024];
+	int n = 0;
+	if (getpwuid_r(p->uid, &pw, pwbuf, sizeof(pwbuf), &found) || !found)
+		return;
+	getgrouplist(found->pw_name, p->gid, NULL, &n);
+	p->groups = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
+	if (p->groups && getgrouplist(found->pw_name, p->gid, p->groups, &n) >= 0)
+		p->n_groups = (unsigned)n;
 }
 
-/* Best effort: a reader that does not drain its socket loses its answer,
- * not the daemon's time (the socket is non-blocking). */
-static void conn_reply(struct conn *c, char *resp)
+static bool in_list(uint32_t id, const uint32_t *list, uint32_t n)
 {
-	if (!resp) {
-		resp = strdup("{\"ok\":false,\"error\":\"out of memory\"}");
-		if (!resp)
+	for (uint32_t i = 0; i < n; i++)
+		if (list[i] == id)
+			return true;
+	return false;
+}
+
+/* Root, a listed uid, or a listed gid as primary or supplementary group. */
+static bool peer_is_admin(const struct fg_settings *s, const struct peer *p)
+{
+	if (!p->known)
+		return false;
+	if (p->uid == 0 || in_list(p->uid, s->admin_uids, s->n_admin_uids) ||
+	    in_list(p->gid, s->admin_gids, s->n_admin_gids))
+		return true;
+	for (unsigned i = 0; i < p->n_groups; i++)
+		if (in_list(p->groups[i], s->admin_gids, s->n_admin_gids))
+			return true;
+	return false;
+}
+
+/* --- connections ------------------------------------------------------------ */
+
+static bool conn_has_output(const struct conn *c) { return c->out_off < c->out_len; }
+
+static void conn_close(struct fg_control *ctl, struct conn *c)
+{
+	close(c->fd);
+	ctl->queued -= c->out_len - c->out_off;
+	free(c->out);
+	/* Give back what a large request made the buffer grow to. */
+	free(c->buf);
+	free(c->peer.groups);
+	*c = (struct conn){ .fd = -1 };
+}
+
+/* Write what the socket takes now; the rest waits for POLLOUT.  Closes the
+ * connection when the peer is gone, or when it was closing and all is out. */
+static void conn_flush(struct fg_control *ctl, struct conn *c, uint64_t now)
+{
+	while (conn_has_output(c)) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
+		if (w <= 0) {
+			conn_close(ctl, c);
+			return;
+		}
+		c->out_off += (size_t)w;
+		ctl->queued -= (size_t)w;
+		c->last_ns = now;
 	}
-	size_t n = strlen(resp);
-	resp[n] = '\n';
-	ssize_t w = send(c->fd, resp, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-	(void)w;
-	resp[n] = 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	if (c->closing)
+		conn_close(ctl, c);
+}
+
+/* Queue an answer (malloc'd, consumed; NULL: out of memory) with its
+ * newline and start writing it. */
+static void conn_reply(struct fg_control *ctl, struct conn *c, char *resp, uint64_t now)
+{
+	static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+	const char *text = resp ? resp : oom;
+	size_t n = strlen(text);
+	char *out = realloc(c->out, c->out_len + n + 1);
+	if (!out) {
+		free(resp);
+		conn_close(ctl, c); /* an answer cannot be skipped: the next would be taken for it */
+		return;
+	}
+	memcpy(out + c->out_len, text, n);
+	out[c->out_len + n] = '\n';
+	c->out = out;
+	c->out_len += n + 1;
+	ctl->queued += n + 1;
 	free(resp);
+	conn_flush(ctl, c, now);
+}
+
+/* Say why, then close once that is written. */
+static void conn_refuse(struct fg_control *ctl, struct conn *c, char *resp, uint64_t now)
+{
+	c->closing = true;
+	conn_reply(ctl, c, resp, now);
+}
+
+/* Answer the complete request lines, one at a time: the next waits until
+ * the previous answer is written (that bounds a connection's output to one
+ * answer).  Rights are looked up per line, against the settings in force. */
+static void conn_serve(struct fg_control *ctl, struct conn *c, uint64_t now)
+{
+	char *nl;
+	while (c->fd >= 0 && !c->closing && !conn_has_output(c) && (nl = memchr(c->buf, '\n', c->len))) {
+		size_t line = (size_t)(nl - c->buf);
+		char *resp = ctl->queued > FG_CONTROL_MAX_QUEUED
+				     ? error_response("busy: %zu bytes of answers wait for slow readers; try again",
+						      ctl->queued)
+				     : fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line,
+							      peer_is_admin(ctl->view.settings, &c->peer));
+		memmove(c->buf, nl + 1, c->len - line - 1);
+		c->len -= line + 1;
+		c->partial_ns = now;
+		conn_reply(ctl, c, resp, now);
+	}
 }
 
 static void conn_read(struct fg_control *ctl, struct conn *c, uint64_t now)
@@ -337,8 +502,7 @@ static void conn_read(struct fg_control *ctl, struct conn *c, uint64_t now)
 			cap = FG_CONTROL_MAX_MSG + 1;
 		char *nb = cap > c->cap ? realloc(c->buf, cap) : NULL;
 		if (!nb) {
-			conn_reply(c, error_response("out of memory for the request"));
-			conn_close(c);
+			conn_refuse(ctl, c, error_response("out of memory for the request"), now);
 			return;
 		}
 		c->buf = nb;
@@ -347,109 +511,255 @@ static void conn_read(struct fg_control *ctl, struct conn *c, uint64_t now)
 	ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			conn_close(c);
+			conn_close(ctl, c);
 		return;
 	}
+	if (!c->len)
+		c->partial_ns = now;
 	c->last_ns = now;
 	c->len += (size_t)n;
-	char *nl;
-	while (c->fd >= 0 && (nl = memchr(c->buf, '\n', c->len))) {
-		size_t line = (size_t)(nl - c->buf);
-		conn_reply(c, fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line, c->may_mutate));
-		memmove(c->buf, nl + 1, c->len - line - 1);
-		c->len -= line + 1;
-	}
-	if (c->len > FG_CONTROL_MAX_MSG) {
-		conn_reply(c, error_response("request line longer than %u bytes", FG_CONTROL_MAX_MSG));
-		conn_close(c);
+	conn_serve(ctl, c, now);
+	if (c->fd >= 0 && !c->closing && c->len > FG_CONTROL_MAX_MSG)
+		conn_refuse(ctl, c, error_response("request line longer than %u bytes", FG_CONTROL_MAX_MSG), now);
+}
+
+/* Close what has been quiet too long: a partial request line after the
+ * read timeout, any connection after the idle timeout (with a last word
+ * when the peer is still reading). */
+static void conn_check_timeouts(struct fg_control *ctl, struct conn *c, uint64_t now)
+{
+	if (now - c->last_ns > FG_CONTROL_IDLE_TIMEOUT_MS * FG_NS_PER_MS) {
+		if (conn_has_output(c) || c->closing)
+			conn_close(ctl, c); /* not reading: nothing more can reach it */
+		else
+			conn_refuse(ctl, c,
+				    error_response("idle timeout: no request for %u s; connection closed",
+						   FG_CONTROL_IDLE_TIMEOUT_MS / 1000),
+				    now);
+	} else if (c->len && !conn_has_output(c) && !c->closing &&
+		   now - c->partial_ns > FG_CONTROL_READ_TIMEOUT_MS * FG_NS_PER_MS) {
+		conn_refuse(ctl, c, error_response("read timeout: incomplete request line"), now);
 	}
 }
 
-static void accept_one(struct fg_control *ctl, uint64_t now)
+/* Best effort for a connection that gets no slot: one short line into an
+ * empty socket buffer does not block. */
+static void refuse_unslotted(int fd, const char *fmt, unsigned a, unsigned b)
 {
-	int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd < 0)
-		return;
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	bool admin = false;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
-		const struct fg_settings *s = ctl->view.settings;
-		admin = cred.uid == 0;
-		for (uint32_t i = 0; i < s->n_admin_uids; i++)
-			admin |= cred.uid == s->admin_uids[i];
-		for (uint32_t i = 0; i < s->n_admin_gids; i++)
-			admin |= cred.gid == s->admin_gids[i];
+	char *resp = error_response(fmt, a, b);
+	if (resp) {
+		size_t n = strlen(resp);
+		resp[n] = '\n'; /* over the NUL: the length is known */
+		ssize_t w = send(fd, resp, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;
+		free(resp);
 	}
+	close(fd);
+}
+
+/* Admins may take any free slot, others all but FG_CONTROL_ADMIN_SLOTS of
+ * them: readers, however many, cannot lock an admin out. */
+static void accept_one(struct fg_control *ctl, int fd, uint64_t now)
+{
+	struct peer peer;
+	peer_read(fd, &peer);
+	bool admin = peer_is_admin(ctl->view.settings, &peer);
+	struct conn *slot = NULL;
+	unsigned others = 0;
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
 		struct conn *c = &ctl->conns[i];
-		if (c->fd < 0) {
-			c->fd = fd;
-			c->len = 0;
-			c->last_ns = now;
-			c->may_mutate = admin;
-			return;
-		}
+		if (c->fd < 0)
+			slot = slot ? slot : c;
+		else
+			others += !c->admin_slot;
 	}
-	struct conn tmp = { .fd = fd };
-	conn_reply(&tmp, error_response("too many control clients (at most %u)", FG_CONTROL_MAX_CLIENTS));
-	close(fd);
+	if (!admin && others >= FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS)
+		slot = NULL;
+	if (!slot) {
+		free(peer.groups);
+		refuse_unslotted(fd, "too many control clients (at most %u; %u more are kept for admins)",
+				 FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS, FG_CONTROL_ADMIN_SLOTS);
+		return;
+	}
+	*slot = (struct conn){ .fd = fd, .admin_slot = admin, .peer = peer, .last_ns = now, .partial_ns = now };
+}
+
+/* --- SIGHUP: re-apply the --config files -------------------------------------- */
+
+static void log_lines(const char *prefix, json_t *lines)
+{
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l)
+		fprintf(stderr, "%s%s\n", prefix, json_string_value(l));
+}
+
+/* As `fairgatectl apply -f` of each file in turn, as one change: the same
+ * answer, told on stderr. */
+static void reload(struct fg_control *ctl)
+{
+	const struct fg_control_view *v = &ctl->view;
+	unsigned n = 0, failed = 0;
+	if (!v->n_reload_paths) {
+		fprintf(stderr, "fairgate: SIGHUP: no --config file to reload; nothing changed\n");
+		return;
+	}
+	struct apply_text *texts = calloc(v->n_reload_paths, sizeof(*texts));
+	if (!texts) {
+		fprintf(stderr, "fairgate: SIGHUP: out of memory; nothing changed\n");
+		return;
+	}
+	for (; n < v->n_reload_paths; n++) {
+		char *buf;
+		int rc = fg_read_file(v->reload_paths[n], &buf, &texts[n].len);
+		if (rc) {
+			fprintf(stderr, "fairgate: SIGHUP: --config %s: %s; nothing changed\n", v->reload_paths[n],
+				fg_read_file_strerror(rc));
+			goto out;
+		}
+		texts[n].data = buf;
+	}
+	char *resp = apply_texts(v, texts, n, false, false, false, &failed);
+	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
+	free(resp);
+	json_t *res = json_object_get(r, "result");
+	if (json_is_true(json_object_get(r, "ok"))) {
+		log_lines("fairgate: Warning: ", json_object_get(res, "warnings"));
+		fprintf(stderr,
+			"fairgate: SIGHUP: reloaded %u --config file(s): %lld object(s), %lld priority levels, "
+			"%lld flow schemas in force (configuration generation %lld)\n",
+			n, (long long)json_integer_value(json_object_get(res, "objects")),
+			(long long)json_integer_value(json_object_get(res, "priorityLevels")),
+			(long long)json_integer_value(json_object_get(res, "flowSchemas")),
+			(long long)json_integer_value(json_object_get(res, "generation")));
+	} else {
+		const char *e = json_string_value(json_object_get(r, "error"));
+		fprintf(stderr, "fairgate: SIGHUP: --config %s refused: %s\n", v->reload_paths[failed],
+			e ? e : "out of memory; nothing was changed");
+		log_lines("  ", json_object_get(r, "errors"));
+	}
+	json_decref(r);
+out:
+	for (unsigned i = 0; i < n; i++)
+		free((char *)texts[i].data);
+	free(texts);
+}
+
+/* --- the thread ---------------------------------------------------------------- */
+
+/* Each connection waits for what it needs next: its reader (output pending)
+ * or its next request; one that is closing waits only on its output. */
+static short conn_events(const struct conn *c)
+{
+	if (conn_has_output(c))
+		return POLLOUT;
+	return c->closing ? 0 : POLLIN;
 }
 
 static void *control_main(void *arg)
 {
 	struct fg_control *ctl = arg;
+	enum { WAKE, LISTEN, RELOAD, FIXED };
 	rcu_register_thread();
 	rcu_thread_offline();
 	for (;;) {
-		struct pollfd pfd[FG_CONTROL_MAX_CLIENTS + 2];
-		struct conn *owner[FG_CONTROL_MAX_CLIENTS + 2];
-		unsigned n = 0;
-		pfd[n] = (struct pollfd){ ctl->wake[0], POLLIN, 0 };
-		owner[n++] = NULL;
-		pfd[n] = (struct pollfd){ ctl->listen_fd, POLLIN, 0 };
-		owner[n++] = NULL;
+		struct pollfd pfd[FG_CONTROL_MAX_CLIENTS + FIXED];
+		struct conn *owner[FG_CONTROL_MAX_CLIENTS + FIXED];
+		unsigned n = FIXED;
+		pfd[WAKE] = (struct pollfd){ ctl->wake[0], POLLIN, 0 };
+		pfd[LISTEN] = (struct pollfd){ ctl->listen_fd, POLLIN, 0 };
+		pfd[RELOAD] = (struct pollfd){ ctl->view.reload_fd, POLLIN, 0 }; /* a negative fd is skipped */
 		for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
 			if (ctl->conns[i].fd >= 0) {
-				pfd[n] = (struct pollfd){ ctl->conns[i].fd, POLLIN, 0 };
+				pfd[n] = (struct pollfd){ ctl->conns[i].fd, conn_events(&ctl->conns[i]), 0 };
 				owner[n++] = &ctl->conns[i];
 			}
 		poll(pfd, n, 250);
-		if (pfd[0].revents)
+		if (pfd[WAKE].revents)
 			break;
 		uint64_t now = fg_now_ns();
-		if (pfd[1].revents & POLLIN)
-			accept_one(ctl, now);
-		for (unsigned i = 2; i < n; i++)
-			if (pfd[i].revents)
-				conn_read(ctl, owner[i], now);
-		for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
-			struct conn *c = &ctl->conns[i];
-			if (c->fd >= 0 && now - c->last_ns > FG_CONTROL_READ_TIMEOUT_MS * FG_NS_PER_MS && c->len) {
-				conn_reply(c, error_response("read timeout: incomplete request line"));
-				conn_close(c);
+		if (pfd[RELOAD].revents & POLLIN) {
+			uint64_t count;
+			ssize_t r = read(ctl->view.reload_fd, &count, sizeof(count)); /* several SIGHUPs: one reload */
+			(void)r;
+			reload(ctl);
+		}
+		/* Bounded, so that a flood of connects cannot starve the others. */
+		for (unsigned k = 0; k < 2 * FG_CONTROL_MAX_CLIENTS && (pfd[LISTEN].revents & POLLIN); k++) {
+			int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+			if (fd < 0)
+				break;
+			accept_one(ctl, fd, now);
+		}
+		for (unsigned i = FIXED; i < n; i++) {
+			struct conn *c = owner[i];
+			if (!pfd[i].revents || c->fd < 0)
+				continue;
+			if (conn_has_output(c)) {
+				conn_flush(ctl, c, now);
+				if (c->fd >= 0)
+					conn_serve(ctl, c, now); /* the lines that waited for this answer */
+			} else if (!c->closing) {
+				conn_read(ctl, c, now);
+			} else {
+				conn_close(ctl, c); /* hung up while closing */
 			}
 		}
+		for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
+			if (ctl->conns[i].fd >= 0)
+				conn_check_timeouts(ctl, &ctl->conns[i], now);
 	}
 	rcu_thread_online();
 	rcu_unregister_thread();
 	return NULL;
 }
 
-/* Refuse to steal a live daemon's socket; remove a stale one. */
-static int claim_path(const char *path)
+/* --- the socket path ------------------------------------------------------------- */
+
+/* Take the path: free, or a stale socket (nobody accepts on it), which is
+ * removed.  A live socket and any other kind of file are left alone. */
+static int claim_path(const char *path, char *errbuf, size_t errlen)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct stat st;
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(errbuf, errlen, "control socket %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(errbuf, errlen, "control socket %s: the path exists and is not a socket; not removing it",
+			 path);
+		return -EEXIST;
+	}
+	/* Non-blocking: a live daemon with a full backlog answers EAGAIN, not a hang. */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		close(fd);
-		return -EADDRINUSE;
-	}
+	int rc = fd < 0 ? -errno : connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : -errno;
 	if (fd >= 0)
 		close(fd);
-	unlink(path);
-	return 0;
+	if (rc == -ECONNREFUSED) {
+		if (unlink(path) == 0 || errno == ENOENT)
+			return 0;
+		rc = -errno;
+		snprintf(errbuf, errlen, "control socket %s: cannot remove the stale socket: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (rc == 0 || rc == -EAGAIN || rc == -EINPROGRESS)
+		snprintf(errbuf, errlen, "another fairgate is listening on %s", path);
+	else
+		snprintf(errbuf, errlen, "control socket %s: cannot tell whether it is stale (%s); not removing it",
+			 path, strerror(-rc));
+	return rc ? rc : -EADDRINUSE;
+}
+
+/* Remove the socket at stop only if it is still the one bound here. */
+static void release_path(const struct fg_control *ctl)
+{
+	struct stat st;
+	if (lstat(ctl->path, &st) == 0 && st.st_dev == ctl->sock_dev && st.st_ino == ctl->sock_ino)
+		unlink(ctl->path);
 }
 
 static void mkdir_parent(const char *path)
@@ -483,15 +793,20 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 		ctl->conns[i].fd = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", view->settings->control_socket);
 	mkdir_parent(ctl->path);
-	if (claim_path(ctl->path)) {
-		snprintf(errbuf, errlen, "control socket %s is in use by another fairgate", ctl->path);
+	if (claim_path(ctl->path, errbuf, errlen))
 		goto err;
-	}
 	ctl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", ctl->path);
-	if (ctl->listen_fd < 0 || bind(ctl->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    chmod(ctl->path, 0660) < 0 || listen(ctl->listen_fd, 16) < 0) {
+	if (ctl->listen_fd < 0 || bind(ctl->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		snprintf(errbuf, errlen, "control socket %s: %s", ctl->path, strerror(errno));
+		goto err;
+	}
+	struct stat st;
+	ctl->bound = lstat(ctl->path, &st) == 0;
+	ctl->sock_dev = ctl->bound ? st.st_dev : 0;
+	ctl->sock_ino = ctl->bound ? st.st_ino : 0;
+	if (chmod(ctl->path, 0660) < 0 || listen(ctl->listen_fd, 16) < 0) {
 		snprintf(errbuf, errlen, "control socket %s: %s", ctl->path, strerror(errno));
 		goto err;
 	}
@@ -501,10 +816,10 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 	}
 	return ctl;
 err:
-	if (ctl->listen_fd >= 0) {
+	if (ctl->bound)
+		release_path(ctl);
+	if (ctl->listen_fd >= 0)
 		close(ctl->listen_fd);
-		unlink(ctl->path);
-	}
 	for (int i = 0; i < 2; i++)
 		if (ctl->wake[i] >= 0)
 			close(ctl->wake[i]);
@@ -521,10 +836,10 @@ void fg_control_stop(struct fg_control *ctl)
 	pthread_join(ctl->thread, NULL);
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
 		if (ctl->conns[i].fd >= 0)
-			conn_close(&ctl->conns[i]);
+			conn_close(ctl, &ctl->conns[i]);
 	}
 	close(ctl->listen_fd);
-	unlink(ctl->path);
+	release_path(ctl);
 	close(ctl->wake[0]);
 	close(ctl->wake[1]);
 	fg_fc_set_free(ctl->view.objects); /* the control thread owned the object set */

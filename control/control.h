@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * control — the control thread: the control socket (newline-delimited JSON
- * over a Unix stream socket, docs/control.md) and configuration publication
- * with liburcu QSBR.
+ * over a Unix stream socket, docs/control.md), configuration publication
+ * with liburcu QSBR, and the reload that SIGHUP asks for.
+ *
+ * Invariants: a connection's answers leave in the order of its requests and
+ * each whole, newline-terminated, however slowly the peer reads; a peer that
+ * is not reading never stalls the thread or another peer (sockets are
+ * non-blocking, answers wait in a per-connection output buffer, and a
+ * connection with output pending is not read).  FG_CONTROL_ADMIN_SLOTS of the
+ * FG_CONTROL_MAX_CLIENTS connections are kept for admins.  A mutating command
+ * is allowed by the peer's credentials (taken at connect, supplementary
+ * groups included) against controlAdmins as in force when the command runs.
  *
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
  * reads worker statistics with relaxed loads (stats.h) and never blocks a
- * worker.
+ * worker.  The daemon's signal handler only writes to view.reload_fd (an
+ * eventfd); the reload itself runs on the control thread.
  */
 #ifndef FG_CONTROL_H
 #define FG_CONTROL_H
@@ -16,6 +26,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "defs.h"
 #include "flowcontrol.h"
 #include "settings.h"
 #include "seatshare.h"
@@ -23,6 +34,13 @@
 
 
 /* What the control thread may look at. */
+/* Connection limits; the control thread alone uses them. */
+#define FG_CONTROL_ADMIN_SLOTS 4u              /* of FG_CONTROL_MAX_CLIENTS, for admins only */
+#define FG_CONTROL_IDLE_TIMEOUT_MS 10000u      /* no byte either way for this long: closed */
+#define FG_CONTROL_MAX_QUEUED (64u << 20)      /* answers waiting for slow readers, all connections */
+_Static_assert(FG_CONTROL_ADMIN_SLOTS < FG_CONTROL_MAX_CLIENTS, "non-admins need at least one slot");
+_Static_assert(FG_CONTROL_READ_TIMEOUT_MS < FG_CONTROL_IDLE_TIMEOUT_MS, "a partial line times out first");
+
 struct fg_control_view {
 	struct fg_settings *settings;    /* the control thread's own copy */
 	struct fg_config **config_ptr;   /* RCU-protected, published here */
@@ -32,12 +50,17 @@ struct fg_control_view {
 	volatile int *shutting_down;
 	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
+	int reload_fd;                   /* eventfd: readable when SIGHUP asked for a reload; -1 none */
+	const char *const *reload_paths; /* the --config files a reload applies, in order */
+	unsigned n_reload_paths;
 };
 
 struct fg_control;
 
 /* Bind the control socket and start the thread.  NULL and *err on failure
- * (message in errbuf). */
+ * (message in errbuf).  The socket path is taken only when nothing is there
+ * or it is a stale socket nobody listens on (then it is replaced); a live
+ * socket or any other file is left alone and refused. */
 struct fg_control *fg_control_start(const struct fg_control_view *view, char *errbuf, size_t errlen);
 void fg_control_stop(struct fg_control *c);
 

@@ -3,13 +3,16 @@
  * fairgatectl — the control CLI (docs/control.md): status, version, apply,
  * delete, get, and validate/explain, which also work offline on a file.
  *
- * Exit status: 0 success, 1 the daemon answered with an error, could not be
- * reached, or (validate) the configuration is invalid, 2 usage error.
+ * Exit status: 0 success, 1 the daemon answered with an error (a refused
+ * connection included), could not be reached, closed the connection without
+ * an answer, or (validate) the configuration is invalid, 2 usage error.  Every
+ * 1 comes with a message on stderr.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +54,26 @@ static void usage(FILE *f)
 		FG_DEFAULT_CONTROL_SOCKET);
 }
 
-/* Send one request line, read one response line.  NULL + message on error. */
+/* Write all of buf; 0 or -errno.  MSG_NOSIGNAL: a daemon that has closed
+ * the connection gives EPIPE here, not a silent death by SIGPIPE. */
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EPIPE;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Send one request line, read one response line.  NULL + message on error.
+ * A daemon that refuses the connection (too many clients, idle timeout)
+ * writes why and closes: that line is read and returned even when writing
+ * the request failed. */
 static json_t *call(const char *path, const char *request, char *err, size_t errlen)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -63,35 +85,44 @@ static json_t *call(const char *path, const char *request, char *err, size_t err
 			close(fd);
 		return NULL;
 	}
-	size_t rl = strlen(request);
-	if (write(fd, request, rl) != (ssize_t)rl || write(fd, "\n", 1) != 1) {
-		snprintf(err, errlen, "write to %s: %s", path, strerror(errno));
-		close(fd);
-		return NULL;
-	}
+	int werr = send_all(fd, request, strlen(request));
+	if (!werr)
+		werr = send_all(fd, "\n", 1);
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap);
+	json_t *resp = NULL;
 	for (;;) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
-		if (!buf || poll(&pfd, 1, 5000) <= 0) {
-			snprintf(err, errlen, "no answer from %s", path);
+		if (!buf) {
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		if (poll(&pfd, 1, 5000) <= 0) {
+			snprintf(err, errlen, "no answer from %s within 5 s", path);
 			break;
 		}
 		ssize_t n = read(fd, buf + len, cap - len);
 		if (n <= 0) {
-			snprintf(err, errlen, "connection closed by %s", path);
+			if (werr)
+				snprintf(err, errlen,
+					 "fairgate at %s closed the connection before taking the request (%s)", path,
+					 strerror(-werr));
+			else if (len)
+				snprintf(err, errlen, "connection closed by %s in the middle of an answer (%zu bytes)",
+					 path, len);
+			else
+				snprintf(err, errlen, "connection closed by %s without an answer%s%s", path,
+					 n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
 			break;
 		}
 		len += (size_t)n;
-		char *nl = memchr(buf, '\n', len);
+		char *nl = memchr(buf + len - (size_t)n, '\n', (size_t)n);
 		if (nl) {
 			json_error_t je;
-			json_t *resp = json_loadb(buf, (size_t)(nl - buf), 0, &je);
+			resp = json_loadb(buf, (size_t)(nl - buf), 0, &je);
 			if (!resp)
 				snprintf(err, errlen, "malformed answer: %s", je.text);
-			free(buf);
-			close(fd);
-			return resp;
+			break;
 		}
 		if (len == cap) {
 			char *nb = realloc(buf, cap *= 2);
@@ -102,7 +133,7 @@ static json_t *call(const char *path, const char *request, char *err, size_t err
 	}
 	free(buf);
 	close(fd);
-	return NULL;
+	return resp;
 }
 
 static json_t *result_or_error(json_t *resp, char *err, size_t errlen)
@@ -653,6 +684,7 @@ static const struct command {
 
 int main(int argc, char **argv)
 {
+	signal(SIGPIPE, SIG_IGN); /* a closed connection is an error to report (send_all), not a death */
 	const char *path = getenv("FAIRGATE_SOCKET");
 	if (!path)
 		path = FG_DEFAULT_CONTROL_SOCKET;

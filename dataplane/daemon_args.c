@@ -158,11 +158,18 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 		    !strcmp(fg_settings_table[opt - OPT_SETTING].name, "strictFields"))
 			strict = true;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1)
-		if (opt == OPT_CONFIG && load_config(a, optarg, strict || a->settings.strict_fields))
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt != OPT_CONFIG)
+			continue;
+		if (a->n_config_paths == FG_DAEMON_MAX_CONFIG_FILES) {
+			fprintf(stderr, "fairgate: at most %u --config files\n", FG_DAEMON_MAX_CONFIG_FILES);
 			return FG_ARGS_BAD;
-	bool list_from_flags[64] = { false }; /* by settings row: the first flag of a list replaces the file's */
-	_Static_assert(sizeof(list_from_flags) / sizeof(list_from_flags[0]) >= 64, "one entry per settings row");
+		}
+		a->config_paths[a->n_config_paths++] = optarg;
+		if (load_config(a, optarg, strict || a->settings.strict_fields))
+			return FG_ARGS_BAD;
+	}
+	bool list_from_flags[FG_SETTINGS_MAX_ROWS] = { false }; /* the first flag of a list replaces the file's */
 	optind = 1;
 	opterr = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {

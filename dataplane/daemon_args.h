@@ -18,10 +18,14 @@
 #include "flowcontrol.h"
 #include "settings.h"
 
+#define FG_DAEMON_MAX_CONFIG_FILES 16u
+
 struct fg_daemon_args {
 	struct fg_settings settings;
 	struct fg_fc_set *objects; /* in force at start: --config's objects or the bootstrap set */
 	bool check_only;           /* --check: print and exit */
+	const char *config_paths[FG_DAEMON_MAX_CONFIG_FILES]; /* the --config files in order (argv's), for SIGHUP */
+	unsigned n_config_paths;
 };
 
 enum { FG_ARGS_RUN = 0, FG_ARGS_DONE = 1, FG_ARGS_BAD = 2 };

@@ -7,8 +7,10 @@
  *
  * Threads: the workers (the main lcore runs worker 0), the control thread
  * (control/), and with several workers the allotter thread
- * (common/allotter.h).  The one piece of process-wide state is the signal
- * that stops them.
+ * (common/allotter.h).  The process-wide state is what the signal handlers
+ * set: the signal that stops them, whether a second one cut the drain short,
+ * and the eventfd through which SIGHUP asks the control thread for a reload.
+ * The handlers only store and write(2); the work happens on those threads.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 #include <urcu-qsbr.h>
 
 #include <rte_launch.h>
@@ -31,9 +35,38 @@
 #include "sock_io.h"
 #include "workerset.h"
 
-static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_signal, stop_now;
+static int reload_fd = -1; /* set before the handlers are installed */
 
-static void on_signal(int sig) { stop_signal = sig; }
+/* SIGTERM, SIGINT, SIGQUIT: the first starts the drain, the next ends it. */
+static void on_stop(int sig)
+{
+	if (stop_signal)
+		stop_now = 1;
+	else
+		stop_signal = sig;
+}
+
+/* SIGHUP: wake the control thread, which re-applies --config. */
+static void on_hup(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	uint64_t one = 1;
+	ssize_t w = write(reload_fd, &one, sizeof(one)); /* full (EAGAIN): a reload is pending anyway */
+	(void)w;
+	errno = saved;
+}
+
+static void install_signals(void)
+{
+	struct sigaction stop = { .sa_handler = on_stop }, hup = { .sa_handler = on_hup, .sa_flags = SA_RESTART };
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
+	sigaction(SIGQUIT, &stop, NULL);
+	sigaction(SIGHUP, &hup, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
 
 /* Everything the daemon runs, in start-up order; teardown undoes it in
  * reverse, whatever was reached. */
@@ -78,7 +111,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 		unsigned n = fg_worker_poll(w, cfg, now);
 		if (w->id == 0) /* the pool is shared: one worker reports it */
 			FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
-		if (w->draining && (w->executing.count == 0 || now >= drain_deadline)) {
+		if (w->draining && (w->executing.count == 0 || now >= drain_deadline || stop_now)) {
 			fg_worker_abort_executing(w, cfg, now);
 			break;
 		}
@@ -178,6 +211,7 @@ static int start_control(struct daemon *d)
 		.settings = malloc(sizeof(struct fg_settings)), .config_ptr = &d->published, .worker_stats = d->stats,
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
+		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 	};
 	if (!view.settings) {
 		fprintf(stderr, "fairgate: out of memory\n");
@@ -215,10 +249,13 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	}
 	if (d->s->n_backends == 0)
 		fprintf(stderr, "fairgate: warning: no backends configured; every request gets REJECT no-backend\n");
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* From here a SIGHUP waits in the eventfd until the control thread runs. */
+	reload_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (reload_fd < 0) {
+		fprintf(stderr, "fairgate: eventfd for SIGHUP: %s\n", strerror(errno));
+		return 1;
+	}
+	install_signals();
 
 	struct fg_io ios[FG_MAX_WORKER_CORES];
 	argv[own_argc] = argv[0]; /* EAL wants a program name first */
@@ -286,9 +323,9 @@ static void run(struct daemon *d)
 		for (int r = 0; r < FG_REJECT__COUNT; r++)
 			rejected += st->rejected[r];
 	}
-	fprintf(stderr, "fairgate: shut down (signal %d): %llu requests, %llu responded, %llu rejected, "
-		"%llu malformed datagrams\n", (int)stop_signal, (unsigned long long)received,
-		(unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
+	fprintf(stderr, "fairgate: shut down (signal %d%s): %llu requests, %llu responded, %llu rejected, "
+		"%llu malformed datagrams\n", (int)stop_signal, stop_now ? ", drain cut short by a second signal" : "",
+		(unsigned long long)received, (unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
 }
 
 /* Undo whatever start reached, in reverse order. */
@@ -303,6 +340,11 @@ static void teardown(struct daemon *d)
 		rcu_thread_online();
 	}
 	fg_control_stop(d->ctl);
+	if (reload_fd >= 0) {
+		signal(SIGHUP, SIG_IGN); /* before its fd goes */
+		close(reload_fd);
+		reload_fd = -1;
+	}
 	fg_workerset_destroy(&d->workers);
 	if (d->rcu_registered) {
 		fg_config_publish(&d->published, NULL);

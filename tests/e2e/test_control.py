@@ -109,7 +109,7 @@ t.check(out.returncode == 2 and "unknown command" in out.stderr, "fairgatectl un
 # A second daemon on the same control socket is refused.
 p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", d.sock],
                    capture_output=True, text=True, timeout=10)
-t.check(p.returncode == 1 and "in use by another fairgate" in p.stderr, "control socket in use: refused")
+t.check(p.returncode == 1 and f"another fairgate is listening on {d.sock}" in p.stderr, "control socket in use: refused")
 # A whole configuration file, FairgateSettings included, can be applied live:
 # reloadable settings change, restart-only ones are refused.
 with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
