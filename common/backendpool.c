@@ -14,6 +14,14 @@ void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_af
 	p->max_eject_ns = max_eject_ns > eject_ns ? max_eject_ns : eject_ns;
 }
 
+void fg_backendpool_set_ejection(struct fg_backendpool *p, uint32_t eject_after, uint64_t eject_ns,
+				 uint64_t max_eject_ns)
+{
+	p->eject_after = eject_after ? eject_after : 1;
+	p->base_eject_ns = eject_ns;
+	p->max_eject_ns = max_eject_ns;
+}
+
 void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n)
 {
 	if (n != p->n) {

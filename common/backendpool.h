@@ -59,6 +59,11 @@ struct fg_backendpool {
 void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
 			 uint64_t max_eject_ns);
 
+/* New ejection settings (a live apply): they govern the next timeouts and
+ * ejections; a backend ejected now keeps its current ejection. */
+void fg_backendpool_set_ejection(struct fg_backendpool *p, uint32_t eject_after, uint64_t eject_ns,
+				 uint64_t max_eject_ns);
+
 /* Keep the state of the first n backends when the list is unchanged in size;
  * reset otherwise. */
 void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n);

@@ -28,6 +28,7 @@
 #define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
 #define FG_MAX_WORKER_CORES 64u
 #define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight from one worker to another */
+#define FG_ANSWER_RESERVE 64u             /* buffers a worker keeps for answers it owes (timeouts, shutdown) */
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */
 /* Priority levels a configuration may hold: half of a worker's slots, so a
@@ -56,6 +57,7 @@
 #define FG_CONTROL_MAX_MSG (4u << 20)        /* one control-socket request line */
 #define FG_INPUT_FILE_MAX (FG_CONTROL_MAX_MSG / 2) /* an input file: what fairgatectl reads it can send */
 #define FG_CONTROL_MAX_ADMINS 16u
+#define FG_CONTROL_FOLLOW_WAIT_NS 2000000000ull /* how long apply waits for every worker to follow */
 #define FG_CONTROL_MAX_CLIENTS 16u
 #define FG_CONTROL_READ_TIMEOUT_MS 5000u
 

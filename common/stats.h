@@ -50,6 +50,7 @@ struct fg_worker_stats {
 	uint64_t invalid_rejected;             /* REJECT invalid to undecodable datagrams */
 	uint64_t tx_datagrams;
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
+	uint64_t answers_lost;                 /* owed REJECTs with no buffer, even from the reserve */
 	uint64_t backend_ejections;
 	uint64_t held_for_backend;             /* admitted while every usable backend was full */
 	uint64_t untrusted_requests;           /* from sources outside trustedSources: identity assigned */
@@ -59,6 +60,7 @@ struct fg_worker_stats {
 	uint64_t handoff_refused;              /* a full ring: request rejected, answer dropped */
 	uint64_t config_generation;            /* the configuration this worker follows */
 	uint32_t config_error;                 /* errno of the last configuration it could not follow; 0 */
+	uint64_t config_refused_generation;    /* the generation it last could not follow */
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;

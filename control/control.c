@@ -138,6 +138,43 @@ static void check_restart_only(const struct fg_settings *cur, const struct fg_se
 	}
 }
 
+/* After publishing generation gen: wait (bounded) until every worker follows
+ * it or has said why it cannot, so that the answer tells what is in force.
+ * Workers poll every few microseconds; the bound covers a stalled one. */
+static json_t *wait_for_workers(const struct fg_control_view *view, uint64_t gen, struct fg_errors *warnings)
+{
+	json_t *refused = json_array();
+	uint64_t deadline = fg_now_ns() + FG_CONTROL_FOLLOW_WAIT_NS;
+	unsigned decided = 0;
+	while (decided < view->n_workers && fg_now_ns() < deadline) {
+		decided = 0;
+		for (unsigned w = 0; w < view->n_workers; w++) {
+			const struct fg_worker_stats *s = view->worker_stats[w];
+			decided += __atomic_load_n(&s->config_generation, __ATOMIC_ACQUIRE) >= gen ||
+				   FG_STAT_GET(s->config_refused_generation) >= gen;
+		}
+		if (decided < view->n_workers)
+			usleep(200);
+	}
+	for (unsigned w = 0; w < view->n_workers; w++) {
+		const struct fg_worker_stats *s = view->worker_stats[w];
+		if (__atomic_load_n(&s->config_generation, __ATOMIC_ACQUIRE) >= gen)
+			continue;
+		uint32_t err = FG_STAT_GET(s->config_error);
+		bool said = FG_STAT_GET(s->config_refused_generation) >= gen && err;
+		const char *why = !said ? "did not follow within the wait (stalled or busy)"
+			: err == ENOSPC ? "no free priority-level slots: too many levels are still draining; it refuses "
+					  "requests until they drain"
+			: err == ENOMEM ? "out of memory; it refuses requests and retries at every poll"
+			: "could not follow it";
+		char path[32];
+		snprintf(path, sizeof(path), "worker %u", w);
+		fg_errors_add(warnings, path, "runs no configuration: %s", why);
+		json_array_append_new(refused, json_pack("{s:i, s:s}", "worker", (int)w, "reason", why));
+	}
+	return refused;
+}
+
 /* Compile a candidate object set with candidate settings and, unless dry,
  * publish them as the next generation; on success both replace the view's.
  * The candidate always holds the mandatory objects (what `get` shows is what
@@ -182,6 +219,9 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	fg_fc_set_free(candidate);
 	*view->settings = settings;
 	json_object_set_new(summary, "generation", json_integer((json_int_t)generation));
+	json_t *refused = wait_for_workers(view, generation, warnings);
+	json_object_set_new(summary, "workersNotFollowing", refused);
+	json_object_set_new(summary, "warnings", lines_json(warnings));
 	return ok_response(summary);
 }
 

@@ -95,6 +95,9 @@ static json_t *workers_json(const struct fg_control_view *v)
 			"handoffRefused", (json_int_t)FG_STAT_GET(s->handoff_refused),
 			"allotmentChanges", (json_int_t)FG_STAT_GET(s->allotment_changes),
 			"configGeneration", (json_int_t)FG_STAT_GET(s->config_generation)));
+		/* A worker that could not follow the last configuration says why. */
+		uint32_t err = FG_STAT_GET(s->config_error);
+		json_object_set_new(json_array_get(arr, w), "configError", err ? json_string(strerror((int)err)) : json_null());
 	}
 	return arr;
 }
@@ -114,7 +117,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
 	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
 	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t buffers = 0, ejections = 0, held = 0;
+	uint64_t buffers = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		sum_rx += FG_STAT_GET(s->rx_datagrams);
@@ -135,6 +138,8 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		buffers += FG_STAT_GET(s->buffers_in_use);
 		ejections += FG_STAT_GET(s->backend_ejections);
 		held += FG_STAT_GET(s->held_for_backend);
+		untrusted += FG_STAT_GET(s->untrusted_requests);
+		challenges += FG_STAT_GET(s->cookie_challenges);
 	}
 	json_t *rejected = json_object(), *bad = json_object();
 	uint64_t rej_total = 0;
@@ -187,5 +192,10 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"heldForBackend", (json_int_t)held,
 		"priorityLevels", level,
 		"flows", flows_json(v));
+	/* The trust boundary (security.md): requests classified by their
+	 * source's identity, and sources asked to prove their address. */
+	json_t *counters = json_object_get(doc, "counters");
+	json_object_set_new(counters, "untrustedRequests", json_integer((json_int_t)untrusted));
+	json_object_set_new(counters, "cookieChallenges", json_integer((json_int_t)challenges));
 	return doc;
 }

@@ -319,9 +319,12 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && spreads ? n_lanes : 1;
 	for (unsigned i = 0; i < n_lanes; i++)
 		d->lanes[i] = (struct fg_dpdk_lane){ .d = d, .rxq = (uint16_t)i, .txq = (uint16_t)i, .has_rx = i < d->n_rxq };
-	/* Held packets + RX/TX descriptors + TX batches + per-lane caches. */
+	/* Held packets + RX/TX descriptors + TX batches + per-lane caches +
+	 * what the hand-off rings between lanes' workers can hold + each
+	 * worker's reserve for the answers it owes. */
 	unsigned n_mbufs = n_buffers * n_lanes + 2 * DPDK_RING_DESC * n_lanes + DPDK_TX_BATCH * n_lanes +
-			   (n_lanes + 1) * DPDK_MBUF_CACHE;
+			   (n_lanes + 1) * DPDK_MBUF_CACHE + FG_ANSWER_RESERVE * n_lanes +
+			   (n_lanes > 1 ? FG_HANDOFF_RING_SIZE * n_lanes * (n_lanes - 1) : 0);
 	char name[32];
 	snprintf(name, sizeof(name), "fg_mbufs_%u", port);
 	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,

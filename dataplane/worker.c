@@ -25,6 +25,7 @@ static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req
 }
 
 static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now);
+static void refill_reserve(struct fg_worker *w);
 
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests)
 {
@@ -40,7 +41,10 @@ int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t m
 	fg_wheel_init(&w->lingering, 0);
 	if (fg_nonces_init(&w->nonces, NULL) || fg_cookie_jar_init(&w->cookies, NULL))
 		return -EIO;
-	return fg_reqtable_init(&w->reqs, max_requests);
+	int rc = fg_reqtable_init(&w->reqs, max_requests);
+	if (!rc)
+		refill_reserve(w);
+	return rc;
 }
 
 void fg_worker_share_cookie_master(struct fg_worker *w, const uint8_t master[FG_COOKIE_MASTER_LEN])
@@ -55,6 +59,8 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt.handle)
 			w->io.ops->free(w->io.ctx, &w->reqs.slots[i].pkt);
 	fg_reqtable_fini(&w->reqs);
+	while (w->n_reserve)
+		w->io.ops->free(w->io.ctx, &w->reserve[--w->n_reserve]);
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used)
 			fg_qs_fini(&w->levels[i].qs);
@@ -91,16 +97,28 @@ static void count_reject(struct fg_worker *w, uint32_t flow, uint32_t level, enu
 		FG_STAT_ADD(w->stats.levels[level].rejected, 1);
 }
 
-/* Answer a request whose packet is gone (it went to a backend): a fresh buffer. */
+/* Keep the reserve full while the pool has buffers (a few per poll). */
+static void refill_reserve(struct fg_worker *w)
+{
+	while (w->n_reserve < FG_ANSWER_RESERVE && !w->io.ops->alloc(w->io.ctx, &w->reserve[w->n_reserve]))
+		w->n_reserve++;
+}
+
+/* Answer a request whose packet is gone (it went to a backend): a fresh
+ * buffer, from the reserve when the pool is dry. */
 static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, struct fg_req *r,
 			     enum fg_reject_reason reason)
 {
 	struct fg_pkt pkt;
-	count_reject(w, r->flow, r->level, reason);
 	if (unlikely(w->io.ops->alloc(w->io.ctx, &pkt))) {
-		FG_STAT_ADD(w->stats.tx_failed, 1);
-		return;
+		if (!w->n_reserve) {
+			FG_STAT_ADD(w->stats.answers_lost, 1);
+			FG_STAT_ADD(w->stats.tx_failed, 1);
+			return;
+		}
+		pkt = w->reserve[--w->n_reserve];
 	}
+	count_reject(w, r->flow, r->level, reason);
 	pkt.peer = r->client;
 	reject_in_place(w, cfg, &pkt, r->client_id, reason);
 }
@@ -622,6 +640,8 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_worker_handle(w, cfg, &pkts[i], now);
 	fg_worker_expire(w, cfg, now);
 	fg_worker_dispatch(w, cfg, now);
+	if (unlikely(w->n_reserve < FG_ANSWER_RESERVE))
+		refill_reserve(w);
 	if (w->io.ops->tick)
 		w->io.ops->tick(w->io.ctx, now);
 	flush(w);

@@ -10,9 +10,12 @@
  * tests drive it with a fake io and a virtual clock.
  *
  * Every valid REQUEST ends in exactly one answer to its client: the backend's
- * RESPONSE (or backend-sent REJECT) or a REJECT from fairgate.  Accounting
- * invariant (tests check it):
- *   received == responded + sum(rejected) + waiting + executing
+ * RESPONSE (or backend-sent REJECT) or a REJECT from fairgate.  A REJECT for
+ * a request whose packet went to a backend needs a fresh buffer: it comes
+ * from the pool or, when that is dry, from a reserve kept for it; only when
+ * both are empty is it lost (answers_lost).  Accounting invariant (tests
+ * check it):
+ *   received == responded + sum(rejected) + answers_lost + waiting + executing
  *
  * Thread contract: all functions are called by the owning worker thread only.
  */
@@ -101,6 +104,8 @@ struct fg_worker {
 	struct fg_board *board;      /* the followed configuration's, with a mesh */
 	bool draining;               /* shutting down: admit nothing new */
 	struct fg_nonces nonces;     /* dispatch ids' unpredictable part */
+	uint32_t n_reserve;          /* buffers kept for answers fairgate owes when the pool runs dry */
+	struct fg_pkt reserve[FG_ANSWER_RESERVE];
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_worker_stats stats;
 };

@@ -73,13 +73,14 @@ static bool levels_fit(const struct fg_worker *w, const struct fg_fc_config *fc)
  * come back, so no level's limit can be passed whatever the others do), let
  * go of the old configuration's board (it is freed after its grace period),
  * and refuse new requests until a configuration is followed. */
-static int refuse_to_follow(struct fg_worker *w, int rc, uint64_t now)
+static int refuse_to_follow(struct fg_worker *w, const struct fg_config *cfg, int rc, uint64_t now)
 {
 	for (uint32_t k = 0; k < w->n_levels; k++)
 		if (w->levels[k].used)
 			fg_qs_set_limit(&w->levels[k].qs, 0, now);
 	w->board = NULL;
 	FG_STAT_SET(w->stats.config_error, (uint32_t)-rc);
+	FG_STAT_SET(w->stats.config_refused_generation, cfg->generation);
 	return rc;
 }
 
@@ -87,10 +88,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 {
 	const struct fg_fc_config *fc = cfg->fc;
 	if (fc->n_levels > FG_MAX_LEVELS || !levels_fit(w, fc))
-		return refuse_to_follow(w, -ENOSPC, now);
+		return refuse_to_follow(w, cfg, -ENOSPC, now);
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
 	if (!map)
-		return refuse_to_follow(w, -ENOMEM, now);
+		return refuse_to_follow(w, cfg, -ENOMEM, now);
 	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
 	int rc = 0;
 	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
@@ -133,7 +134,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	}
 	if (rc) {
 		free(map);
-		return refuse_to_follow(w, rc, now);
+		return refuse_to_follow(w, cfg, rc, now);
 	}
 	for (uint32_t k = 0; k < w->n_levels; k++) {
 		w->levels[k].live = w->levels[k].used && keep[k];
@@ -147,8 +148,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (!w->config_generation) {
 		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
-	} else
+	} else {
 		fg_backendpool_resize(&w->pool, cfg->n_backends);
+		fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
+	}
 	/* Each worker takes an even part of a backend's capacity. */
 	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
 	for (uint32_t b = 0; b < cfg->n_backends; b++) {

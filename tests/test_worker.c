@@ -165,7 +165,7 @@ static void check_invariant(struct rig *r)
 	uint64_t rej = 0;
 	for (int i = 0; i < FG_REJECT__COUNT; i++)
 		rej += s->rejected[i];
-	CHECK_EQ(s->received, s->responded + rej + s->waiting + s->executing);
+	CHECK_EQ(s->received, s->responded + rej + s->answers_lost + s->waiting + s->executing);
 }
 
 TEST(request_dispatched_and_response_relayed)
@@ -1465,6 +1465,57 @@ TEST(mesh_levels_with_few_queues_use_all_their_seats)
 			mesh_fini(&r);
 		}
 	}
+}
+
+/* The pool runs dry while requests execute: the backend-timeout answers
+ * fairgate owes come from the reserve; past it they are counted as lost,
+ * never as sent. */
+TEST(owed_answers_come_from_the_reserve)
+{
+	struct rig r;
+	rig_init(&r, FG_ANSWER_RESERVE + 8, 10, 1);
+	for (uint64_t id = 1; id <= FG_ANSWER_RESERVE + 8; id++) {
+		char user[16];
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		send_request(&r, (int)(id % 4), id, user, 1);
+		if (id % 16 == 0)
+			step(&r);
+	}
+	step(&r);
+	CHECK_EQ(r.w.stats.executing, FG_ANSWER_RESERVE + 8);
+	CHECK_EQ(r.w.n_reserve, FG_ANSWER_RESERVE);
+	r.io.fail_alloc = 1;
+	r.now += r.cfg.backend_timeout_ns + 1;
+	unsigned sent_before = r.io.n_sent;
+	step(&r);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], FG_ANSWER_RESERVE);
+	CHECK_EQ(r.w.stats.answers_lost, 8);
+	CHECK_EQ(r.io.n_sent - sent_before, FG_ANSWER_RESERVE); /* what is counted as answered was sent */
+	CHECK_EQ(r.w.n_reserve, 0);
+	r.io.fail_alloc = 0;
+	step(&r);
+	CHECK_EQ(r.w.n_reserve, FG_ANSWER_RESERVE); /* refilled once the pool has buffers again */
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
+/* Ejection settings changed by a live apply govern the next timeouts. */
+TEST(eject_settings_apply_live)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1); /* backendEjectAfter 3 */
+	r.cfg.eject_after = 1;
+	r.cfg.generation++;
+	send_request(&r, 0, 1, "alice", 1);
+	step(&r);
+	r.now += r.cfg.backend_timeout_ns + 1;
+	step(&r); /* one timeout now ejects the only backend */
+	CHECK_EQ(r.w.stats.backend_ejections, 1);
+	send_request(&r, 0, 2, "alice", 1);
+	step(&r);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_NO_BACKEND], 1);
+	check_invariant(&r);
+	rig_fini(&r);
 }
 
 TEST_MAIN

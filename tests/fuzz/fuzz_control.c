@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct fg_errors e = { .len = 0 };
 		config = fg_settings_compile(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
 		fg_stats_init(&stats);
+		stats.config_generation = UINT64_MAX; /* a worker that follows every configuration at once */
 		ready = 1;
 	}
 	struct fg_control_view v = { .settings = &settings, .config_ptr = &config, .worker_stats = stats_list,
