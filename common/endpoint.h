@@ -23,6 +23,18 @@ static inline int fg_endpoint_same_addr(const struct fg_endpoint *a, const struc
 	return a->ip == b->ip && a->port == b->port;
 }
 
+/* Whether datagrams sent to `to` would arrive at a socket bound to `bound`
+ * on this host, as far as addresses alone tell: the same address, or the
+ * same port with a wildcard on either side or loopback to a wildcard bind.
+ * (A wildcard bind also receives at the host's interface addresses: the
+ * daemon checks those, common/ has no interfaces.) */
+static inline int fg_endpoint_reaches(const struct fg_endpoint *bound, const struct fg_endpoint *to)
+{
+	if (bound->port != to->port)
+		return 0;
+	return bound->ip == to->ip || bound->ip == 0 || to->ip == 0;
+}
+
 /* An IPv4 prefix "A.B.C.D/N", network byte order; net has no bits outside mask. */
 struct fg_cidr {
 	uint32_t net, mask;

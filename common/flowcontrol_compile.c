@@ -225,8 +225,11 @@ static void derive_limits(struct fg_fc_config *pub, uint32_t server_limit)
 		struct fg_fc_level *l = &pub->levels[k];
 		l->nominal = share_sum ? (uint32_t)(((uint64_t)server_limit * l->shares + share_sum - 1) / share_sum) : 0;
 		l->lendable = round_half_up(l->nominal * l->lendable_percent / 100.0);
-		l->borrowing = l->borrowing_percent < 0 ? server_limit
-							: round_half_up(l->nominal * (double)l->borrowing_percent / 100.0);
+		/* Borrowing beyond every seat the server has means nothing, and a
+		 * large borrowingLimitPercent would overflow the maximum. */
+		double borrowing = l->nominal * (double)l->borrowing_percent / 100.0;
+		l->borrowing = l->borrowing_percent < 0 || borrowing >= server_limit ? server_limit
+							: round_half_up(borrowing);
 		l->min = l->nominal - l->lendable;
 		l->max = l->nominal + l->borrowing;
 		l->limit = l->nominal;

@@ -156,10 +156,10 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
 			      s->workers);
 	for (uint32_t i = 0; i < s->n_backends; i++)
-		if (fg_endpoint_same_addr(&s->backends[i].ep, &s->listen)) {
+		if (fg_endpoint_reaches(&s->listen, &s->backends[i].ep)) {
 			char path[64];
 			snprintf(path, sizeof(path), "spec.backends[%u]", i);
-			fg_errors_add(errs, path, "must differ from spec.listen");
+			fg_errors_add(errs, path, "must differ from spec.listen (fairgate would send requests to itself)");
 		}
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (s->backends[i].seats && s->backends[i].seats < s->workers) {

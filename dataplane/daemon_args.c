@@ -3,6 +3,8 @@
 #include "daemon_args.h"
 
 #include <getopt.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,8 @@ static void print_wrapped(FILE *f, const char *left, const char *text)
 	}
 	fputc('\n', f);
 }
+
+static void check_backends_are_not_self(const struct fg_settings *s, struct fg_errors *errs);
 
 static void usage(FILE *f)
 {
@@ -210,7 +214,9 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 		fprintf(stderr, "fairgate: unexpected argument \"%s\" (EAL arguments follow \"--\")\n", argv[optind]);
 		return FG_ARGS_BAD;
 	}
-	if (fg_settings_validate(&a->settings, &errs)) {
+	fg_settings_validate(&a->settings, &errs);
+	check_backends_are_not_self(&a->settings, &errs);
+	if (errs.count) {
 		fprintf(stderr, "fairgate: invalid settings, %u error(s):\n%s", errs.count, errs.text);
 		return FG_ARGS_BAD;
 	}
@@ -222,6 +228,29 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 	fg_fc_set_warn_dangling(a->objects, &warnings);
 	print_warnings(&warnings);
 	return FG_ARGS_RUN;
+}
+
+/* A socket-mode listen on 0.0.0.0 also receives at the host's interface
+ * addresses: a backend at one of them on the listen port is fairgate itself. */
+static void check_backends_are_not_self(const struct fg_settings *s, struct fg_errors *errs)
+{
+	struct ifaddrs *ifs;
+	if (s->io != FG_IO_SOCKET || s->listen.ip != 0 || getifaddrs(&ifs))
+		return;
+	for (uint32_t i = 0; i < s->n_backends; i++) {
+		if (s->backends[i].ep.port != s->listen.port || fg_ip_is_loopback(s->backends[i].ep.ip))
+			continue; /* loopback is refused by fg_settings_validate already */
+		for (struct ifaddrs *p = ifs; p; p = p->ifa_next)
+			if (p->ifa_addr && p->ifa_addr->sa_family == AF_INET &&
+			    ((struct sockaddr_in *)p->ifa_addr)->sin_addr.s_addr == s->backends[i].ep.ip) {
+				char path[64];
+				snprintf(path, sizeof(path), "spec.backends[%u]", i);
+				fg_errors_add(errs, path, "is this host's address %s on the listen port: fairgate would send "
+					      "requests to itself", p->ifa_name);
+				break;
+			}
+	}
+	freeifaddrs(ifs);
 }
 
 void fg_daemon_args_fini(struct fg_daemon_args *a)

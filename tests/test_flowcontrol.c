@@ -431,4 +431,27 @@ TEST(reapplying_the_same_objects_is_not_refused)
 	fg_fc_set_free(set);
 }
 
+/* A huge borrowingLimitPercent saturates at the server's seats instead of
+ * overflowing the derived maximum. */
+TEST(huge_borrowing_limit_does_not_overflow)
+{
+	const char *text = "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"PriorityLevelConfiguration\","
+			   "\"metadata\":{\"name\":\"greedy\"},\"spec\":{\"type\":\"Limited\",\"limited\":{"
+			   "\"nominalConcurrencyShares\":1000,\"borrowingLimitPercent\":2147483647,"
+			   "\"limitResponse\":{\"type\":\"Reject\"}}}}";
+	struct fg_fc_set *set = fg_fc_set_new();
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &e), 1);
+	struct fg_fc_config *c = fg_fc_compile(set, 1000000, &e);
+	int k = fg_fc_level_index(c, "greedy");
+	CHECK(k >= 0);
+	if (k >= 0) {
+		CHECK_EQ(c->levels[k].borrowing, 1000000);
+		CHECK_EQ(c->levels[k].max, c->levels[k].nominal + 1000000);
+		CHECK(c->levels[k].max > c->levels[k].nominal);
+	}
+	fg_fc_config_free(c);
+	fg_fc_set_free(set);
+}
+
 TEST_MAIN

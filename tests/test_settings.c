@@ -2,6 +2,7 @@
 /* Unit tests of settings (common/settings.c), durations and endpoints. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "duration.h"
@@ -187,6 +188,29 @@ TEST(workers_and_allotment_period)
 	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
 	CHECK_EQ(e.count, 1);
 	CHECK(strstr(e.text, "spec.workers: more than one worker needs io: dpdk (socket mode runs one worker), got 4"));
+}
+
+/* A backend that is fairgate itself (a wildcard listen reaches loopback on
+ * its port) is refused; another port, or another address, is fine. */
+TEST(backend_that_is_fairgate_itself)
+{
+	static const struct {
+		const char *listen, *backend;
+		bool loops;
+	} cases[] = {
+		{ "0.0.0.0:7400", "127.0.0.1:7400", true },  { "0.0.0.0:7400", "127.0.0.9:7400", true },
+		{ "127.0.0.1:7400", "0.0.0.0:7400", true },  { "127.0.0.1:7400", "127.0.0.1:7400", true },
+		{ "0.0.0.0:7400", "127.0.0.1:7401", false }, { "127.0.0.1:7400", "127.0.0.2:7400", false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fg_settings s;
+		struct fg_errors e = { .len = 0 };
+		fg_settings_defaults(&s);
+		fg_endpoint_parse(cases[i].listen, &s.listen);
+		CHECK_EQ(fg_settings_add_backend(&s, cases[i].backend), 0);
+		CHECK_EQ(fg_settings_validate(&s, &e), cases[i].loops ? -EINVAL : 0);
+		CHECK_EQ(strstr(e.text, "fairgate would send requests to itself") != NULL, cases[i].loops);
+	}
 }
 
 TEST(backend_specs)
