@@ -22,15 +22,25 @@
 #define DPDK_RING_DESC 1024u
 #define DPDK_TX_BATCH 64u
 #define DPDK_MBUF_CACHE 256u
-#define DPDK_ARP_RETRY_NS FG_NS_PER_SEC
+#define DPDK_ARP_RETRY_NS (100 * FG_NS_PER_MS) /* asking again for an unresolved backend */
+
+#define DPDK_ARP_REFRESH_NS (60 * FG_NS_PER_SEC)
 
 /* A backend's address as ARP taught it: the MAC in the low 48 bits, bit 48
- * set once known.  One word, so any lane may learn it while others read. */
+ * set once known.  One word, so any lane may learn it while others read.
+ * Against poisoning, a MAC is learned only from a unicast ARP reply to
+ * fairgate while fairgate is asking for that address (`asking`, set when
+ * lane 0 sends the request, cleared by the reply): not from requests,
+ * gratuitous ARP or unsolicited replies.  Known entries are asked for again
+ * every DPDK_ARP_REFRESH_NS (a backend's MAC may change); static MACs
+ * (`@MAC`) never are (security.md). */
 #define ARP_KNOWN (1ull << 48)
 
 struct arp_entry {
 	uint32_t ip;
+	uint32_t asking;
 	uint64_t mac_known;
+	uint64_t refresh_ns; /* lane 0 only */
 };
 
 /* What one worker uses of the port: its RX queue (if the port has one for
@@ -44,6 +54,7 @@ struct fg_dpdk_lane {
 	unsigned tx_n;
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
+	uint64_t dropped_arp; /* ARP about a backend that was not the reply we asked for */
 	unsigned tx_dropped; /* since the last flush */
 } __attribute__((aligned(FG_CACHE_LINE)));
 
@@ -86,11 +97,15 @@ static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
 {
 	struct fg_dpdk_io *d = l->d;
 	struct arp_entry *e = arp_find(d, f->arp_spa);
-	if (e) { /* learn only backends' addresses */
+	/* Learn only backends' addresses, and only the answer to our question. */
+	if (e && f->arp_op == FG_NET_ARP_REPLY && f->arp_tpa == d->ip && !memcmp(f->dst_mac, d->mac, 6) &&
+	    __atomic_exchange_n(&e->asking, 0, __ATOMIC_RELAXED)) {
 		uint64_t v = ARP_KNOWN;
 		for (int i = 0; i < 6; i++)
 			v |= (uint64_t)f->arp_sha[i] << (8 * i);
 		__atomic_store_n(&e->mac_known, v, __ATOMIC_RELAXED);
+	} else if (e) {
+		l->dropped_arp++;
 	}
 	if (f->arp_op == FG_NET_ARP_REQUEST && f->arp_tpa == d->ip)
 		send_arp(l, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
@@ -237,9 +252,15 @@ static void dio_tick(void *ctx, uint64_t now)
 	if (l != &d->lanes[0] || now < l->next_arp_ns)
 		return;
 	l->next_arp_ns = now + DPDK_ARP_RETRY_NS;
-	for (unsigned i = 0; i < d->n_arp; i++)
-		if (!(__atomic_load_n(&d->arp[i].mac_known, __ATOMIC_RELAXED) & ARP_KNOWN))
-			send_arp(l, FG_NET_ARP_REQUEST, zero_mac, d->arp[i].ip);
+	for (unsigned i = 0; i < d->n_arp; i++) {
+		struct arp_entry *e = &d->arp[i];
+		bool known = __atomic_load_n(&e->mac_known, __ATOMIC_RELAXED) & ARP_KNOWN;
+		if (known && now < e->refresh_ns)
+			continue;
+		e->refresh_ns = now + DPDK_ARP_REFRESH_NS;
+		__atomic_store_n(&e->asking, 1, __ATOMIC_RELAXED);
+		send_arp(l, FG_NET_ARP_REQUEST, zero_mac, e->ip);
+	}
 }
 
 /* The pool is shared by the lanes: the count is the port's. */

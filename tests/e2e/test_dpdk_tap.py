@@ -53,6 +53,28 @@ try:
     neigh = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout
     t.check("lladdr" in neigh, "fairgate answered ARP for its address")
 
+    # ARP poisoning: a forged request, a gratuitous ARP and an unsolicited
+    # reply, all claiming the backend's address for another MAC, teach
+    # fairgate nothing: the backend still gets (and answers) every request.
+    forge = f"""
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("fgtap0", 0))
+def ip(a): return socket.inet_aton(a)
+bad = bytes.fromhex("02deadbeef01")
+for op, dst, tha, tpa in ((1, b"\\xff" * 6, b"\\0" * 6, ip("{FG_IP}")), (1, b"\\xff" * 6, b"\\0" * 6, ip("{HOST_IP}")),
+                          (2, b"\\xff" * 6, bad, ip("{HOST_IP}"))):
+    arp = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, op, bad, ip("{HOST_IP}"), tha, tpa)
+    s.send(dst + bad + struct.pack("!H", 0x0806) + arp + bytes(18))
+"""
+    r = sh("ip", "netns", "exec", NS, "python3", "-c", forge)
+    t.check(r.returncode == 0, f"forged ARP frames sent ({r.stderr.strip()[-200:]})")
+    time.sleep(0.3)
+    res = t.loadgen(d.addr, ["name=after,user=alice,threads=2,service=1ms,count=100"], duration="10s", timeout="3s",
+                    netns=NS)
+    t.check(res["after"]["responses"] == 100, f"forged ARP did not redirect the backend's traffic "
+                                              f"({res['after']['responses']}/100)")
+
     res = t.loadgen(d.addr, ["name=flood,user=f,threads=40,service=50ms"], duration="1s", timeout="5s", netns=NS)
     f = res["flood"]
     t.check(f["rejected"]["queue-full"] > 0 and f["lost"] == 0 and f["responses"] + f["rejectedTotal"] == f["sent"],
