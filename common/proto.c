@@ -100,6 +100,7 @@ enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct 
 	memset(m, 0, offsetof(struct fg_msg, groups));
 	m->n_groups = 0;
 	m->n_unknown_attrs = 0;
+	m->pad_len = 0;
 	m->payload = NULL;
 	m->payload_len = 0;
 	if (len < FG_PROTO_HDR_LEN)
