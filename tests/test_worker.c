@@ -1518,4 +1518,58 @@ TEST(eject_settings_apply_live)
 	rig_fini(&r);
 }
 
+/* Full hand-off rings: a request that cannot be handed over is answered
+ * queue-full at once, an answer that cannot be forwarded is dropped and its
+ * request answered backend-timeout later: every request exactly once. */
+TEST(mesh_full_handoff_rings_still_answer_everything)
+{
+	static struct mesh_rig r;
+	mesh_init(&r, 2, 400); /* rings of 64 */
+	char user[16];
+	enum { N = 300 };
+	for (uint64_t id = 1; id <= N; id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+	}
+	while (r.io.rx_head != r.io.rx_tail)
+		mesh_step(&r, 0); /* worker 1 does not poll: its ring fills */
+	CHECK(r.w[0].stats.handoff_refused > 0);
+	mesh_step(&r, 1);
+	uint64_t ids[N];
+	uint8_t backends[N];
+	unsigned n_ids = 0;
+	mesh_collect(&r, ids, backends, &n_ids, N);
+	/* Every answer arrives at worker 0 at once: worker 1's part overflows
+	 * the ring back to it. */
+	for (unsigned i = 0; i < n_ids; i++)
+		mesh_respond(&r, backends[i], ids[i]);
+	while (r.io.rx_head != r.io.rx_tail)
+		mesh_step(&r, 0);
+	for (int k = 0; k < 4; k++) {
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+	}
+	r.now += r.cfgs[0]->backend_timeout_ns + 1;
+	for (int k = 0; k < 4; k++) {
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+	}
+	uint8_t answered[N + 1] = { 0 };
+	struct fg_msg m;
+	for (unsigned i = 0; i < r.io.n_sent; i++) {
+		struct fake_sent *sent = &r.io.sent[i];
+		if (fg_proto_decode(sent->data, sent->len, &m) == FG_PROTO_OK && m.hdr.type != FG_MSG_REQUEST &&
+		    m.hdr.request_id >= 1 && m.hdr.request_id <= N)
+			answered[m.hdr.request_id]++;
+	}
+	unsigned once = 0;
+	for (int id = 1; id <= N; id++)
+		once += answered[id] == 1;
+	CHECK_EQ(once, N);
+	CHECK(MESH_SUM(&r, rejected[FG_REJECT_QUEUE_FULL]) > 0);     /* requests refused at a full ring */
+	CHECK(MESH_SUM(&r, rejected[FG_REJECT_BACKEND_TIMEOUT]) > 0); /* answers dropped at a full ring */
+	CHECK_EQ(MESH_SUM(&r, received), N);
+	mesh_fini(&r);
+}
+
 TEST_MAIN
