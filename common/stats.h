@@ -64,7 +64,8 @@ struct fg_worker_stats {
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;
-	uint64_t buffers_in_use;               /* I/O buffers out of the pool */
+	uint64_t buffers_in_use;               /* I/O buffers out of the pool (worker 0: the shared pool's) */
+	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
 	uint32_t flows_used;                   /* entries taken in flows[] */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
 	struct fg_flow_stats flows[FG_FLOW_TABLE_SIZE];

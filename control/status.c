@@ -117,7 +117,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
 	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
 	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t buffers = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
+	uint64_t buffers = 0, reserved = 0, lost = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		sum_rx += FG_STAT_GET(s->rx_datagrams);
@@ -136,6 +136,8 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		for (int e = 0; e < FG_PROTO_ERR__COUNT; e++)
 			malformed[e] += FG_STAT_GET(s->malformed_by_err[e]);
 		buffers += FG_STAT_GET(s->buffers_in_use);
+		reserved += FG_STAT_GET(s->buffers_reserved);
+		lost += FG_STAT_GET(s->answers_lost);
 		ejections += FG_STAT_GET(s->backend_ejections);
 		held += FG_STAT_GET(s->held_for_backend);
 		untrusted += FG_STAT_GET(s->untrusted_requests);
@@ -187,7 +189,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"datagramsSent", (json_int_t)sum_tx,
 		"sendFailed", (json_int_t)sum_txf,
 		"flowsOverflow", (json_int_t)sum_overflow,
-		"buffersInUse", (json_int_t)buffers,
+		"buffersInUse", (json_int_t)(buffers > reserved ? buffers - reserved : 0), /* reserves are not in use */
 		"backendEjections", (json_int_t)ejections,
 		"heldForBackend", (json_int_t)held,
 		"priorityLevels", level,
@@ -197,5 +199,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_t *counters = json_object_get(doc, "counters");
 	json_object_set_new(counters, "untrustedRequests", json_integer((json_int_t)untrusted));
 	json_object_set_new(counters, "cookieChallenges", json_integer((json_int_t)challenges));
+	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)reserved));
+	json_object_set_new(counters, "answersLost", json_integer((json_int_t)lost));
 	return doc;
 }

@@ -61,6 +61,7 @@ void fg_worker_fini(struct fg_worker *w)
 	fg_reqtable_fini(&w->reqs);
 	while (w->n_reserve)
 		w->io.ops->free(w->io.ctx, &w->reserve[--w->n_reserve]);
+	FG_STAT_SET(w->stats.buffers_reserved, 0);
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used)
 			fg_qs_fini(&w->levels[i].qs);
@@ -102,6 +103,7 @@ static void refill_reserve(struct fg_worker *w)
 {
 	while (w->n_reserve < FG_ANSWER_RESERVE && !w->io.ops->alloc(w->io.ctx, &w->reserve[w->n_reserve]))
 		w->n_reserve++;
+	FG_STAT_SET(w->stats.buffers_reserved, w->n_reserve);
 }
 
 /* Answer a request whose packet is gone (it went to a backend): a fresh
@@ -117,6 +119,7 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 			return;
 		}
 		pkt = w->reserve[--w->n_reserve];
+		FG_STAT_SET(w->stats.buffers_reserved, w->n_reserve);
 	}
 	count_reject(w, r->flow, r->level, reason);
 	pkt.peer = r->client;

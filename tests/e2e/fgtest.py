@@ -192,7 +192,7 @@ def invariant_holds(st):
     c = st["counters"]
     waiting = sum(lv["waiting"] for lv in st["priorityLevels"])
     executing = sum(lv["executing"] for lv in st["priorityLevels"])
-    return c["requestsReceived"] == c["responded"] + c["rejectedTotal"] + waiting + executing
+    return c["requestsReceived"] == c["responded"] + c["rejectedTotal"] + c.get("answersLost", 0) + waiting + executing
 
 
 # --- raw protocol, for hand-made datagrams ---------------------------------
