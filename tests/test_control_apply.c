@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests: the control commands' answers about what is in force — an
+ * apply answers once every worker follows, and names a worker that cannot
+ * follow and why. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <urcu-qsbr.h>
+
+#include "control.h"
+#include "test.h"
+
+struct rig {
+	struct fg_settings settings;
+	struct fg_config *config;
+	struct fg_worker_stats *stats[2];
+	volatile int shutting_down;
+	struct fg_control_view view;
+};
+
+static void rig_init(struct rig *r)
+{
+	memset(r, 0, sizeof(*r));
+	fg_settings_defaults(&r->settings);
+	struct fg_fc_set *objects = fg_fc_set_bootstrap();
+	struct fg_errors e = { .len = 0 };
+	r->config = fg_settings_compile(&r->settings, fg_fc_compile(objects, r->settings.seat_limit, &e), 1);
+	for (int i = 0; i < 2; i++) {
+		r->stats[i] = calloc(1, sizeof(*r->stats[i]));
+		fg_stats_init(r->stats[i]);
+	}
+	r->view = (struct fg_control_view){ .settings = &r->settings, .config_ptr = &r->config,
+					    .worker_stats = r->stats, .n_workers = 2,
+					    .shutting_down = &r->shutting_down, .objects = objects };
+}
+
+static void rig_fini(struct rig *r)
+{
+	fg_config_free(r->config);
+	fg_fc_set_free(r->view.objects);
+	for (int i = 0; i < 2; i++)
+		free(r->stats[i]);
+}
+
+static json_t *apply(struct rig *r)
+{
+	const char *line = "{\"command\":\"apply\",\"data\":\"{\\\"apiVersion\\\":\\\"flowcontrol.apiserver.k8s.io/v1\\\","
+			   "\\\"kind\\\":\\\"PriorityLevelConfiguration\\\",\\\"metadata\\\":{\\\"name\\\":\\\"extra\\\"},"
+			   "\\\"spec\\\":{\\\"type\\\":\\\"Limited\\\",\\\"limited\\\":{\\\"limitResponse\\\":{\\\"type\\\":"
+			   "\\\"Reject\\\"}}}}\"}";
+	char *out = fg_control_handle_line(&r->view, (const uint8_t *)line, strlen(line), true);
+	json_t *j = json_loads(out, 0, NULL);
+	free(out);
+	return j;
+}
+
+TEST(apply_names_the_workers_that_cannot_follow)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_init(&r);
+	/* Worker 0 follows every generation at once; worker 1 refuses for want
+	 * of level slots. */
+	r.stats[0]->config_generation = UINT64_MAX;
+	r.stats[1]->config_error = ENOSPC;
+	r.stats[1]->config_refused_generation = UINT64_MAX;
+	json_t *j = apply(&r);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	json_t *res = json_object_get(j, "result");
+	json_t *refused = json_object_get(res, "workersNotFollowing");
+	CHECK_EQ(json_array_size(refused), 1);
+	CHECK_EQ(json_integer_value(json_object_get(json_array_get(refused, 0), "worker")), 1);
+	const char *why = json_string_value(json_object_get(json_array_get(refused, 0), "reason"));
+	CHECK(why && strstr(why, "draining"));
+	json_t *warnings = json_object_get(res, "warnings");
+	CHECK(json_array_size(warnings) >= 1);
+	json_decref(j);
+
+	/* Both follow: nothing to report. */
+	r.stats[1]->config_generation = UINT64_MAX;
+	j = apply(&r);
+	CHECK_EQ(json_array_size(json_object_get(json_object_get(j, "result"), "workersNotFollowing")), 0);
+	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
+
+TEST_MAIN
