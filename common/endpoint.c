@@ -7,24 +7,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int fg_endpoint_parse(const char *s, struct fg_endpoint *ep)
+/* The IPv4 address in s[0..len), dotted quad only. */
+static int parse_ipv4(const char *s, size_t len, uint32_t *ip)
 {
 	char host[INET_ADDRSTRLEN];
-	const char *colon = strrchr(s, ':');
-	if (!colon || (size_t)(colon - s) >= sizeof(host) || colon == s)
-		return -EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = 0;
 	struct in_addr a;
+	if (len == 0 || len >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, len);
+	host[len] = 0;
 	if (inet_pton(AF_INET, host, &a) != 1)
 		return -EINVAL;
+	*ip = a.s_addr;
+	return 0;
+}
+
+/* A decimal number in [lo, hi]: digits only, no sign, no blanks. */
+static int parse_decimal(const char *s, unsigned long lo, unsigned long hi, unsigned long *v)
+{
 	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
 	errno = 0;
-	unsigned long port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || port == 0 || port > 65535)
+	*v = strtoul(s, &end, 10);
+	return errno || *end || *v < lo || *v > hi ? -EINVAL : 0;
+}
+
+static const char *format_ipv4(uint32_t ip, char host[INET_ADDRSTRLEN])
+{
+	struct in_addr a = { ip };
+	return inet_ntop(AF_INET, &a, host, INET_ADDRSTRLEN);
+}
+
+int fg_endpoint_parse(const char *s, struct fg_endpoint *ep)
+{
+	const char *colon = strrchr(s, ':');
+	uint32_t ip;
+	unsigned long port;
+	if (!colon || parse_ipv4(s, (size_t)(colon - s), &ip) || parse_decimal(colon + 1, 1, 65535, &port))
 		return -EINVAL;
 	memset(ep, 0, sizeof(*ep));
-	ep->ip = a.s_addr;
+	ep->ip = ip;
 	ep->port = htons((uint16_t)port);
 	return 0;
 }
@@ -32,36 +55,21 @@ int fg_endpoint_parse(const char *s, struct fg_endpoint *ep)
 const char *fg_endpoint_format(const struct fg_endpoint *ep, char *buf, size_t cap)
 {
 	char host[INET_ADDRSTRLEN];
-	struct in_addr a = { ep->ip };
-	inet_ntop(AF_INET, &a, host, sizeof(host));
-	snprintf(buf, cap, "%s:%u", host, ntohs(ep->port));
+	snprintf(buf, cap, "%s:%u", format_ipv4(ep->ip, host), ntohs(ep->port));
 	return buf;
 }
 
 int fg_cidr_parse(const char *s, struct fg_cidr *c)
 {
-	char host[INET_ADDRSTRLEN];
 	const char *slash = strchr(s, '/');
-	size_t hlen = slash ? (size_t)(slash - s) : strlen(s);
-	if (hlen == 0 || hlen >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, hlen);
-	host[hlen] = 0;
-	struct in_addr a;
-	if (inet_pton(AF_INET, host, &a) != 1)
-		return -EINVAL;
+	uint32_t ip;
 	unsigned long bits = 32;
-	if (slash) {
-		char *end;
-		errno = 0;
-		bits = strtoul(slash + 1, &end, 10);
-		if (errno || *end || end == slash + 1 || slash[1] == '+' || slash[1] == '-' || bits > 32)
-			return -EINVAL;
-	}
-	uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
-	if (a.s_addr & ~mask)
+	if (parse_ipv4(s, slash ? (size_t)(slash - s) : strlen(s), &ip) || (slash && parse_decimal(slash + 1, 0, 32, &bits)))
 		return -EINVAL;
-	c->net = a.s_addr;
+	uint32_t mask = bits ? htonl(~0u << (32 - bits)) : 0;
+	if (ip & ~mask)
+		return -EINVAL;
+	c->net = ip;
 	c->mask = mask;
 	return 0;
 }
@@ -69,9 +77,7 @@ int fg_cidr_parse(const char *s, struct fg_cidr *c)
 const char *fg_cidr_format(const struct fg_cidr *c, char *buf, size_t cap)
 {
 	char host[INET_ADDRSTRLEN];
-	struct in_addr a = { c->net };
-	inet_ntop(AF_INET, &a, host, sizeof(host));
-	snprintf(buf, cap, "%s/%d", host, __builtin_popcount(c->mask));
+	snprintf(buf, cap, "%s/%d", format_ipv4(c->net, host), __builtin_popcount(c->mask));
 	return buf;
 }
 
