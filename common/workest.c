@@ -4,10 +4,24 @@
 
 #include <string.h>
 
-static int verb_is(struct fg_str verb, const char *name)
+enum verb_kind { VERB_OTHER, VERB_LIST, VERB_MUTATING };
+
+/* By length first: most requests (get) are told apart without a compare. */
+static enum verb_kind verb_kind(struct fg_str v)
 {
-	size_t n = strlen(name);
-	return verb.ptr && verb.len == n && !memcmp(verb.ptr, name, n);
+	if (!v.ptr)
+		return VERB_OTHER;
+	switch (v.len) {
+	case 4:
+		return !memcmp(v.ptr, "list", 4) ? VERB_LIST : VERB_OTHER;
+	case 5:
+		return !memcmp(v.ptr, "watch", 5) ? VERB_LIST : !memcmp(v.ptr, "patch", 5) ? VERB_MUTATING : VERB_OTHER;
+	case 6:
+		return !memcmp(v.ptr, "create", 6) || !memcmp(v.ptr, "update", 6) || !memcmp(v.ptr, "delete", 6)
+			       ? VERB_MUTATING : VERB_OTHER;
+	default:
+		return VERB_OTHER;
+	}
 }
 
 static uint32_t clamp(uint64_t v, uint32_t lo, uint32_t hi)
@@ -26,11 +40,11 @@ void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, uint32_t le
 	uint32_t cap = level_cap && level_cap < FG_WORK_MAX_SEATS ? level_cap : FG_WORK_MAX_SEATS;
 	uint32_t initial = 1, final = 0;
 	uint64_t extra = 0;
-	if (verb_is(verb, "list") || verb_is(verb, "watch")) {
+	enum verb_kind kind = verb_kind(verb);
+	if (kind == VERB_LIST) {
 		/* Count-based LIST estimate: the work hint is the object count. */
 		initial = clamp(div_up(hint->work_hint, FG_WORK_OBJECTS_PER_SEAT), 1, cap);
-	} else if (verb_is(verb, "create") || verb_is(verb, "update") || verb_is(verb, "patch") ||
-		   verb_is(verb, "delete")) {
+	} else if (kind == VERB_MUTATING) {
 		/* Mutating: the work hint is the watchers to notify; their work
 		 * is kept over the capped final seats as a longer latency. */
 		uint64_t watchers = hint->work_hint;
