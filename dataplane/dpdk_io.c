@@ -28,12 +28,14 @@
 
 /* A backend's address as ARP taught it: the MAC in the low 48 bits, bit 48
  * set once known.  One word, so any lane may learn it while others read.
- * Against poisoning, a MAC is learned only from a unicast ARP reply to
- * fairgate while fairgate is asking for that address (`asking`, set when
- * lane 0 sends the request, cleared by the reply): not from requests,
- * gratuitous ARP or unsolicited replies.  Known entries are asked for again
- * every DPDK_ARP_REFRESH_NS (a backend's MAC may change); static MACs
- * (`@MAC`) never are (security.md). */
+ * Against poisoning, a MAC is learned only while fairgate is asking for
+ * that address (`asking`: set from the start and whenever lane 0 asks again,
+ * cleared by the first answer), and only from ARP about fairgate: the
+ * unicast reply to its request, or the backend's own request for fairgate's
+ * address.  Gratuitous ARP, ARP about other hosts and anything once the
+ * address is known teach nothing.  Known entries are asked for again every
+ * DPDK_ARP_REFRESH_NS (a backend's MAC may change); static MACs (`@MAC`)
+ * never are (security.md). */
 #define ARP_KNOWN (1ull << 48)
 
 struct arp_entry {
@@ -97,9 +99,12 @@ static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
 {
 	struct fg_dpdk_io *d = l->d;
 	struct arp_entry *e = arp_find(d, f->arp_spa);
-	/* Learn only backends' addresses, and only the answer to our question. */
-	if (e && f->arp_op == FG_NET_ARP_REPLY && f->arp_tpa == d->ip && !memcmp(f->dst_mac, d->mac, 6) &&
-	    __atomic_exchange_n(&e->asking, 0, __ATOMIC_RELAXED)) {
+	/* Learn only backends' addresses, only about fairgate, and only while
+	 * asking: the unicast reply to our question, or the backend's own
+	 * request for our address (it resolves us first, e.g. at start). */
+	bool about_us = f->arp_tpa == d->ip &&
+			(f->arp_op == FG_NET_ARP_REQUEST || (f->arp_op == FG_NET_ARP_REPLY && !memcmp(f->dst_mac, d->mac, 6)));
+	if (e && about_us && __atomic_exchange_n(&e->asking, 0, __ATOMIC_RELAXED)) {
 		uint64_t v = ARP_KNOWN;
 		for (int i = 0; i < 6; i++)
 			v |= (uint64_t)f->arp_sha[i] << (8 * i);
@@ -383,7 +388,7 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	for (uint32_t i = 0; i < s->n_backends; i++) {
 		if (s->backends[i].static_mac || arp_find(d, s->backends[i].ep.ip))
 			continue;
-		d->arp[d->n_arp++] = (struct arp_entry){ .ip = s->backends[i].ep.ip };
+		d->arp[d->n_arp++] = (struct arp_entry){ .ip = s->backends[i].ep.ip, .asking = 1 };
 	}
 	return d;
 err:

@@ -48,7 +48,8 @@ try:
                              "name=b,user=bob,threads=2,service=1ms,count=200"],
                     duration="20s", timeout="3s", netns=NS)
     t.check(res["a"]["responses"] == 300 and res["b"]["responses"] == 200,
-            f"all requests relayed through DPDK ({res['a']['responses']}+{res['b']['responses']}/500)")
+            f"all requests relayed through DPDK ({res['a']['responses']}+{res['b']['responses']}/500, "
+            f"rejected {res['a']['rejected']} {res['b']['rejected']})")
     t.check(res["a"]["lost"] == 0 and res["b"]["lost"] == 0, "nothing lost")
     neigh = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout
     t.check("lladdr" in neigh, "fairgate answered ARP for its address")
