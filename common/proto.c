@@ -253,6 +253,7 @@ int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 }
 
 void fg_proto_set_request_id(uint8_t *buf, uint64_t id) { wr64(buf + OFF_ID, id); }
+void fg_proto_add_flags(uint8_t *buf, uint16_t flags) { wr16(buf + OFF_FLAGS, rd16(buf + OFF_FLAGS) | flags); }
 uint64_t fg_proto_get_request_id(const uint8_t *buf) { return rd64(buf + OFF_ID); }
 
 const char *fg_proto_strerror(enum fg_proto_err err)

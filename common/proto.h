@@ -68,6 +68,10 @@ enum fg_attr_type {
 
 /* Header flags. */
 #define FG_FLAG_NON_RESOURCE 0x0001u /* informative; PATH attribute decides */
+/* Set by fairgate on a request it forwards from an untrusted source: its user
+ * and group attributes are the client's claim, not who fairgate classified
+ * it as (security.md). */
+#define FG_FLAG_IDENTITY_UNVERIFIED 0x0002u
 
 /* Decoder verdicts; fg_proto_strerror() names them. */
 enum fg_proto_err {
@@ -153,6 +157,7 @@ int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 
 /* In-place rewrites of a datagram already validated by fg_proto_decode. */
 void fg_proto_set_request_id(uint8_t *buf, uint64_t request_id);
+void fg_proto_add_flags(uint8_t *buf, uint16_t flags);
 uint64_t fg_proto_get_request_id(const uint8_t *buf);
 
 const char *fg_proto_strerror(enum fg_proto_err err);

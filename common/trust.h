@@ -54,7 +54,10 @@ static inline bool fg_trust_needs_cookie(const struct fg_trust *t, bool trusted)
 }
 
 /* An untrusted source's request: replace user and groups by the identity of
- * its address (or anonymous). */
+ * its address (or anonymous).  The new strings are not in the packet: they
+ * live in t (or are static) and are valid while t's configuration is; code
+ * that carries a request's strings as offsets into its packet must not take
+ * them for packet bytes. */
 void fg_trust_assign_identity(const struct fg_trust *t, uint32_t ip, struct fg_fc_request *r);
 
 #endif

@@ -34,9 +34,13 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 	return (a + b - 1) / b;
 }
 
-void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, uint32_t level_cap,
+void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, bool trusted, uint32_t level_cap,
 		      uint64_t max_extra_latency_ns, struct fg_work *out)
 {
+	if (!trusted) {
+		*out = (struct fg_work){ .initial_seats = 1 };
+		return;
+	}
 	uint32_t cap = level_cap && level_cap < FG_WORK_MAX_SEATS ? level_cap : FG_WORK_MAX_SEATS;
 	uint32_t initial = 1, final = 0;
 	uint64_t extra = 0;

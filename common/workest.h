@@ -14,14 +14,17 @@
  *     and never more than FG_WORK_MAX_SEATS;
  *   - extra latency is at most max_extra_latency_ns (setting
  *     maxExtraLatency) and is never stretched.
- * So a hostile header costs at most cap seats for (service time +
- * maxExtraLatency): its own flow pays for it in fair-queuing cost.
+ * Requests from untrusted sources (common/trust.h) carry claims nobody
+ * vouches for, work hint included: they take one seat, no final seats.  So a
+ * header from a trusted source costs at most cap seats for (service time +
+ * maxExtraLatency), and one from anywhere else a single seat.
  *
  * Thread contract: pure functions; call from any thread.
  */
 #ifndef FG_WORKEST_H
 #define FG_WORKEST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proto.h"
@@ -40,9 +43,10 @@ struct fg_work {
 
 /*
  * The work of a request with this verb (may be absent) and header hints, in
- * a level whose per-request cap is level_cap (0: FG_WORK_MAX_SEATS).
+ * a level whose per-request cap is level_cap (0: FG_WORK_MAX_SEATS); from an
+ * untrusted source (trusted false) one seat whatever it says.
  */
-void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, uint32_t level_cap,
+void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, bool trusted, uint32_t level_cap,
 		      uint64_t max_extra_latency_ns, struct fg_work *out);
 
 #endif

@@ -436,12 +436,15 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 	struct fg_work work;
 	fg_fc_request_from_msg(m, &fr);
 	if (unlikely(!trusted)) {
-		/* Its identity claims are not believed (security.md). */
+		/* Its identity claims are not believed (security.md), and the
+		 * backend is told so. */
 		FG_STAT_ADD(w->stats.untrusted_requests, 1);
 		fg_trust_assign_identity(&cfg->trust, pkt->peer.ip, &fr);
+		fg_proto_add_flags(pkt->data, FG_FLAG_IDENTITY_UNVERIFIED);
 	}
 	fg_fc_classify(cfg->fc, &fr, &match);
-	fg_work_estimate(m->verb, &m->hdr, cfg->fc->levels[match.level].max_seats, cfg->max_extra_latency_ns, &work);
+	fg_work_estimate(m->verb, &m->hdr, trusted, cfg->fc->levels[match.level].max_seats, cfg->max_extra_latency_ns,
+			 &work);
 	uint32_t queue = FG_QS_NO_QUEUE;
 	/* Several workers, a level with queues (with one queue the flow hash is
 	 * 0, as in Kubernetes, but the queue still has one owner). */
@@ -450,12 +453,17 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		queue = fg_worker__choose_queue(w, slot, match.flow_hash);
 		unsigned owner = queue % w->board->n_workers;
 		if (owner != w->id) {
+			/* The distinguisher travels as an offset into the packet,
+			 * unless it is an identity trust assigned (not in the packet). */
+			const uint8_t *dist = (const uint8_t *)match.distinguisher.ptr;
+			bool in_pkt = match.distinguisher.len && dist >= pkt->data && dist < pkt->data + pkt->len;
 			struct fg_handoff h = {
 				.pkt = *pkt, .hdr = m->hdr, .work = work, .generation = cfg->generation,
 				.flow_hash = match.flow_hash,
 				.cfg_level = match.level, .schema = match.schema, .queue = queue,
-				.dist_off = match.distinguisher.len ? (uint16_t)((const uint8_t *)match.distinguisher.ptr - pkt->data) : 0,
+				.dist_off = in_pkt ? (uint16_t)(dist - pkt->data) : 0,
 				.dist_len = match.distinguisher.len,
+				.dist_assigned = match.distinguisher.len && !in_pkt,
 			};
 			if (hand_over(w, owner, &h)) {
 				FG_STAT_ADD(w->stats.handed_off, 1);
@@ -482,6 +490,11 @@ static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct f
 			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash,
 			.distinguisher = { h->dist_len ? (const char *)h->pkt.data + h->dist_off : "", h->dist_len },
 		};
+		if (unlikely(h->dist_assigned)) { /* the same configuration assigns the same user */
+			struct fg_fc_request fr = { 0 };
+			fg_trust_assign_identity(&cfg->trust, h->pkt.peer.ip, &fr);
+			match.distinguisher = fr.user;
+		}
 		admit(w, cfg, &h->pkt, &h->hdr, &h->work, &match, h->queue, now);
 		return;
 	}

@@ -179,6 +179,7 @@ TEST(request_dispatched_and_response_relayed)
 	CHECK(next_sent(&r, &m, &to));
 	CHECK(fg_endpoint_same_addr(&to, &r.backend[0]));
 	CHECK_EQ(m.hdr.type, FG_MSG_REQUEST);
+	CHECK(!(m.hdr.flags & FG_FLAG_IDENTITY_UNVERIFIED)); /* a trusted source */
 	CHECK(m.hdr.request_id != 42);                  /* rewritten to a dispatch id */
 	CHECK_EQ(fg_dispatch_id_worker(m.hdr.request_id), 3);
 	CHECK_EQ(m.payload_len, 4);                     /* payload forwarded unchanged */
@@ -1222,11 +1223,15 @@ TEST(untrusted_sources_prove_their_address_with_a_cookie)
 
 	/* With it, the request goes on, classified as anonymous: its claim of
 	 * system:masters is not believed. */
-	n = hostile_request(buf, sizeof(buf), 12, "admin", "system:masters", cookie, NULL);
+	struct fg_hdr greedy = { .seats = 65535, .final_seats = 65535, .work_hint = UINT32_MAX,
+				 .extra_latency_us = UINT32_MAX };
+	n = hostile_request(buf, sizeof(buf), 12, "admin", "system:masters", cookie, &greedy);
 	fake_inject(&r.io, buf, (size_t)n, stranger);
 	step(&r);
 	CHECK(next_sent(&r, &m, &to));
 	CHECK(fg_endpoint_same_addr(&to, &r.backend[0]));
+	CHECK(m.hdr.flags & FG_FLAG_IDENTITY_UNVERIFIED); /* the backend is told */
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 1);            /* its hints are not believed */
 	CHECK_EQ(r.w.stats.received, 1);
 	CHECK_EQ(r.w.stats.untrusted_requests, 1);
 	bool anonymous = false;
@@ -1569,6 +1574,46 @@ TEST(mesh_full_handoff_rings_still_answer_everything)
 	CHECK(MESH_SUM(&r, rejected[FG_REJECT_QUEUE_FULL]) > 0);     /* requests refused at a full ring */
 	CHECK(MESH_SUM(&r, rejected[FG_REJECT_BACKEND_TIMEOUT]) > 0); /* answers dropped at a full ring */
 	CHECK_EQ(MESH_SUM(&r, received), N);
+	mesh_fini(&r);
+}
+
+/* Untrusted sources under several workers: the identity trust assigns is not
+ * in the packet, and a hand-off must not take it for packet bytes. */
+TEST(mesh_untrusted_sources_are_handed_over_with_their_assigned_identity)
+{
+	static struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_config *c = r.cfgs[0];
+	c->trust.n_trusted = 1;
+	fg_cidr_parse("127.0.0.1/32", &c->trust.trusted[0]); /* 127.0.0.2 and .3 are strangers */
+	c->trust.addr_validation = FG_AV_OFF;
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t id = 1; id <= 10; id++)
+			inject_request(&r.io, r.client[2], (uint64_t)round * 100 + id, "claims-to-be-root", 1);
+		mesh_step(&r, (unsigned)round); /* worker 0, then worker 1 receives: one is not the owner */
+		mesh_step(&r, (unsigned)!round);
+		mesh_step(&r, (unsigned)round);
+	}
+	CHECK(MESH_SUM(&r, handed_off) >= 10);
+	CHECK_EQ(MESH_SUM(&r, untrusted_requests), 20);
+	bool anonymous = false, claimed = false;
+	for (unsigned w = 0; w < 2; w++)
+		for (uint32_t i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
+			anonymous |= strstr(r.w[w].stats.flows[i].name, FG_ANONYMOUS_USER) != NULL;
+			claimed |= strstr(r.w[w].stats.flows[i].name, "claims-to-be-root") != NULL;
+		}
+	CHECK(anonymous && !claimed);
+	uint64_t ids[64];
+	uint8_t backends[64];
+	unsigned n_ids = 0, answered = 0;
+	for (int k = 0; k < 40 && MESH_SUM(&r, responded) < 20; k++) { /* the owner holds half the seats */
+		mesh_collect(&r, ids, backends, &n_ids, 64);
+		for (; answered < n_ids; answered++)
+			mesh_respond(&r, backends[answered], ids[answered]);
+		mesh_step(&r, 0);
+		mesh_step(&r, 1);
+	}
+	CHECK_EQ(MESH_SUM(&r, responded), 20);
 	mesh_fini(&r);
 }
 

@@ -16,7 +16,7 @@ static struct fg_work est(const char *verb, uint32_t work_hint, uint32_t level_c
 {
 	struct fg_hdr h = { .work_hint = work_hint };
 	struct fg_work w;
-	fg_work_estimate(fg_str_of(verb), &h, level_cap, 1000 * MS, &w);
+	fg_work_estimate(fg_str_of(verb), &h, true, level_cap, 1000 * MS, &w);
 	return w;
 }
 
@@ -69,7 +69,7 @@ TEST(hostile_hints_stay_inside_the_bounds)
 	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
 		for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++) {
 			struct fg_work w;
-			fg_work_estimate(fg_str_of(verbs[v]), &h, caps[c], 250 * MS, &w);
+			fg_work_estimate(fg_str_of(verbs[v]), &h, true, caps[c], 250 * MS, &w);
 			uint32_t cap = caps[c] && caps[c] < FG_WORK_MAX_SEATS ? caps[c] : FG_WORK_MAX_SEATS;
 			CHECK_EQ(w.initial_seats, cap);
 			CHECK_EQ(w.final_seats, cap);
@@ -78,17 +78,24 @@ TEST(hostile_hints_stay_inside_the_bounds)
 	/* Hints choose inside the bounds: fewer seats, no final work. */
 	struct fg_hdr small = { .seats = 2, .final_seats = 0, .extra_latency_us = 0, .work_hint = 1000 };
 	struct fg_work w;
-	fg_work_estimate(fg_str_of("list"), &small, 0, 250 * MS, &w);
+	fg_work_estimate(fg_str_of("list"), &small, true, 0, 250 * MS, &w);
 	CHECK_EQ(w.initial_seats, 2);
 	/* Final seats without extra latency hold nothing after the answer. */
 	struct fg_hdr nolat = { .final_seats = 5 };
-	fg_work_estimate(fg_str_of("get"), &nolat, 0, 250 * MS, &w);
+	fg_work_estimate(fg_str_of("get"), &nolat, true, 0, 250 * MS, &w);
 	CHECK_EQ(w.final_seats, 0);
 	CHECK_EQ(w.extra_latency_ns, 0);
 	/* maxExtraLatency 0: nothing lingers. */
-	fg_work_estimate(fg_str_of("create"), &h, 0, 0, &w);
+	fg_work_estimate(fg_str_of("create"), &h, true, 0, 0, &w);
 	CHECK_EQ(w.final_seats, 0);
 	CHECK_EQ(w.extra_latency_ns, 0);
+	/* From an untrusted source nothing of it counts: one seat. */
+	for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++) {
+		fg_work_estimate(fg_str_of(verbs[v]), &h, false, 1000, 250 * MS, &w);
+		CHECK_EQ(w.initial_seats, 1);
+		CHECK_EQ(w.final_seats, 0);
+		CHECK_EQ(w.extra_latency_ns, 0);
+	}
 }
 
 /* Every level type gets a per-request cap from compilation. */
