@@ -12,7 +12,8 @@
 _Static_assert(FG_COOKIE_MASTER_LEN == crypto_kdf_KEYBYTES, "the master is a KDF key");
 _Static_assert(sizeof(((struct fg_cookie_jar *)0)->secret[0]) == crypto_shorthash_KEYBYTES, "SipHash keys");
 _Static_assert(FG_COOKIE_LEN == 8 + crypto_shorthash_BYTES, "header and MAC");
-_Static_assert(FG_COOKIE_LIFETIME_S <= 2 * FG_COOKIE_EPOCH_S, "an accepted cookie's epoch is the current or the last");
+_Static_assert(FG_COOKIE_LIFETIME_S + 1 <= (FG_COOKIE_CACHED_EPOCHS - 1) * FG_COOKIE_EPOCH_S,
+	       "the epochs an accepted cookie can name all fit the cache");
 
 int fg_cookie_jar_init(struct fg_cookie_jar *j, const uint8_t *master)
 {
@@ -22,18 +23,23 @@ int fg_cookie_jar_init(struct fg_cookie_jar *j, const uint8_t *master)
 		memcpy(j->master, master, sizeof(j->master));
 	else
 		crypto_kdf_keygen(j->master);
-	j->epoch[0] = j->epoch[1] = UINT64_MAX;
+	for (unsigned i = 0; i < FG_COOKIE_CACHED_EPOCHS; i++)
+		j->epoch[i] = UINT64_MAX;
 	return 0;
 }
 
-/* The secret of an epoch; the two most recent ones are cached, and only
- * epochs of acceptable cookies are ever asked for. */
+/* The secret of an epoch.  Only epochs of acceptable cookies (and the
+ * current one) are ever asked for, and they fit the cache; a new one takes
+ * an empty slot, else the oldest epoch's. */
 static const uint8_t *secret_of(struct fg_cookie_jar *j, uint64_t epoch)
 {
-	for (int i = 0; i < 2; i++)
+	unsigned victim = 0;
+	for (unsigned i = 0; i < FG_COOKIE_CACHED_EPOCHS; i++) {
 		if (j->epoch[i] == epoch)
 			return j->secret[i];
-	int victim = j->epoch[0] == UINT64_MAX || (j->epoch[1] != UINT64_MAX && j->epoch[0] < j->epoch[1]) ? 0 : 1;
+		if (j->epoch[victim] != UINT64_MAX && (j->epoch[i] == UINT64_MAX || j->epoch[i] < j->epoch[victim]))
+			victim = i;
+	}
 	crypto_kdf_derive_from_key(j->secret[victim], sizeof(j->secret[victim]), epoch, KDF_CONTEXT, j->master);
 	j->epoch[victim] = epoch;
 	return j->secret[victim];

@@ -31,10 +31,15 @@
 #define FG_COOKIE_LIFETIME_S 3600u  /* a cookie is accepted for an hour */
 #define FG_COOKIE_MASTER_LEN 32u
 
+/* Secrets cached: every epoch an accepted cookie can name (its lifetime and
+ * a second of slack span at most three), so a sender cycling timestamps
+ * cannot make a worker derive a secret per datagram. */
+#define FG_COOKIE_CACHED_EPOCHS 4u
+
 struct fg_cookie_jar {
 	uint8_t master[FG_COOKIE_MASTER_LEN];
-	uint64_t epoch[2];          /* the epochs whose secrets are cached (UINT64_MAX: none) */
-	uint8_t secret[2][16];
+	uint64_t epoch[FG_COOKIE_CACHED_EPOCHS]; /* the epochs whose secrets are cached (UINT64_MAX: none) */
+	uint8_t secret[FG_COOKIE_CACHED_EPOCHS][16];
 };
 
 /* 0, or -EIO when libsodium cannot start.  master NULL: a random one. */

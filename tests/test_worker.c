@@ -1306,8 +1306,9 @@ TEST(dispatch_ids_are_unguessable_and_late_answers_dropped)
 	CHECK_EQ(r.w.stats.responded, 1);
 	CHECK(m.payload_len == 4 && !memcmp(m.payload, "real", 4));
 
-	/* One slot used 300 000 times (far past the old 24-bit generation's
-	 * 2^24 / 56 per slot here): the first request's id never matches again. */
+	/* 300 000 more requests through the worker (FIFO reuse spreads them
+	 * over the table): the first request's id never matches again.  The
+	 * wrap of a single slot is reqtable_slot_reused_past_2_24_times. */
 	r.seen = r.io.n_sent = 0;
 	int failed_before = test_failed_checks;
 	for (uint32_t i = 0; i < 300000; i++) {
@@ -1615,6 +1616,35 @@ TEST(mesh_untrusted_sources_are_handed_over_with_their_assigned_identity)
 	}
 	CHECK_EQ(MESH_SUM(&r, responded), 20);
 	mesh_fini(&r);
+}
+
+/* One slot reused more than 2^24 times (where the old 24-bit generation
+ * wrapped and a late answer reached the slot's next request): a dispatch id
+ * from the first use names nothing ever after. */
+TEST(reqtable_slot_reused_past_2_24_times)
+{
+	struct fg_reqtable t;
+	struct fg_nonces n;
+	static const uint8_t key[FG_NONCE_KEY_LEN] = { 9 };
+	CHECK_EQ(fg_reqtable_init(&t, 1), 0);
+	fg_nonces_init(&n, key);
+	uint32_t slot = fg_reqtable_alloc(&t);
+	t.slots[slot].state = FG_REQ_EXECUTING;
+	t.slots[slot].nonce = fg_nonce_next(&n);
+	uint64_t first = fg_dispatch_id(5, &t.slots[slot], slot);
+	CHECK_EQ(fg_reqtable_lookup(&t, 5, first), slot);
+	unsigned matched = 0;
+	for (uint32_t use = 0; use < (1u << 24) + 2; use++) {
+		fg_reqtable_release(&t, slot);
+		CHECK_EQ(fg_reqtable_alloc(&t), slot); /* the only slot */
+		t.slots[slot].state = FG_REQ_EXECUTING;
+		t.slots[slot].nonce = fg_nonce_next(&n);
+		matched += fg_reqtable_lookup(&t, 5, first) != FG_REQ_NIL;
+	}
+	/* A 32-bit nonce repeats by chance about 2^24/2^32 of the time: with
+	 * this fixed key, never. */
+	CHECK_EQ(matched, 0);
+	fg_reqtable_fini(&t);
 }
 
 TEST_MAIN
