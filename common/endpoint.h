@@ -52,6 +52,16 @@ static inline int fg_ip_is_loopback(uint32_t ip_be)
 	return (ip_be & htonl(0xff000000u)) == htonl(0x7f000000u);
 }
 
+/* A source address no host on a wire may use (RFC 1122 "martians"): this
+ * network (0/8), loopback (127/8), multicast and reserved (224/3, so
+ * broadcast too).  The kernel drops such sources; DPDK mode must itself, or
+ * a spoofed 127.0.0.1 would pass for a trusted local process. */
+static inline int fg_ip_is_martian_source(uint32_t ip_be)
+{
+	uint32_t top = ntohl(ip_be) >> 24;
+	return top == 0 || top == 127 || top >= 224;
+}
+
 /* Parse "A.B.C.D/N" (N 0..32; "A.B.C.D" alone is /32).  Host bits must be
  * zero (so a typo like 10.1.2.3/8 is refused, not silently widened).
  * Returns 0 or -EINVAL. */

@@ -148,7 +148,8 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		if (k == FG_NET_ARP) {
 			handle_arp(l, &f);
 			rte_pktmbuf_free(m);
-		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port) {
+		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port &&
+			   !fg_ip_is_martian_source(f.src_ip) && f.src_ip != d->ip) {
 			struct fg_pkt *p = &pkts[out++];
 			p->handle = m;
 			p->data = rte_pktmbuf_mtod_offset(m, uint8_t *, f.payload_off);

@@ -78,6 +78,36 @@ for op, dst, tha, tpa in ((1, b"\\xff" * 6, b"\\0" * 6, ip("{FG_IP}")), (1, b"\\
     t.check(res["after"]["responses"] == 100, f"forged ARP did not redirect the backend's traffic "
                                               f"({res['after']['responses']}/100)")
 
+    # A request with a spoofed loopback source (a martian: the kernel would
+    # drop it, DPDK mode must too) would pass for a trusted local process.
+    before = d.status()["counters"]
+    fg_mac = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout.split("lladdr")[1].split()[0]
+    spoof = f"""
+import socket, struct, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import fgtest
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("fgtap0", 0))
+payload = fgtest.request(77, user=b"admin", attrs=fgtest.attr(1, b"admin") + fgtest.attr(2, b"system:masters") +
+                         fgtest.attr(4, b"get") + fgtest.attr(6, b"pods"))
+udp = struct.pack("!HHHH", 40000, 7400, 8 + len(payload), 0) + payload
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0, socket.inet_aton("127.0.0.1"),
+                 socket.inet_aton("{FG_IP}"))
+csum = sum(struct.unpack("!10H", ip))
+csum = (csum & 0xffff) + (csum >> 16)
+csum = ~((csum & 0xffff) + (csum >> 16)) & 0xffff
+ip = ip[:10] + struct.pack("!H", csum) + ip[12:]
+for _ in range(20):
+    s.send(bytes.fromhex("{fg_mac}".replace(":", "")) + bytes.fromhex("02deadbeef02") + b"\\x08\\x00" + ip + udp)
+"""
+    r = sh("ip", "netns", "exec", NS, "python3", "-c", spoof)
+    time.sleep(0.3)
+    after = d.status()["counters"]
+    t.check(r.returncode == 0 and after["requestsReceived"] == before["requestsReceived"] and
+            after["cookieChallenges"] == before["cookieChallenges"],
+            f"requests from a spoofed loopback source are dropped ({r.stderr.strip()[-200:]}, "
+            f"{after['requestsReceived'] - before['requestsReceived']} received)")
+
     res = t.loadgen(d.addr, ["name=flood,user=f,threads=40,service=50ms"], duration="1s", timeout="5s", netns=NS)
     f = res["flood"]
     t.check(f["rejected"]["queue-full"] > 0 and f["lost"] == 0 and f["responses"] + f["rejectedTotal"] == f["sent"],
