@@ -36,7 +36,6 @@ struct peer {
 
 struct conn {
 	int fd;
-	bool admin_slot;   /* counted against the admins' slots (rights at accept) */
 	bool closing;      /* close once the output is written; read nothing more */
 	struct peer peer;
 	uint64_t last_ns;    /* last byte moved either way */
@@ -522,11 +521,13 @@ static void conn_serve(struct fg_control *ctl, struct conn *c, uint64_t now)
 	char *nl;
 	while (c->fd >= 0 && !c->closing && !conn_has_output(c) && (nl = memchr(c->buf, '\n', c->len))) {
 		size_t line = (size_t)(nl - c->buf);
-		char *resp = ctl->queued > FG_CONTROL_MAX_QUEUED
+		/* Slow readers may fill the answers' budget; an admin is served
+		 * all the same (its own answers are bounded by its slots). */
+		bool admin = peer_is_admin(ctl->view.settings, &c->peer);
+		char *resp = ctl->queued > FG_CONTROL_MAX_QUEUED && !admin
 				     ? error_response("busy: %zu bytes of answers wait for slow readers; try again",
 						      ctl->queued)
-				     : fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line,
-							      peer_is_admin(ctl->view.settings, &c->peer));
+				     : fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line, admin);
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 		c->partial_ns = now;
@@ -598,30 +599,39 @@ static void refuse_unslotted(int fd, const char *fmt, unsigned a, unsigned b)
 }
 
 /* Admins may take any free slot, others all but FG_CONTROL_ADMIN_SLOTS of
- * them: readers, however many, cannot lock an admin out. */
+ * them: readers, however many, cannot lock an admin out.  Rights are those in
+ * force now (an admin removed from controlAdmins counts as a reader at once),
+ * and an admin who finds every slot taken displaces the reader idle longest. */
 static void accept_one(struct fg_control *ctl, int fd, uint64_t now)
 {
 	struct peer peer;
 	peer_read(fd, &peer);
 	bool admin = peer_is_admin(ctl->view.settings, &peer);
-	struct conn *slot = NULL;
+	struct conn *slot = NULL, *idlest_reader = NULL;
 	unsigned others = 0;
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++) {
 		struct conn *c = &ctl->conns[i];
-		if (c->fd < 0)
+		if (c->fd < 0) {
 			slot = slot ? slot : c;
-		else
-			others += !c->admin_slot;
+		} else if (!peer_is_admin(ctl->view.settings, &c->peer)) {
+			others++;
+			if (!idlest_reader || c->last_ns < idlest_reader->last_ns)
+				idlest_reader = c;
+		}
 	}
 	if (!admin && others >= FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS)
 		slot = NULL;
+	if (admin && !slot && idlest_reader) {
+		conn_close(ctl, idlest_reader); /* without a word: its slot is needed now */
+		slot = idlest_reader;
+	}
 	if (!slot) {
 		free(peer.groups);
 		refuse_unslotted(fd, "too many control clients (at most %u; %u more are kept for admins)",
 				 FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS, FG_CONTROL_ADMIN_SLOTS);
 		return;
 	}
-	*slot = (struct conn){ .fd = fd, .admin_slot = admin, .peer = peer, .last_ns = now, .partial_ns = now };
+	*slot = (struct conn){ .fd = fd, .peer = peer, .last_ns = now, .partial_ns = now };
 }
 
 /* --- SIGHUP: re-apply the --config files -------------------------------------- */
@@ -733,7 +743,7 @@ static void *control_main(void *arg)
 		}
 		for (unsigned i = FIXED; i < n; i++) {
 			struct conn *c = owner[i];
-			if (!pfd[i].revents || c->fd < 0)
+			if (!pfd[i].revents || c->fd != pfd[i].fd) /* closed, or its slot given to an admin since */
 				continue;
 			if (conn_has_output(c)) {
 				conn_flush(ctl, c, now);

@@ -117,6 +117,29 @@ names = json.loads(subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "get", "fs
 names = {o["metadata"]["name"] for o in names["items"]}
 t.check("granted" in names and "revoked" not in names, "only the admitted apply took effect")
 
+# --- a revoked admin's connections count as a reader's at once ---------------------
+root = c.Peer(d.sock, uid=0, gid=0)
+r = root.do(conn=0, req={"command": "version"})  # root holds one slot
+ok, err = c.apply_admins(d, uids=[c.NOBODY])
+hog = c.Peer(d.sock)
+held = sum(bool((hog.do(conn=i, req={"command": "version"}).get("answer") or {}).get("ok")) for i in range(15))
+t.check(ok and held == 15, f"uid 65534, an admin, holds every other slot ({held}/15)")
+revoke = ("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\n"
+          "spec: {controlAdmins: {uids: [], gids: []}}\n")
+r = root.do(conn=0, req={"command": "apply", "data": revoke})
+t.check((r.get("answer") or {}).get("ok") is True, f"root revokes uid 65534 over its open connection ({r})")
+t0 = time.time()
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "status", "-o", "json"], capture_output=True, text=True,
+                   timeout=10)
+t.check(p.returncode == 0 and time.time() - t0 < 3,
+        f"an admin still gets in: it takes the slot of a revoked admin's idle connection ({p.stderr.strip()})")
+late = c.Peer(d.sock)
+r = late.do(conn=0, wait=1)
+t.check("too many control clients" in ((r.get("answer") or {}).get("error") or ""),
+        f"a reader finds no slot while the revoked admin's connections count as readers' ({r})")
+for peer_proc in (late, hog, root):
+    peer_proc.close()
+
 # --- supplementary groups -------------------------------------------------------------
 ok, err = c.apply_admins(d, gids=[4242])
 member = c.Peer(d.sock, groups=[4242])
