@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dpdk_io — DPDK port I/O; see dpdk_io.h. */
 #include "dpdk_io.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -351,7 +352,7 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	 * worker's reserve for the answers it owes. */
 	unsigned n_mbufs = n_buffers * n_lanes + 2 * DPDK_RING_DESC * n_lanes + DPDK_TX_BATCH * n_lanes +
 			   (n_lanes + 1) * DPDK_MBUF_CACHE + FG_ANSWER_RESERVE * n_lanes +
-			   (n_lanes > 1 ? FG_HANDOFF_RING_SIZE * n_lanes * (n_lanes - 1) : 0);
+			   (n_lanes > 1 ? fg_handoff_ring_capacity(n_lanes) * n_lanes * (n_lanes - 1) : 0);
 	char name[32];
 	snprintf(name, sizeof(name), "fg_mbufs_%u", port);
 	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,

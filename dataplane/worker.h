@@ -82,6 +82,18 @@ struct fg_mesh {
 	struct fg_backend_shared backends[FG_MAX_BACKENDS];
 };
 
+/* The capacity of each ring between n workers: FG_HANDOFF_RING_SIZE into a
+ * worker split over the n - 1 others (a power of two, at least
+ * FG_HANDOFF_RING_MIN), so that the buffers rings can hold grow with n, not
+ * with n squared (DPDK pools are sized for them). */
+static inline uint32_t fg_handoff_ring_capacity(unsigned n_workers)
+{
+	uint32_t c = FG_HANDOFF_RING_SIZE;
+	while (n_workers > 2 && c > FG_HANDOFF_RING_MIN && c * (n_workers - 1) > FG_HANDOFF_RING_SIZE * 2)
+		c /= 2;
+	return c;
+}
+
 /* Rings of ring_capacity hand-offs (a power of two) between n workers. */
 int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity);
 /* Frees what is still in the rings through io_of_worker's io. */

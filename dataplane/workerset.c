@@ -19,7 +19,7 @@ int fg_workerset_create(struct fg_workerset *ws, unsigned n, const struct fg_io 
 	}
 	memcpy(ws->ios, ios, sizeof(*ios) * n);
 	ws->w = calloc(n, sizeof(*ws->w));
-	if (!ws->w || (n > 1 && fg_mesh_init(&ws->mesh, n, FG_HANDOFF_RING_SIZE))) {
+	if (!ws->w || (n > 1 && fg_mesh_init(&ws->mesh, n, fg_handoff_ring_capacity(n)))) {
 		snprintf(err, errlen, "out of memory for %u workers", n);
 		goto err;
 	}
