@@ -19,7 +19,10 @@ FAIRGATECTL = os.path.join(BUILD, "control", "fairgatectl")
 BENCH = os.path.join(BUILD, "bench", "fairgate-bench")
 
 REASONS = ["none", "queue-full", "concurrency-limit", "time-out", "invalid", "no-backend",
-           "backend-timeout", "shutting-down"]
+           "backend-timeout", "shutting-down", "retry-with-cookie"]
+RESPONSE, REJECT = 2, 3
+RETRY_WITH_COOKIE = 8
+ATTR_COOKIE, ATTR_PADDING = 10, 0xfffe
 
 _failures = []
 _procs = []
@@ -204,9 +207,37 @@ def attr(t, v):
     return struct.pack(">HH", t, len(v)) + v
 
 
-def request(req_id, user=b"alice", payload=b"", seats=1, attrs=None):
+def req_attrs(user=b"alice", groups=(), verb=b"get", resource=b"pods", cookie=None, pad=0):
+    """Request attributes; cookie: the COOKIE attribute's bytes; pad: a
+    PADDING attribute of that many bytes (what clients add to be challengeable)."""
+    a = attr(1, user) + b"".join(attr(2, g) for g in groups) + attr(4, verb) + attr(6, resource)
+    if cookie is not None:
+        a += attr(ATTR_COOKIE, cookie)
+    if pad:
+        a += attr(ATTR_PADDING, b"\0" * pad)
+    return a
+
+
+def request(req_id, user=b"alice", payload=b"", seats=1, attrs=None, final_seats=0, work=0, extra_us=0):
     a = attrs if attrs is not None else attr(1, user) + attr(4, b"get") + attr(6, b"pods")
-    return struct.pack(HDR, 0x4647, 1, 1, 0, 40 + len(a), req_id, seats, 0, 0, 0, 0, 0, 0, 0) + a + payload
+    return struct.pack(HDR, 0x4647, 1, 1, 0, 40 + len(a), req_id, seats, final_seats, work, extra_us, 0, 0, 0,
+                       0) + a + payload
+
+
+def service(us):
+    """The payload that makes `fairgate-bench backend` hold a request us microseconds."""
+    return b"FGSV" + struct.pack(">I", us)
+
+
+def parse_attrs(data):
+    """[(type, value)] of a message's attributes (bounded by its header length)."""
+    out, off = [], 40
+    end = min(len(data), struct.unpack(">H", data[6:8])[0]) if len(data) >= 40 else 0
+    while off + 4 <= end:
+        t, n = struct.unpack(">HH", data[off:off + 4])
+        out.append((t, data[off + 4:off + 4 + n]))
+        off += 4 + n
+    return out
 
 
 def decode_header(data):
@@ -222,3 +253,23 @@ def udp_client():
     s.bind(("127.0.0.1", 0))
     s.settimeout(2)
     return s
+
+
+# --- raw IPv4/UDP, for datagrams with a source address we do not own ---------
+
+def raw_socket():
+    """A raw socket that sends whole IPv4 packets (root only)."""
+    return socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+
+def ipv4_udp(src, dst, payload):
+    """An IPv4 packet carrying one UDP datagram from src to dst ((ip, port)
+    each).  The kernel fills in the IP checksum; UDP checksum 0 is "none"."""
+    udp = struct.pack(">HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, socket.IPPROTO_UDP, 0,
+                     socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
+    return ip + udp
+
+
+def send_spoofed(raw, src, dst, payload):
+    raw.sendto(ipv4_udp(src, dst, payload), (dst[0], 0))
