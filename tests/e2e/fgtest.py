@@ -108,7 +108,8 @@ class Daemon:
     the configuration text (None: the embedded bootstrap objects)."""
 
     def __init__(self, backends, extra=(), listen_ip="127.0.0.1", netns=None, eal=None, port=None,
-                 level=None, config=""):
+                 level=None, config="", log=None):
+        """log: a file for the daemon's output (a long run would fill an unread pipe)."""
         self.port = port or free_port()
         self.addr = f"{listen_ip}:{self.port}"
         self.sock = tempfile.mktemp(prefix="fg-", suffix=".sock", dir="/tmp")
@@ -124,11 +125,12 @@ class Daemon:
             args += ["--backend", b]
         if eal:
             args += ["--io", "dpdk", "--"] + eal
-        self.proc = spawn(args, netns=netns)
+        out = open(log, "w") if log else subprocess.PIPE
+        self.proc = spawn(args, netns=netns, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline and not os.path.exists(self.sock):
             if self.proc.poll() is not None:
-                raise RuntimeError("fairgate exited: " + self.proc.stderr.read())
+                raise RuntimeError("fairgate exited: " + (open(log).read() if log else self.proc.stderr.read()))
             time.sleep(0.05)
         if not os.path.exists(self.sock):
             raise RuntimeError("fairgate did not start")
@@ -172,23 +174,30 @@ class Daemon:
         return self.proc.returncode, err
 
 
-def backend(addr, workers=4, netns=None, extra=()):
-    p = spawn([BENCH, "backend", "--listen", addr, "--workers", str(workers), "--duration", "120s"] + list(extra),
+def backend(addr, workers=4, netns=None, extra=(), duration="120s"):
+    p = spawn([BENCH, "backend", "--listen", addr, "--workers", str(workers), "--duration", duration] + list(extra),
               netns=netns)
     time.sleep(0.2)
     return p
 
 
-def loadgen(target, flows, duration="3s", timeout="3s", netns=None):
+def loadgen_start(target, flows, duration="3s", timeout="3s", netns=None):
+    """A load generator running in the background; loadgen_result() waits for it."""
     args = [BENCH, "loadgen", "--target", target, "--duration", duration, "--timeout", timeout, "--json"]
     for f in flows:
         args += ["--flow", f]
-    if netns:
-        args = ["ip", "netns", "exec", netns] + args
-    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError("loadgen failed: " + out.stderr)
-    return {f["name"]: f for f in json.loads(out.stdout)["flows"]}
+    return spawn(args, netns=netns)
+
+
+def loadgen_result(p, wait=120):
+    out, err = p.communicate(timeout=wait)
+    if p.returncode != 0:
+        raise RuntimeError("loadgen failed: " + err)
+    return {f["name"]: f for f in json.loads(out)["flows"]}
+
+
+def loadgen(target, flows, duration="3s", timeout="3s", netns=None):
+    return loadgen_result(loadgen_start(target, flows, duration, timeout, netns))
 
 
 def invariant_holds(st):
