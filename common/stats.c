@@ -39,6 +39,11 @@ static void put(struct name_buf *b, const void *unit, size_t n)
 	b->p[b->len] = '\0';
 }
 
+static bool plain(uint8_t c)
+{
+	return c >= 0x20 && c < 0x7f && c != '\\';
+}
+
 static void put_escaped(struct name_buf *b, const uint8_t *bytes, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -92,11 +97,19 @@ static bool invisible(uint32_t c)
 static void put_name_part(struct name_buf *b, const uint8_t *s, size_t n)
 {
 	for (size_t i = 0; i < n && !b->full;) {
+		size_t run = i;
+		while (run < n && plain(s[run]))
+			run++;
+		if (run > i) { /* printable ASCII, the usual name: one copy, cut anywhere */
+			size_t room = b->cap - 1 - b->len, take = run - i < room ? run - i : room;
+			put(b, s + i, take);
+			b->full = take < run - i;
+			i = run;
+			continue;
+		}
 		uint32_t c = s[i];
 		size_t len = 1;
-		if (c >= 0x20 && c < 0x7f && c != '\\') {
-			put(b, &s[i], 1);
-		} else if (c >= 0x80 && (len = utf8_char(s + i, n - i, &c)) != 0) {
+		if (c >= 0x80 && (len = utf8_char(s + i, n - i, &c)) != 0) {
 			if (invisible(c))
 				put_escaped(b, s + i, len); /* the whole character, or none of it */
 			else
@@ -132,8 +145,7 @@ static void advance_hand(struct fg_worker_stats *s)
 {
 	uint32_t h = s->flow_hand;
 	for (unsigned k = 0; k < FG_FLOW_HAND_STEP; k++, h = (h + 1) & FLOW_MASK)
-		if (s->flow_idle[h] < FG_FLOW_IDLE_PASSES)
-			s->flow_idle[h]++;
+		s->flow_idle[h] += s->flow_idle[h] < FG_FLOW_IDLE_PASSES; /* saturating, without a branch */
 	s->flow_hand = h;
 }
 
@@ -164,6 +176,7 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level,
 	if (hash <= 1)
 		hash += 2; /* keep 0 (free) and 1 (other) reserved */
 	uint32_t i = (uint32_t)hash & FLOW_MASK, free_i = FLOW_NONE, idle_i = FLOW_NONE;
+	bool may_reclaim = s->flow_reclaim_wait == 0;
 	for (uint32_t probes = 0; probes < FG_FLOW_MAX_PROBES; probes++, i = (i + 1) & FLOW_MASK) {
 		uint64_t key = s->flow_keys[i];
 		if (key == hash) {
@@ -179,17 +192,27 @@ uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level,
 			free_i = i;
 			break;
 		}
-		if (idle_i == FLOW_NONE && reclaimable(s, i))
+		if (may_reclaim && idle_i == FLOW_NONE && reclaimable(s, i))
 			idle_i = i;
 	}
 	advance_hand(s);
-	uint32_t take = free_i;
-	if (idle_i != FLOW_NONE && (free_i == FLOW_NONE || s->flows_used >= FLOW_FILL_FIRST))
-		take = idle_i; /* keep the last quarter free for runs that have no idle entry */
+	if (s->flow_reclaim_wait)
+		s->flow_reclaim_wait--;
+	/* Up to 3/4 full, free entries are taken at once.  Past it, only when
+	 * the countdown allows: an idle entry first, a free one (a run with no
+	 * idle entry: without it a flow whose home is free would never get one). */
+	uint32_t take = FLOW_NONE;
+	bool counted = false;
+	if (free_i != FLOW_NONE && s->flows_used < FLOW_FILL_FIRST)
+		take = free_i;
+	else if (may_reclaim)
+		take = idle_i != FLOW_NONE ? idle_i : free_i, counted = true;
 	if (take == FLOW_NONE) {
 		FG_STAT_ADD(s->flows_overflow, 1);
 		return FLOW_OTHER;
 	}
+	if (counted)
+		s->flow_reclaim_wait = FG_FLOW_RECLAIM_EVERY - 1;
 	if (take == free_i)
 		FG_STAT_ADD(s->flows_used, 1);
 	else

@@ -21,9 +21,10 @@
  * FG_FLOW_IDLE_PASSES times (the hand moves FG_FLOW_HAND_STEP entries per
  * request of a flow not in the table, so a flood of new names ages the table
  * and a quiet server keeps its rows).  A new flow probes at most
- * FG_FLOW_MAX_PROBES entries from its home: it gets a free or idle one there,
- * or shares "(other)" (entry 0) when all of them are in use; its own later
- * misses move the hand, so only active flows can keep it out for long.
+ * FG_FLOW_MAX_PROBES entries from its home: it gets a free one there, or an
+ * idle one if no entry was taken back in the last FG_FLOW_RECLAIM_EVERY
+ * misses, or shares "(other)" (entry 0); its own later misses move the hand
+ * and the reclaim countdown, so only active flows can keep it out for long.
  *
  * Readers of flows[]: an entry is published by storing its hash last
  * (release); a reused entry first gets an odd seq and hash 0, then its new
@@ -50,6 +51,10 @@
 #define FG_FLOW_MAX_PROBES 16u   /* entries a lookup looks at from the flow's home */
 #define FG_FLOW_HAND_STEP 4u     /* entries the ageing hand passes per miss: a turn is 256 misses */
 #define FG_FLOW_IDLE_PASSES 2u   /* passes of the hand without a lookup before an idle entry is taken */
+/* At most one entry taken back per this many misses: more live flows than
+ * entries then cost a fraction of a rewrite (name escaped, entry written)
+ * per request, not one each. */
+#define FG_FLOW_RECLAIM_EVERY 4u
 _Static_assert((FG_FLOW_TABLE_SIZE & (FG_FLOW_TABLE_SIZE - 1)) == 0, "the flow table is indexed by mask");
 _Static_assert(FG_FLOW_NAME_MAX % 8 == 0, "flow names are copied in 8-byte words");
 
@@ -121,13 +126,15 @@ struct fg_worker_stats {
 	uint64_t flow_keys[FG_FLOW_TABLE_SIZE];
 	uint8_t flow_idle[FG_FLOW_TABLE_SIZE];
 	uint32_t flow_hand;
+	uint32_t flow_reclaim_wait;            /* misses until an entry may be taken back */
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 };
 
 /* The flow entry for `hash`, named from schema and dist[0..dist_len) (any
- * bytes) when it is new; entry 0 is "(other)" when no entry in reach is free
- * or idle.  Past 3/4 of the table an idle entry is reused before a free one is
- * taken.  Owner thread only; a hit costs one probe run and one byte store. */
+ * bytes) when it is new; entry 0 is "(other)" when no entry in reach may be
+ * taken.  Up to 3/4 of the table free entries are taken at once; past it, one
+ * entry per FG_FLOW_RECLAIM_EVERY misses, an idle one before a free one.
+ * Owner thread only; a hit costs one probe run and one byte store. */
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
 		       const char *dist, uint16_t dist_len);
 

@@ -155,20 +155,23 @@ TEST(junk_flows_age_out)
 			CHECK_EQ(fg_stats_flow(s, busy, 1, "s", "busy", 4), busy_i);
 	}
 	CHECK_STR(s->flows[busy_i].name, "s/busy");
-	CHECK(s->flows_reclaimed > 90000);
+	/* Taken back as fast as the countdown allows, and no faster. */
+	CHECK(s->flows_reclaimed > 100000 / FG_FLOW_RECLAIM_EVERY * 9 / 10);
+	CHECK(s->flows_reclaimed <= 100000 / FG_FLOW_RECLAIM_EVERY + 1);
 	CHECK(s->flows_used <= FG_FLOW_TABLE_SIZE);
 
-	/* New tenants after the flood: nearly all at their first request, every
-	 * one within two turns of the hand of its own misses. */
-	unsigned first_time = 0;
+	/* New tenants after the flood, one after the other: nearly all within
+	 * the reclaim countdown, every one within two turns of the hand of its
+	 * own misses. */
+	unsigned late = 0;
 	for (unsigned t = 0; t < 1000; t++) {
 		char name[16];
 		int len = snprintf(name, sizeof(name), "tenant%u", t);
 		uint64_t h = xorshift(&x) | 2;
-		uint32_t i = fg_stats_flow(s, h, 2, "s", name, (uint16_t)len);
-		first_time += i != 0;
-		for (unsigned miss = 0; i == 0 && miss < 2 * FG_FLOW_TABLE_SIZE / FG_FLOW_HAND_STEP; miss++)
+		uint32_t i = 0, tries = 0;
+		while (i == 0 && tries++ < 2 * FG_FLOW_TABLE_SIZE / FG_FLOW_HAND_STEP)
 			i = fg_stats_flow(s, h, 2, "s", name, (uint16_t)len);
+		late += tries > FG_FLOW_RECLAIM_EVERY;
 		CHECK(i != 0);
 		char want[24];
 		snprintf(want, sizeof(want), "s/%s", name);
@@ -177,7 +180,7 @@ TEST(junk_flows_age_out)
 		CHECK_EQ(s->flows[i].received, 0); /* a reused entry starts from zero */
 		CHECK_EQ(fg_stats_flow(s, h, 2, "s", name, (uint16_t)len), i);
 	}
-	CHECK(first_time >= 990);
+	CHECK(late <= 10);
 	free(s);
 }
 
@@ -216,7 +219,7 @@ TEST(active_flows_are_never_evicted)
 	unsigned kept = 0;
 	for (unsigned a = 0; a < ACTIVE; a++)
 		kept += !strcmp(s->flows[idx[a]].name, "s/active");
-	CHECK(kept < ACTIVE / 10);
+	CHECK(kept < ACTIVE / 4); /* most: an entry behind a free one is reached from fewer homes */
 	free(s);
 }
 
