@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* stats — flow table of the per-worker statistics. */
+/* stats — flow table of the per-worker statistics: safe names, ageing, reads. */
 #include "stats.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #define FLOW_OTHER 0u
+#define FLOW_NONE UINT32_MAX
 #define FLOW_MASK (FG_FLOW_TABLE_SIZE - 1)
-#define FG_FLOW_MAX_PROBES 16u
+#define FLOW_FILL_FIRST (FG_FLOW_TABLE_SIZE / 4 * 3) /* past this, idle entries are reused first */
+#define READ_TRIES 3
 
 void fg_stats_init(struct fg_worker_stats *s)
 {
@@ -16,36 +17,238 @@ void fg_stats_init(struct fg_worker_stats *s)
 	s->flows[FLOW_OTHER].hash = s->flow_keys[FLOW_OTHER] = 1; /* never matched: real hashes are >= 2 */
 }
 
+/* --- names ----------------------------------------------------------------- */
+
+/* A name being built: whole units (a character or its escapes) or nothing,
+ * and nothing after the first unit that did not fit, so a cut name is a
+ * prefix of the whole one. */
+struct name_buf {
+	char *p;
+	size_t len, cap; /* cap counts the NUL */
+	bool full;
+};
+
+static void put(struct name_buf *b, const void *unit, size_t n)
+{
+	if (b->full || b->len + n + 1 > b->cap) {
+		b->full = true;
+		return;
+	}
+	memcpy(b->p + b->len, unit, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static bool plain(uint8_t c)
+{
+	return c >= 0x20 && c < 0x7f && c != '\\';
+}
+
+static void put_escaped(struct name_buf *b, const uint8_t *bytes, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char unit[4 * 4];
+	for (size_t i = 0; i < n; i++) {
+		unit[4 * i] = '\\';
+		unit[4 * i + 1] = 'x';
+		unit[4 * i + 2] = hex[bytes[i] >> 4];
+		unit[4 * i + 3] = hex[bytes[i] & 15];
+	}
+	put(b, unit, 4 * n);
+}
+
+/* Length of the well-formed UTF-8 character at p[0..n) (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_char(const uint8_t *p, size_t n, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c, min;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, c = p[0] & 0x1f, min = 0x80;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, c = p[0] & 0x0f, min = 0x800;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, c = p[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* Characters that are valid but would hide or reorder what an operator reads. */
+static bool invisible(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0x9f) ||       /* C1 controls */
+	       (c >= 0x200b && c <= 0x200f) ||   /* zero widths, LRM, RLM */
+	       (c >= 0x2028 && c <= 0x202e) ||   /* line/paragraph separators, bidi embeddings */
+	       (c >= 0x2066 && c <= 0x2069) ||   /* bidi isolates */
+	       c == 0xfeff;
+}
+
+static void put_name_part(struct name_buf *b, const uint8_t *s, size_t n)
+{
+	for (size_t i = 0; i < n && !b->full;) {
+		size_t run = i;
+		while (run < n && plain(s[run]))
+			run++;
+		if (run > i) { /* printable ASCII, the usual name: one copy, cut anywhere */
+			size_t room = b->cap - 1 - b->len, take = run - i < room ? run - i : room;
+			put(b, s + i, take);
+			b->full = take < run - i;
+			i = run;
+			continue;
+		}
+		uint32_t c = s[i];
+		size_t len = 1;
+		if (c >= 0x80 && (len = utf8_char(s + i, n - i, &c)) != 0) {
+			if (invisible(c))
+				put_escaped(b, s + i, len); /* the whole character, or none of it */
+			else
+				put(b, s + i, len);
+		} else {
+			len = 1; /* a control, '\', or a byte that starts no character: resynchronise after it */
+			put_escaped(b, &s[i], 1);
+		}
+		i += len;
+	}
+}
+
+static void format_name(char *out, size_t cap, const char *schema, const char *dist, uint16_t dist_len)
+{
+	struct name_buf b = { out, 0, cap, false };
+	out[0] = '\0';
+	put_name_part(&b, (const uint8_t *)schema, strlen(schema));
+	if (dist_len) {
+		put(&b, "/", 1);
+		put_name_part(&b, (const uint8_t *)dist, dist_len);
+	}
+}
+
+/* --- the table --------------------------------------------------------------- */
+
+static bool reclaimable(const struct fg_worker_stats *s, uint32_t i)
+{
+	const struct fg_flow_stats *f = &s->flows[i];
+	return i != FLOW_OTHER && s->flow_idle[i] >= FG_FLOW_IDLE_PASSES && !f->waiting && !f->executing;
+}
+
+static void advance_hand(struct fg_worker_stats *s)
+{
+	uint32_t h = s->flow_hand;
+	for (unsigned k = 0; k < FG_FLOW_HAND_STEP; k++, h = (h + 1) & FLOW_MASK)
+		s->flow_idle[h] += s->flow_idle[h] < FG_FLOW_IDLE_PASSES; /* saturating, without a branch */
+	s->flow_hand = h;
+}
+
+/* Give entry f to a new flow; readers see hash 0 or an odd seq until it is whole. */
+static void flow_write(struct fg_flow_stats *f, uint64_t hash, uint16_t level, const char *schema, const char *dist,
+		       uint16_t dist_len)
+{
+	uint64_t words[FG_FLOW_NAME_MAX / 8] = { 0 };
+	format_name((char *)words, sizeof(words), schema, dist, dist_len);
+	uint32_t seq = f->seq;
+	__atomic_store_n(&f->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->hash, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (unsigned k = 0; k < FG_FLOW_NAME_MAX / 8; k++)
+		__atomic_store_n(&f->name_words[k], words[k], __ATOMIC_RELAXED);
+	FG_STAT_SET(f->level, level);
+	FG_STAT_SET(f->received, 0);
+	FG_STAT_SET(f->dispatched, 0);
+	FG_STAT_SET(f->responded, 0);
+	FG_STAT_SET(f->rejected, 0);
+	__atomic_store_n(&f->seq, seq + 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&f->hash, hash, __ATOMIC_RELEASE);
+}
+
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
 		       const char *dist, uint16_t dist_len)
 {
 	if (hash <= 1)
 		hash += 2; /* keep 0 (free) and 1 (other) reserved */
-	uint32_t i = (uint32_t)hash & FLOW_MASK;
-	/* Bounded probing: a full table costs O(1), and later flows share "(other)". */
+	uint32_t i = (uint32_t)hash & FLOW_MASK, free_i = FLOW_NONE, idle_i = FLOW_NONE;
+	bool may_reclaim = s->flow_reclaim_wait == 0;
 	for (uint32_t probes = 0; probes < FG_FLOW_MAX_PROBES; probes++, i = (i + 1) & FLOW_MASK) {
 		uint64_t key = s->flow_keys[i];
 		if (key == hash) {
 			struct fg_flow_stats *f = &s->flows[i];
+			s->flow_idle[i] = 0;
 			if (f->level != level) /* its schema moved to another level */
 				__atomic_store_n(&f->level, level, __ATOMIC_RELAXED);
 			return i;
 		}
 		if (key == 0) {
-			struct fg_flow_stats *f = &s->flows[i];
-			if (s->flows_used >= FG_FLOW_TABLE_SIZE / 4 * 3)
-				break;
-			FG_STAT_ADD(s->flows_used, 1);
-			if (dist_len)
-				snprintf(f->name, sizeof(f->name), "%s/%.*s", schema, (int)dist_len, dist);
-			else
-				snprintf(f->name, sizeof(f->name), "%s", schema);
-			f->level = level;
-			s->flow_keys[i] = hash;
-			__atomic_store_n(&f->hash, hash, __ATOMIC_RELEASE);
-			return i;
+			/* Entries are reused in place, never emptied: no run has a
+			 * hole, so the flow is not further on. */
+			free_i = i;
+			break;
+		}
+		if (may_reclaim && idle_i == FLOW_NONE && reclaimable(s, i))
+			idle_i = i;
+	}
+	advance_hand(s);
+	if (s->flow_reclaim_wait)
+		s->flow_reclaim_wait--;
+	/* Up to 3/4 full, free entries are taken at once.  Past it, only when
+	 * the countdown allows: an idle entry first, a free one (a run with no
+	 * idle entry: without it a flow whose home is free would never get one). */
+	uint32_t take = FLOW_NONE;
+	bool counted = false;
+	if (free_i != FLOW_NONE && s->flows_used < FLOW_FILL_FIRST)
+		take = free_i;
+	else if (may_reclaim)
+		take = idle_i != FLOW_NONE ? idle_i : free_i, counted = true;
+	if (take == FLOW_NONE) {
+		FG_STAT_ADD(s->flows_overflow, 1);
+		return FLOW_OTHER;
+	}
+	if (counted)
+		s->flow_reclaim_wait = FG_FLOW_RECLAIM_EVERY - 1;
+	if (take == free_i)
+		FG_STAT_ADD(s->flows_used, 1);
+	else
+		FG_STAT_ADD(s->flows_reclaimed, 1);
+	flow_write(&s->flows[take], hash, level, schema, dist, dist_len);
+	s->flow_keys[take] = hash;
+	s->flow_idle[take] = 0;
+	return take;
+}
+
+bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_flow_snapshot *out)
+{
+	const struct fg_flow_stats *f = &s->flows[i & FLOW_MASK];
+	uint64_t words[FG_FLOW_NAME_MAX / 8];
+	for (int tries = 0; tries < READ_TRIES; tries++) {
+		uint32_t seq = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
+		out->hash = __atomic_load_n(&f->hash, __ATOMIC_ACQUIRE);
+		if (seq & 1)
+			continue; /* being given to another flow */
+		if (!out->hash)
+			return false;
+		for (unsigned k = 0; k < FG_FLOW_NAME_MAX / 8; k++)
+			words[k] = __atomic_load_n(&f->name_words[k], __ATOMIC_RELAXED);
+		out->level = __atomic_load_n(&f->level, __ATOMIC_RELAXED);
+		out->received = FG_STAT_GET(f->received);
+		out->dispatched = FG_STAT_GET(f->dispatched);
+		out->responded = FG_STAT_GET(f->responded);
+		out->rejected = FG_STAT_GET(f->rejected);
+		out->waiting = (int32_t)FG_STAT_GET(f->waiting);
+		out->executing = (int32_t)FG_STAT_GET(f->executing);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&f->seq, __ATOMIC_RELAXED) == seq) {
+			memcpy(out->name, words, sizeof(out->name));
+			out->name[sizeof(out->name) - 1] = '\0';
+			return true;
 		}
 	}
-	FG_STAT_ADD(s->flows_overflow, 1);
-	return FLOW_OTHER;
+	return false;
 }

@@ -5,10 +5,40 @@
  * Single writer (the owning worker), any number of readers: the writer does a
  * relaxed load+store (no atomic read-modify-write on the hot path), readers do
  * relaxed loads.  Values are eventually consistent snapshots.
+ *
+ * The flow table (flows[]) is a view, not an account: one row per flow seen
+ * lately, for `fairgatectl status`.  Totals (worker counters, levels[]) never
+ * come from it, so a row taken back from an idle flow loses only that row.
+ *
+ * Flow names are hostile input (user names, namespaces): a stored name is
+ * always printable UTF-8 — valid multi-byte characters kept; invalid bytes,
+ * control characters (C0, DEL, C1), bidi overrides, line separators and '\'
+ * written as "\xNN" per byte — cut at a character boundary, never inside an
+ * escape, and NUL-terminated within FG_FLOW_NAME_MAX.
+ *
+ * Ageing: an entry is taken back for a new flow when nothing of its flow waits
+ * or executes and it was not looked up while a clock hand went round the table
+ * FG_FLOW_IDLE_PASSES times (the hand moves FG_FLOW_HAND_STEP entries per
+ * request of a flow not in the table, so a flood of new names ages the table
+ * and a quiet server keeps its rows).  A new flow probes at most
+ * FG_FLOW_MAX_PROBES entries from its home: it gets a free one there, or an
+ * idle one if no entry was taken back in the last FG_FLOW_RECLAIM_EVERY
+ * misses, or shares "(other)" (entry 0); its own later misses move the hand
+ * and the reclaim countdown, so only active flows can keep it out for long.
+ *
+ * Readers of flows[]: an entry is published by storing its hash last
+ * (release); a reused entry first gets an odd seq and hash 0, then its new
+ * name and zeroed counters, then an even seq and its new hash.  Use
+ * fg_stats_flow_read(), which copies an entry and checks seq around the copy:
+ * it returns a name and counters of one flow, never a half-written name.  A
+ * reader that loads hash (acquire) and reads name without that check sees a
+ * whole name unless the entry is reused during its read; even then the bytes
+ * are NUL-terminated, but they may mix two names.
  */
 #ifndef FG_STATS_H
 #define FG_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "defs.h"
@@ -18,12 +48,35 @@
 #define FG_STAT_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
 #define FG_STAT_GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
+#define FG_FLOW_MAX_PROBES 16u   /* entries a lookup looks at from the flow's home */
+#define FG_FLOW_HAND_STEP 4u     /* entries the ageing hand passes per miss: a turn is 256 misses */
+#define FG_FLOW_IDLE_PASSES 2u   /* passes of the hand without a lookup before an idle entry is taken */
+/* At most one entry taken back per this many misses: more live flows than
+ * entries then cost a fraction of a rewrite (name escaped, entry written)
+ * per request, not one each. */
+#define FG_FLOW_RECLAIM_EVERY 4u
+_Static_assert((FG_FLOW_TABLE_SIZE & (FG_FLOW_TABLE_SIZE - 1)) == 0, "the flow table is indexed by mask");
+_Static_assert(FG_FLOW_NAME_MAX % 8 == 0, "flow names are copied in 8-byte words");
+
 struct fg_flow_stats {
 	uint64_t hash; /* 0 = free entry; published last (release) */
-	char name[FG_FLOW_NAME_MAX];   /* "schema" or "schema/distinguisher" */
+	uint32_t seq;  /* odd while the entry is being given to another flow */
 	uint16_t level;                /* index into fg_worker_stats.levels */
+	union {
+		char name[FG_FLOW_NAME_MAX];   /* "schema" or "schema/distinguisher", escaped */
+		uint64_t name_words[FG_FLOW_NAME_MAX / 8];
+	};
 	uint64_t received, dispatched, responded, rejected;
 	uint32_t waiting, executing;
+};
+
+/* One flow as fg_stats_flow_read() copied it. */
+struct fg_flow_snapshot {
+	uint64_t hash;
+	char name[FG_FLOW_NAME_MAX];
+	uint16_t level;
+	uint64_t received, dispatched, responded, rejected;
+	int32_t waiting, executing;
 };
 
 /* One priority level as a worker runs it (the runtime slot, which outlives
@@ -66,19 +119,32 @@ struct fg_worker_stats {
 	uint32_t waiting, executing, seats_in_use;
 	uint64_t buffers_in_use;               /* I/O buffers out of the pool (worker 0: the shared pool's) */
 	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
-	uint32_t flows_used;                   /* entries taken in flows[] */
+	uint32_t flows_used;                   /* entries taken in flows[] (reused ones count once) */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
+	uint64_t flows_reclaimed;              /* idle entries given to a new flow */
 	struct fg_flow_stats flows[FG_FLOW_TABLE_SIZE];
-	/* The owner's probe keys: flows[i].hash, packed so that a lookup reads
-	 * one or two cache lines instead of one entry per probe. */
+	/* Owner only.  The probe keys (flows[i].hash) and the passes of the
+	 * ageing hand since each entry's last lookup, packed so that a lookup
+	 * reads one or two cache lines instead of one entry per probe. */
 	uint64_t flow_keys[FG_FLOW_TABLE_SIZE];
+	uint8_t flow_idle[FG_FLOW_TABLE_SIZE];
+	uint32_t flow_hand;
+	uint32_t flow_reclaim_wait;            /* misses until an entry may be taken back */
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 };
 
-/* The flow entry for `hash` (created with `name` on first sight); entry 0 is
- * "(other)", used once the table is 3/4 full.  Owner thread only. */
+/* The flow entry for `hash`, named from schema and dist[0..dist_len) (any
+ * bytes) when it is new; entry 0 is "(other)" when no entry in reach may be
+ * taken.  Up to 3/4 of the table free entries are taken at once; past it, one
+ * entry per FG_FLOW_RECLAIM_EVERY misses, an idle one before a free one.
+ * Owner thread only; a hit costs one probe run and one byte store. */
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
 		       const char *dist, uint16_t dist_len);
+
+/* Copy entry i into *out: true when it holds a flow, false when it is free or
+ * was being reused during the copy (the next read sees the new flow).  Any
+ * thread. */
+bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_flow_snapshot *out);
 
 void fg_stats_init(struct fg_worker_stats *s);
 

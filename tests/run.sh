@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The full test suite: installs what is missing, builds, runs the unit and
-# end-to-end tests, repeats the unit and end-to-end tests under ASan+UBSan,
-# runs every libFuzzer target for a bounded time, and ends with
-# "N passed, N failed[, N skipped]".
+# end-to-end tests and a SOAK_SECONDS (default 60) soak, repeats the unit and
+# end-to-end tests under ASan+UBSan, runs every libFuzzer target for a bounded
+# time, and ends with "N passed, N failed[, N skipped]".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/install-deps || { echo "0 passed, 1 failed"; exit 1; }
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+SOAK_SECONDS=${SOAK_SECONDS:-60}
 passed=0 failed=0 skipped=0
 
 # meson test prints "Ok: N", "Fail: N", "Skipped: N" ... in its summary.
@@ -29,6 +30,13 @@ build() { # dir, setup args...
 echo "== build and test (debugoptimized)"
 build build && meson test -C build --print-errorlogs 2>&1 | tee /tmp/fairgate-test.log | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):'
 count_meson /tmp/fairgate-test.log
+
+# The soak suite is left out of a plain `meson test`; CI runs its short form
+# (the full one: `meson test -C build --suite soak`, docs/testing.md).
+echo "== soak, ${SOAK_SECONDS}s"
+SOAK_SECONDS=$SOAK_SECONDS meson test -C build --suite soak --print-errorlogs 2>&1 | tee /tmp/fairgate-soak.log |
+  grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):'
+count_meson /tmp/fairgate-soak.log
 
 echo "== ASan + UBSan build and test"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

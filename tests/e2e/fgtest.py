@@ -19,7 +19,10 @@ FAIRGATECTL = os.path.join(BUILD, "control", "fairgatectl")
 BENCH = os.path.join(BUILD, "bench", "fairgate-bench")
 
 REASONS = ["none", "queue-full", "concurrency-limit", "time-out", "invalid", "no-backend",
-           "backend-timeout", "shutting-down"]
+           "backend-timeout", "shutting-down", "retry-with-cookie"]
+RESPONSE, REJECT = 2, 3
+RETRY_WITH_COOKIE = 8
+ATTR_COOKIE, ATTR_PADDING = 10, 0xfffe
 
 _failures = []
 _procs = []
@@ -105,7 +108,8 @@ class Daemon:
     the configuration text (None: the embedded bootstrap objects)."""
 
     def __init__(self, backends, extra=(), listen_ip="127.0.0.1", netns=None, eal=None, port=None,
-                 level=None, config=""):
+                 level=None, config="", log=None):
+        """log: a file for the daemon's output (a long run would fill an unread pipe)."""
         self.port = port or free_port()
         self.addr = f"{listen_ip}:{self.port}"
         self.sock = tempfile.mktemp(prefix="fg-", suffix=".sock", dir="/tmp")
@@ -121,11 +125,12 @@ class Daemon:
             args += ["--backend", b]
         if eal:
             args += ["--io", "dpdk", "--"] + eal
-        self.proc = spawn(args, netns=netns)
+        out = open(log, "w") if log else subprocess.PIPE
+        self.proc = spawn(args, netns=netns, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE)
         deadline = time.time() + 20
         while time.time() < deadline and not os.path.exists(self.sock):
             if self.proc.poll() is not None:
-                raise RuntimeError("fairgate exited: " + self.proc.stderr.read())
+                raise RuntimeError("fairgate exited: " + (open(log).read() if log else self.proc.stderr.read()))
             time.sleep(0.05)
         if not os.path.exists(self.sock):
             raise RuntimeError("fairgate did not start")
@@ -169,23 +174,30 @@ class Daemon:
         return self.proc.returncode, err
 
 
-def backend(addr, workers=4, netns=None, extra=()):
-    p = spawn([BENCH, "backend", "--listen", addr, "--workers", str(workers), "--duration", "120s"] + list(extra),
+def backend(addr, workers=4, netns=None, extra=(), duration="120s"):
+    p = spawn([BENCH, "backend", "--listen", addr, "--workers", str(workers), "--duration", duration] + list(extra),
               netns=netns)
     time.sleep(0.2)
     return p
 
 
-def loadgen(target, flows, duration="3s", timeout="3s", netns=None):
+def loadgen_start(target, flows, duration="3s", timeout="3s", netns=None):
+    """A load generator running in the background; loadgen_result() waits for it."""
     args = [BENCH, "loadgen", "--target", target, "--duration", duration, "--timeout", timeout, "--json"]
     for f in flows:
         args += ["--flow", f]
-    if netns:
-        args = ["ip", "netns", "exec", netns] + args
-    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0:
-        raise RuntimeError("loadgen failed: " + out.stderr)
-    return {f["name"]: f for f in json.loads(out.stdout)["flows"]}
+    return spawn(args, netns=netns)
+
+
+def loadgen_result(p, wait=120):
+    out, err = p.communicate(timeout=wait)
+    if p.returncode != 0:
+        raise RuntimeError("loadgen failed: " + err)
+    return {f["name"]: f for f in json.loads(out)["flows"]}
+
+
+def loadgen(target, flows, duration="3s", timeout="3s", netns=None):
+    return loadgen_result(loadgen_start(target, flows, duration, timeout, netns))
 
 
 def invariant_holds(st):
@@ -204,9 +216,37 @@ def attr(t, v):
     return struct.pack(">HH", t, len(v)) + v
 
 
-def request(req_id, user=b"alice", payload=b"", seats=1, attrs=None):
+def req_attrs(user=b"alice", groups=(), verb=b"get", resource=b"pods", cookie=None, pad=0):
+    """Request attributes; cookie: the COOKIE attribute's bytes; pad: a
+    PADDING attribute of that many bytes (what clients add to be challengeable)."""
+    a = attr(1, user) + b"".join(attr(2, g) for g in groups) + attr(4, verb) + attr(6, resource)
+    if cookie is not None:
+        a += attr(ATTR_COOKIE, cookie)
+    if pad:
+        a += attr(ATTR_PADDING, b"\0" * pad)
+    return a
+
+
+def request(req_id, user=b"alice", payload=b"", seats=1, attrs=None, final_seats=0, work=0, extra_us=0):
     a = attrs if attrs is not None else attr(1, user) + attr(4, b"get") + attr(6, b"pods")
-    return struct.pack(HDR, 0x4647, 1, 1, 0, 40 + len(a), req_id, seats, 0, 0, 0, 0, 0, 0, 0) + a + payload
+    return struct.pack(HDR, 0x4647, 1, 1, 0, 40 + len(a), req_id, seats, final_seats, work, extra_us, 0, 0, 0,
+                       0) + a + payload
+
+
+def service(us):
+    """The payload that makes `fairgate-bench backend` hold a request us microseconds."""
+    return b"FGSV" + struct.pack(">I", us)
+
+
+def parse_attrs(data):
+    """[(type, value)] of a message's attributes (bounded by its header length)."""
+    out, off = [], 40
+    end = min(len(data), struct.unpack(">H", data[6:8])[0]) if len(data) >= 40 else 0
+    while off + 4 <= end:
+        t, n = struct.unpack(">HH", data[off:off + 4])
+        out.append((t, data[off + 4:off + 4 + n]))
+        off += 4 + n
+    return out
 
 
 def decode_header(data):
@@ -222,3 +262,23 @@ def udp_client():
     s.bind(("127.0.0.1", 0))
     s.settimeout(2)
     return s
+
+
+# --- raw IPv4/UDP, for datagrams with a source address we do not own ---------
+
+def raw_socket():
+    """A raw socket that sends whole IPv4 packets (root only)."""
+    return socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+
+def ipv4_udp(src, dst, payload):
+    """An IPv4 packet carrying one UDP datagram from src to dst ((ip, port)
+    each).  The kernel fills in the IP checksum; UDP checksum 0 is "none"."""
+    udp = struct.pack(">HHHH", src[1], dst[1], 8 + len(payload), 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, socket.IPPROTO_UDP, 0,
+                     socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
+    return ip + udp
+
+
+def send_spoofed(raw, src, dst, payload):
+    raw.sendto(ipv4_udp(src, dst, payload), (dst[0], 0))
