@@ -11,34 +11,23 @@
 
 #include <string.h>
 
-struct flow_sum {
-	uint64_t hash;
-	const char *name;
-	uint64_t received, dispatched, responded, rejected;
-	uint64_t waiting, executing;
-};
-
 static json_t *flows_json(const struct fg_control_view *v)
 {
 	json_t *arr = json_array();
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		for (unsigned i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
-			struct fg_flow_stats *f = &s->flows[i];
-			uint64_t hash = __atomic_load_n(&f->hash, __ATOMIC_ACQUIRE);
-			uint64_t received = FG_STAT_GET(f->received);
-			if (!hash || !received)
+			/* A copy checked against reuse: never a name mixed from two flows. */
+			struct fg_flow_snapshot f;
+			if (!fg_stats_flow_read(s, i, &f) || !f.received)
 				continue;
-			uint16_t level = __atomic_load_n(&f->level, __ATOMIC_RELAXED);
-			json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
-				"priorityLevel", level < FG_MAX_LEVELS ? s->levels[level].name : "?", "flow", f->name,
-				"received", (json_int_t)received,
-				"dispatched", (json_int_t)FG_STAT_GET(f->dispatched),
-				"responded", (json_int_t)FG_STAT_GET(f->responded),
-				"rejected", (json_int_t)FG_STAT_GET(f->rejected),
-				"waiting", (json_int_t)(int32_t)FG_STAT_GET(f->waiting),
-				"executing", (json_int_t)(int32_t)FG_STAT_GET(f->executing),
-				"worker", (int)w));
+			json_t *row = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:i}",
+				"priorityLevel", f.level < FG_MAX_LEVELS ? s->levels[f.level].name : "?", "flow", f.name,
+				"received", (json_int_t)f.received, "dispatched", (json_int_t)f.dispatched,
+				"responded", (json_int_t)f.responded, "rejected", (json_int_t)f.rejected,
+				"waiting", (json_int_t)f.waiting, "executing", (json_int_t)f.executing, "worker", (int)w);
+			if (row) /* names are valid UTF-8 by construction: defensive */
+				json_array_append_new(arr, row);
 		}
 	}
 	return arr;
