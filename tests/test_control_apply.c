@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <urcu-qsbr.h>
 
+#include "clock.h"
 #include "control.h"
 #include "test.h"
 
@@ -75,6 +76,19 @@ TEST(apply_names_the_workers_that_cannot_follow)
 	CHECK(why && strstr(why, "draining"));
 	json_t *warnings = json_object_get(res, "warnings");
 	CHECK(json_array_size(warnings) >= 1);
+	json_decref(j);
+
+	/* A stalled worker (it neither follows nor says why): the answer comes
+	 * after the bounded wait and says so. */
+	r.stats[1]->config_error = 0;
+	r.stats[1]->config_refused_generation = 0;
+	uint64_t t0 = fg_now_ns();
+	j = apply(&r);
+	uint64_t waited = fg_now_ns() - t0;
+	CHECK(waited >= FG_CONTROL_FOLLOW_WAIT_NS && waited < FG_CONTROL_FOLLOW_WAIT_NS + 2000000000ull);
+	refused = json_object_get(json_object_get(j, "result"), "workersNotFollowing");
+	why = json_string_value(json_object_get(json_array_get(refused, 0), "reason"));
+	CHECK(why && strstr(why, "did not follow within the wait"));
 	json_decref(j);
 
 	/* Both follow: nothing to report. */

@@ -1647,4 +1647,50 @@ TEST(reqtable_slot_reused_past_2_24_times)
 	fg_reqtable_fini(&t);
 }
 
+/* The greedy header on the bootstrap configuration's Reject level
+ * (catch-all) and Exempt level: capped at min(limit, 10) and 10 seats, held
+ * no longer than maxExtraLatency after the answer. */
+TEST(hostile_widths_on_reject_and_exempt_levels)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	fg_fc_config_free(r.cfg.fc);
+	struct fg_fc_set *set = fg_fc_set_bootstrap();
+	struct fg_errors e = { .len = 0 };
+	r.cfg.fc = fg_fc_compile(set, 600, &e);
+	fg_fc_set_free(set);
+	r.cfg.generation++;
+	struct fg_hdr greedy = { .seats = 65535, .final_seats = 65535, .work_hint = UINT32_MAX,
+				 .extra_latency_us = UINT32_MAX };
+	uint8_t buf[512];
+	const char *groups[2] = { NULL, "system:masters" }; /* catch-all, exempt */
+	const char *levels[2] = { "catch-all", "exempt" };
+	for (int k = 0; k < 2; k++) {
+		int n = hostile_request(buf, sizeof(buf), 20 + (uint64_t)k, "mallory", groups[k], NULL, &greedy);
+		fake_inject(&r.io, buf, (size_t)n, r.client[0]);
+		step(&r);
+		struct fg_msg m;
+		struct fg_endpoint to;
+		CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_REQUEST);
+		uint32_t slot = FG_MAX_LEVELS;
+		for (uint32_t i = 0; i < r.w.n_levels; i++)
+			if (r.w.levels[i].used && !strcmp(r.w.stats.levels[i].name, levels[k]))
+				slot = i;
+		CHECK(slot < FG_MAX_LEVELS);
+		if (slot == FG_MAX_LEVELS)
+			break;
+		struct fg_queueset *qs = &r.w.levels[slot].qs;
+		CHECK_EQ(qs->seats_in_use, 10); /* catch-all: min(13, 10); exempt: 10 */
+		respond_from(&r, 0, m.hdr.request_id, "ok");
+		step(&r);
+		CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_RESPONSE);
+		CHECK_EQ(qs->seats_in_use, 10); /* lingering ... */
+		r.now += r.cfg.max_extra_latency_ns + 2 * (1ull << FG_WHEEL_TICK_SHIFT);
+		step(&r);
+		CHECK_EQ(qs->seats_in_use, 0);  /* ... for maxExtraLatency at most */
+	}
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
 TEST_MAIN
