@@ -65,7 +65,7 @@ static char *many_schemas(unsigned n)
 
 static unsigned fake_rx(void *c, struct fg_pkt *p, unsigned m) { (void)c; (void)p; (void)m; return 0; }
 static void fake_tx(void *c, struct fg_pkt *p) { (void)c; (void)p; }
-static unsigned fake_flush(void *c) { (void)c; return 0; }
+static unsigned fake_flush(void *c, unsigned *answers) { (void)c; *answers = 0; return 0; }
 static int fake_alloc(void *c, struct fg_pkt *p) { (void)c; (void)p; return -1; }
 static uint64_t fake_in_use(void *c) { (void)c; return 0; }
 static const struct fg_io_ops no_io = { .rx = fake_rx, .tx = fake_tx, .flush = fake_flush, .alloc = fake_alloc,

@@ -19,6 +19,7 @@ struct fg_pkt {
 	uint32_t len;
 	uint32_t cap;  /* bytes writable at data */
 	struct fg_endpoint peer;
+	uint8_t answer; /* on transmit: an answer to a client (a send that fails loses it) */
 };
 
 #endif

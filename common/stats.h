@@ -104,6 +104,7 @@ struct fg_worker_stats {
 	uint64_t tx_datagrams;
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
 	uint64_t answers_lost;                 /* owed REJECTs with no buffer, even from the reserve */
+	uint64_t answers_unsent;               /* answers counted (responded, rejected) that the I/O refused */
 	uint64_t backend_ejections;
 	uint64_t held_for_backend;             /* admitted while every usable backend was full */
 	uint64_t untrusted_requests;           /* from sources outside trustedSources: identity assigned */

@@ -106,7 +106,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
 	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
 	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t buffers = 0, reserved = 0, lost = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
+	uint64_t buffers = 0, reserved = 0, lost = 0, unsent = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
 		sum_rx += FG_STAT_GET(s->rx_datagrams);
@@ -127,6 +127,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		buffers += FG_STAT_GET(s->buffers_in_use);
 		reserved += FG_STAT_GET(s->buffers_reserved);
 		lost += FG_STAT_GET(s->answers_lost);
+		unsent += FG_STAT_GET(s->answers_unsent);
 		ejections += FG_STAT_GET(s->backend_ejections);
 		held += FG_STAT_GET(s->held_for_backend);
 		untrusted += FG_STAT_GET(s->untrusted_requests);
@@ -175,7 +176,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"unexpected", (json_int_t)sum_unexpected,
 		"responsesUnmatched", (json_int_t)sum_unmatched,
 		"rejected", rejected,
-		"datagramsSent", (json_int_t)sum_tx,
+		"datagramsSent", (json_int_t)(sum_tx > sum_txf ? sum_tx - sum_txf : 0), /* what the I/O took */
 		"sendFailed", (json_int_t)sum_txf,
 		"flowsOverflow", (json_int_t)sum_overflow,
 		"buffersInUse", (json_int_t)(buffers > reserved ? buffers - reserved : 0), /* reserves are not in use */
@@ -190,5 +191,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "cookieChallenges", json_integer((json_int_t)challenges));
 	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)reserved));
 	json_object_set_new(counters, "answersLost", json_integer((json_int_t)lost));
+	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)unsent));
 	return doc;
 }

@@ -54,11 +54,12 @@ struct fg_dpdk_lane {
 	bool has_rx;
 	uint16_t ip_id;
 	struct rte_mbuf *tx[DPDK_TX_BATCH];
+	uint8_t tx_answer[DPDK_TX_BATCH];   /* the frame is an answer to a client */
 	unsigned tx_n;
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
 	uint64_t dropped_arp; /* ARP about a backend that was not the reply we asked for */
-	unsigned tx_dropped; /* since the last flush */
+	unsigned tx_dropped, tx_answers_dropped; /* since the last flush */
 } __attribute__((aligned(FG_CACHE_LINE)));
 
 struct fg_dpdk_io {
@@ -82,7 +83,7 @@ static struct arp_entry *arp_find(struct fg_dpdk_io *d, uint32_t ip)
 	return NULL;
 }
 
-static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m);
+static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m, bool answer);
 
 static void send_arp(struct fg_dpdk_lane *l, uint16_t op, const uint8_t tha[6], uint32_t tpa)
 {
@@ -93,7 +94,7 @@ static void send_arp(struct fg_dpdk_lane *l, uint16_t op, const uint8_t tha[6], 
 	uint8_t *f = (uint8_t *)rte_pktmbuf_append(m, 60); /* minimum Ethernet frame */
 	memset(f, 0, 60);
 	fg_net_build_arp(f, op, d->mac, d->ip, tha, tpa);
-	queue_tx(l, m);
+	queue_tx(l, m, false);
 }
 
 static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
@@ -179,24 +180,27 @@ static void tx_burst(struct fg_dpdk_lane *l)
 		sent += rte_eth_tx_burst(l->d->port, l->txq, l->tx + sent, (uint16_t)(l->tx_n - sent));
 	for (unsigned i = sent; i < l->tx_n; i++) {
 		l->tx_dropped++;
+		l->tx_answers_dropped += l->tx_answer[i];
 		rte_pktmbuf_free(l->tx[i]);
 	}
 	l->tx_n = 0;
 }
 
-static unsigned dio_flush(void *ctx)
+static unsigned dio_flush(void *ctx, unsigned *answers_dropped)
 {
 	struct fg_dpdk_lane *l = ctx;
 	tx_burst(l);
 	unsigned dropped = l->tx_dropped;
-	l->tx_dropped = 0;
+	*answers_dropped = l->tx_answers_dropped;
+	l->tx_dropped = l->tx_answers_dropped = 0;
 	return dropped;
 }
 
-static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m)
+static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m, bool answer)
 {
 	if (l->tx_n == DPDK_TX_BATCH)
 		tx_burst(l);
+	l->tx_answer[l->tx_n] = answer;
 	l->tx[l->tx_n++] = m;
 }
 
@@ -228,7 +232,7 @@ static void dio_tx(void *ctx, struct fg_pkt *p)
 	m->data_len = (uint16_t)(FG_NET_HDRS_LEN + p->len);
 	m->pkt_len = m->data_len;
 	fg_net_build_udp(hdr, d->mac, dst, d->ip, p->peer.ip, d->udp_port, p->peer.port, (uint16_t)p->len, l->ip_id++);
-	queue_tx(l, m);
+	queue_tx(l, m, p->answer);
 }
 
 static int dio_alloc(void *ctx, struct fg_pkt *p)
@@ -404,7 +408,7 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 		return;
 	if (d->port_started) {
 		for (unsigned i = 0; i < d->n_lanes; i++)
-			dio_flush(&d->lanes[i]);
+			dio_flush(&d->lanes[i], &(unsigned){ 0 });
 		rte_eth_dev_stop(d->port);
 		rte_eth_dev_close(d->port);
 	}

@@ -17,7 +17,9 @@
 struct fg_io_ops {
 	unsigned (*rx)(void *ctx, struct fg_pkt *pkts, unsigned max);
 	void (*tx)(void *ctx, struct fg_pkt *pkt); /* to pkt->peer */
-	unsigned (*flush)(void *ctx); /* returns datagrams it had to drop */
+	/* Returns datagrams it had to drop; *answers_dropped: how many of them
+	 * were answers to clients (pkt.answer). */
+	unsigned (*flush)(void *ctx, unsigned *answers_dropped);
 	int (*alloc)(void *ctx, struct fg_pkt *pkt); /* 0 or -ENOBUFS */
 	void (*free)(void *ctx, struct fg_pkt *pkt);
 	/* Block up to timeout_ns for input (socket mode); NULL in poll mode. */

@@ -27,8 +27,9 @@ struct fg_sock_io {
 	struct iovec tx_iov[SOCK_TX_BATCH];
 	struct sockaddr_in tx_addr[SOCK_TX_BATCH];
 	uint32_t tx_buf[SOCK_TX_BATCH];
+	uint8_t tx_answer[SOCK_TX_BATCH];   /* the datagram is an answer to a client */
 	unsigned tx_n;
-	unsigned tx_dropped; /* since the last flush */
+	unsigned tx_dropped, tx_answers_dropped; /* since the last flush */
 };
 
 static uint8_t *buf_at(struct fg_sock_io *s, uint32_t i) { return s->bufs + (size_t)i * FG_PROTO_MAX_DATAGRAM; }
@@ -107,6 +108,7 @@ static void tx_batch(struct fg_sock_io *s)
 		if (n <= 0) {
 			/* Refused for good (no route, peer gone): drop the head, count it. */
 			s->tx_dropped++;
+			s->tx_answers_dropped += s->tx_answer[done];
 			n = 1;
 		}
 		done += (unsigned)n;
@@ -116,12 +118,13 @@ static void tx_batch(struct fg_sock_io *s)
 	s->tx_n = 0;
 }
 
-static unsigned sio_flush(void *ctx)
+static unsigned sio_flush(void *ctx, unsigned *answers_dropped)
 {
 	struct fg_sock_io *s = ctx;
 	tx_batch(s);
 	unsigned dropped = s->tx_dropped;
-	s->tx_dropped = 0;
+	*answers_dropped = s->tx_answers_dropped;
+	s->tx_dropped = s->tx_answers_dropped = 0;
 	return dropped;
 }
 
@@ -137,6 +140,7 @@ static void sio_tx(void *ctx, struct fg_pkt *p)
 	s->tx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &s->tx_addr[i], .msg_namelen = sizeof(s->tx_addr[i]),
 						 .msg_iov = &s->tx_iov[i], .msg_iovlen = 1 };
 	s->tx_buf[i] = buf_index(s, p->handle);
+	s->tx_answer[i] = p->answer;
 	p->handle = NULL;
 }
 

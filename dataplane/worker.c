@@ -70,14 +70,20 @@ void fg_worker_fini(struct fg_worker *w)
 
 static void flush(struct fg_worker *w)
 {
-	unsigned dropped = w->io.ops->flush(w->io.ctx);
-	if (unlikely(dropped))
+	unsigned answers = 0, dropped = w->io.ops->flush(w->io.ctx, &answers);
+	if (unlikely(dropped)) {
 		FG_STAT_ADD(w->stats.tx_failed, dropped);
+		/* A request the I/O refused towards a backend times out and is
+		 * answered; an answer it refused is lost (counted, not sent). */
+		FG_STAT_ADD(w->stats.answers_unsent, answers);
+	}
 }
 
-static void send_pkt(struct fg_worker *w, struct fg_pkt *pkt)
+/* answer: to a client (a response, a REJECT); else a request to a backend. */
+static void send_pkt(struct fg_worker *w, struct fg_pkt *pkt, bool answer)
 {
 	FG_STAT_ADD(w->stats.tx_datagrams, 1);
+	pkt->answer = answer;
 	w->io.ops->tx(w->io.ctx, pkt);
 }
 
@@ -87,7 +93,7 @@ static void reject_in_place(struct fg_worker *w, const struct fg_config *cfg, st
 			    uint64_t client_id, enum fg_reject_reason reason)
 {
 	pkt->len = (uint32_t)fg_proto_encode_reject(pkt->data, pkt->cap, client_id, reason, cfg->retry_after_ms);
-	send_pkt(w, pkt);
+	send_pkt(w, pkt, true);
 }
 
 static void count_reject(struct fg_worker *w, uint32_t flow, uint32_t level, enum fg_reject_reason reason)
@@ -237,7 +243,7 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
-	send_pkt(w, &pkt);
+	send_pkt(w, &pkt, false);
 }
 
 static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint64_t now)
@@ -411,7 +417,7 @@ static void challenge_source(struct fg_worker *w, struct fg_pkt *pkt, uint64_t i
 	FG_STAT_ADD(w->stats.cookie_challenges, 1);
 	pkt->len = (uint32_t)fg_proto_encode_cookie_reject(pkt->data, pkt->cap, id, 0, room ? cookie : NULL,
 							  FG_COOKIE_LEN);
-	send_pkt(w, pkt);
+	send_pkt(w, pkt, true);
 }
 
 static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
@@ -528,7 +534,7 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	fg_proto_set_request_id(pkt->data, r->client_id);
 	pkt->peer = r->client;
 	leave_executing(w, slot, now, true);
-	send_pkt(w, pkt);
+	send_pkt(w, pkt, true);
 }
 
 void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now)

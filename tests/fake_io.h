@@ -28,6 +28,8 @@ struct fake_io {
 	struct fake_sent *sent;
 	unsigned n_sent;
 	int fail_alloc;
+	int fail_tx;                      /* tx refuses every datagram */
+	unsigned refused, answers_refused; /* since the last flush */
 };
 
 static int fake_alloc(void *ctx, struct fg_pkt *p)
@@ -70,6 +72,12 @@ static unsigned fake_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 static void fake_tx(void *ctx, struct fg_pkt *p)
 {
 	struct fake_io *f = ctx;
+	if (f->fail_tx) { /* the "kernel" refuses it: dropped, reported at flush */
+		f->refused++;
+		f->answers_refused += p->answer;
+		fake_free(ctx, p);
+		return;
+	}
 	if (f->n_sent < FAKE_MAX_SENT) {
 		struct fake_sent *s = &f->sent[f->n_sent++];
 		s->to = p->peer;
@@ -79,7 +87,14 @@ static void fake_tx(void *ctx, struct fg_pkt *p)
 	fake_free(ctx, p);
 }
 
-static unsigned fake_flush(void *ctx) { (void)ctx; return 0; }
+static unsigned fake_flush(void *ctx, unsigned *answers_dropped)
+{
+	struct fake_io *f = ctx;
+	*answers_dropped = f->answers_refused;
+	unsigned n = f->refused;
+	f->refused = f->answers_refused = 0;
+	return n;
+}
 static uint64_t fake_in_use(void *ctx) { return (uint64_t)((struct fake_io *)ctx)->in_use; }
 
 static const struct fg_io_ops fake_ops = {

@@ -32,9 +32,12 @@ TEST(refused_sends_are_counted_and_the_batch_goes_on)
 		memcpy(p.data, "hello", 5);
 		p.len = 5;
 		p.peer = (struct fg_endpoint){ .ip = htonl(INADDR_LOOPBACK), .port = i ? a.sin_port : 0 };
+		p.answer = !i;
 		io.ops->tx(io.ctx, &p);
 	}
-	CHECK_EQ(io.ops->flush(io.ctx), 1);
+	unsigned answers = 0;
+	CHECK_EQ(io.ops->flush(io.ctx, &answers), 1);
+	CHECK_EQ(answers, 1); /* the refused one was an answer */
 	struct pollfd pfd = { .fd = peer, .events = POLLIN };
 	CHECK_EQ(poll(&pfd, 1, 1000), 1);
 	char buf[16];

@@ -1693,4 +1693,31 @@ TEST(hostile_widths_on_reject_and_exempt_levels)
 	rig_fini(&r);
 }
 
+/* The I/O refuses every send: answers count as sent nowhere — they are
+ * counted unsent (requests towards a backend time out and are answered). */
+TEST(refused_answers_are_counted_unsent)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	send_request(&r, 0, 1, "alice", 1);
+	step(&r);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	CHECK(next_sent(&r, &m, &to));
+	r.io.fail_tx = 1;
+	respond_from(&r, 0, m.hdr.request_id, "ok");
+	send_request(&r, 0, 2, "alice", 1); /* its forward to the backend is refused too */
+	step(&r);
+	CHECK_EQ(r.w.stats.responded, 1);
+	CHECK_EQ(r.w.stats.answers_unsent, 1);
+	CHECK_EQ(r.w.stats.tx_failed, 2);
+	r.io.fail_tx = 0;
+	r.now += r.cfg.backend_timeout_ns + 1;
+	step(&r); /* the refused forward's request is answered backend-timeout */
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], 1);
+	CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_REJECT && m.hdr.request_id == 2);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
 TEST_MAIN
