@@ -134,72 +134,102 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	return 0;
 }
 
-/* Grow the queue array and the skip list to n queues, keeping every entry. */
-static int grow(struct fg_queueset *qs, uint32_t n)
+/* The allocations of a reconfiguration, made while the live queue set is
+ * still untouched: a grown queue array and skip list, new fair-share trees. */
+int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, struct fg_qs_prep *p)
 {
-	struct fg_qs_queue *q = realloc(qs->queues, sizeof(*q) * n);
-	if (!q)
-		return -ENOMEM;
-	memset(q + qs->n_alloc, 0, sizeof(*q) * (n - qs->n_alloc));
-	qs->queues = q;
-	struct fg_skiplist order;
-	int rc = fg_skiplist_init(&order, n, qs->cfg.seed);
-	if (rc)
-		return rc;
-	if (qs->order.nodes) {
-		for (uint32_t i = fg_skiplist_first(&qs->order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs->order, i))
-			fg_skiplist_insert(&order, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
-		fg_skiplist_fini(&qs->order);
+	memset(p, 0, sizeof(*p));
+	p->cfg = *cfg;
+	p->cfg.seed = qs->cfg.seed;
+	p->dealer = qs->dealer;
+	if (cfg->mode > FG_QS_QUEUE ||
+	    (cfg->mode == FG_QS_QUEUE && (fg_dealer_init(&p->dealer, cfg->queues, cfg->hand_size) || !cfg->queue_length_limit)))
+		return -EINVAL;
+	uint32_t n_alloc = qs->n_alloc;
+	int rc = 0;
+	if (cfg->mode == FG_QS_QUEUE && cfg->queues > qs->n_alloc) { /* more queues: at once */
+		n_alloc = cfg->queues;
+		p->queues = calloc(n_alloc, sizeof(*p->queues));
+		if (!p->queues)
+			return -ENOMEM;
+		if (qs->n_alloc)
+			memcpy(p->queues, qs->queues, sizeof(*p->queues) * qs->n_alloc);
+		if ((rc = fg_skiplist_init(&p->order, n_alloc, qs->cfg.seed)))
+			goto err;
+		p->new_order = true;
+		if (qs->order.nodes)
+			for (uint32_t i = fg_skiplist_first(&qs->order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs->order, i))
+				fg_skiplist_insert(&p->order, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
 	}
-	qs->order = order;
-	qs->n_alloc = n;
+	/* Fewer queues: the dealer stops choosing the extra ones, which drain.
+	 * A new seat limit: the fair-share trees are rebuilt from every queue. */
+	uint32_t size = share_size(&p->cfg);
+	if (n_alloc && size != qs->share.size) {
+		if ((rc = fg_fairshare_init(&p->share, size)))
+			goto err;
+		if ((rc = fg_fairshare_init_counts(&p->busy, size))) {
+			fg_fairshare_fini(&p->share);
+			goto err;
+		}
+		p->new_share = true;
+		for (uint32_t i = 0; i < qs->n_alloc; i++) {
+			struct contribution c = contribution_of(&qs->queues[i]);
+			fg_fairshare_update(c.waiting ? &p->share : &p->busy, 0, c.seats);
+		}
+	}
+	p->n_alloc = n_alloc;
 	return 0;
+err:
+	fg_qs_prep_abort(p);
+	return rc;
 }
 
-/* Rebuild the fair-share trees for a new seat limit from every queue. */
-static int rebuild_share(struct fg_queueset *qs, uint32_t size)
+void fg_qs_prep_abort(struct fg_qs_prep *p)
 {
-	struct fg_fairshare share, busy;
-	int rc = fg_fairshare_init(&share, size);
-	if (rc)
-		return rc;
-	if ((rc = fg_fairshare_init_counts(&busy, size))) {
-		fg_fairshare_fini(&share);
-		return rc;
+	free(p->queues);
+	if (p->new_order)
+		fg_skiplist_fini(&p->order);
+	if (p->new_share) {
+		fg_fairshare_fini(&p->share);
+		fg_fairshare_fini(&p->busy);
 	}
-	for (uint32_t i = 0; i < qs->n_alloc; i++) {
-		struct contribution c = contribution_of(&qs->queues[i]);
-		fg_fairshare_update(c.waiting ? &share : &busy, 0, c.seats);
+	memset(p, 0, sizeof(*p));
+}
+
+void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
+{
+	advance(qs, now);
+	qs->cfg = p->cfg;
+	qs->level_limit = p->cfg.concurrency_limit;
+	qs->dealer = p->dealer;
+	if (p->queues) {
+		free(qs->queues);
+		qs->queues = p->queues;
 	}
-	if (qs->share.size)
-		fg_fairshare_fini(&qs->share);
-	if (qs->busy.size)
-		fg_fairshare_fini(&qs->busy);
-	qs->share = share;
-	qs->busy = busy;
-	return 0;
+	if (p->new_order) {
+		if (qs->order.nodes)
+			fg_skiplist_fini(&qs->order);
+		qs->order = p->order;
+	}
+	if (p->new_share) {
+		if (qs->share.size)
+			fg_fairshare_fini(&qs->share);
+		if (qs->busy.size)
+			fg_fairshare_fini(&qs->busy);
+		qs->share = p->share;
+		qs->busy = p->busy;
+	}
+	qs->n_alloc = p->n_alloc;
+	qs->rate_stale = true;
+	memset(p, 0, sizeof(*p));
 }
 
 int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now)
 {
-	advance(qs, now);
-	struct fg_dealer dealer = qs->dealer;
-	if (cfg->mode > FG_QS_QUEUE ||
-	    (cfg->mode == FG_QS_QUEUE && (fg_dealer_init(&dealer, cfg->queues, cfg->hand_size) || !cfg->queue_length_limit)))
-		return -EINVAL;
-	struct fg_qs_config next = *cfg;
-	next.seed = qs->cfg.seed;
-	uint32_t old_size = qs->share.size;
-	qs->cfg = next;
-	qs->level_limit = next.concurrency_limit;
-	int rc = 0;
-	if (cfg->mode == FG_QS_QUEUE && cfg->queues > qs->n_alloc)
-		rc = grow(qs, cfg->queues); /* more queues: at once */
-	/* Fewer queues: the dealer stops choosing the extra ones, which drain. */
-	if (!rc && qs->n_alloc && share_size(&next) != old_size)
-		rc = rebuild_share(qs, share_size(&next));
-	qs->dealer = dealer;
-	qs->rate_stale = true;
+	struct fg_qs_prep p;
+	int rc = fg_qs_prepare(qs, cfg, &p);
+	if (!rc)
+		fg_qs_commit(qs, &p, now);
 	return rc;
 }
 

@@ -167,8 +167,27 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now_ns)
  * Configuration Changes"): more queues appear at once, fewer queues drain
  * (the dealer stops choosing them), a new seat limit governs the next
  * dispatch without aborting anything, a switch to Reject or Exempt still
- * drains what waits.  O(queues) for the rebuild.  0, -EINVAL or -ENOMEM.
+ * drains what waits.  O(queues) for the rebuild.  0, -EINVAL or -ENOMEM
+ * (nothing changed).
+ *
+ * In two steps, for a caller that changes several queue sets all or nothing:
+ * fg_qs_prepare makes every allocation and checks the configuration without
+ * touching the queue set (0, -EINVAL, -ENOMEM); fg_qs_commit then cannot
+ * fail; fg_qs_prep_abort gives a prepared change up.  Nothing may happen to
+ * the queue set between prepare and commit.
  */
+struct fg_qs_prep {
+	struct fg_qs_config cfg;
+	struct fg_dealer dealer;
+	struct fg_qs_queue *queues;   /* a grown copy, or NULL: keep */
+	uint32_t n_alloc;
+	bool new_order, new_share;
+	struct fg_skiplist order;
+	struct fg_fairshare share, busy;
+};
+int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, struct fg_qs_prep *p);
+void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now_ns);
+void fg_qs_prep_abort(struct fg_qs_prep *p);
 int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now_ns);
 
 /* Nothing waits and no seat is held. */

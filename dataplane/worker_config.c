@@ -84,58 +84,101 @@ static int refuse_to_follow(struct fg_worker *w, const struct fg_config *cfg, in
 	return rc;
 }
 
+/* One level of the configuration to follow: its runtime slot, and what was
+ * made for it before anything changed. */
+struct level_change {
+	uint32_t slot;
+	bool fresh;               /* a new level: qs initialised in its (unused) slot */
+	struct fg_qs_prep prep;   /* an existing level's reconfiguration */
+};
+
+/* Undo the preparation of changes[0..n): nothing live was touched. */
+static void abort_changes(struct fg_worker *w, struct level_change *changes, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (changes[i].fresh)
+			fg_qs_fini(&w->levels[changes[i].slot].qs);
+		else
+			fg_qs_prep_abort(&changes[i].prep);
+	}
+}
+
+/* Prepare: for every level its slot, and every allocation — new queue sets
+ * in unused slots, existing ones' reconfigurations on the side.  0 or
+ * -errno with nothing changed. */
+static int prepare_levels(struct fg_worker *w, const struct fg_fc_config *fc, struct level_change *changes,
+			  uint64_t now)
+{
+	bool claimed[FG_MAX_LEVELS] = { false };
+	for (uint32_t i = 0; i < fc->n_levels; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		struct level_change *c = &changes[i];
+		c->slot = slot_named(w, l->name);
+		int rc;
+		if (c->slot < FG_MAX_LEVELS) {
+			struct fg_qs_config qc = qs_config_of(l, w->id, c->slot);
+			rc = fg_qs_prepare(&w->levels[c->slot].qs, &qc, &c->prep);
+		} else {
+			c->slot = 0;
+			while (c->slot < FG_MAX_LEVELS && (w->levels[c->slot].used || claimed[c->slot]))
+				c->slot++;
+			if (c->slot == FG_MAX_LEVELS) { /* levels_fit said otherwise: defensive */
+				abort_changes(w, changes, i);
+				return -ENOSPC;
+			}
+			claimed[c->slot] = c->fresh = true;
+			struct fg_qs_config qc = qs_config_of(l, w->id, c->slot);
+			if ((rc = fg_qs_init(&w->levels[c->slot].qs, &qc, now)))
+				c->fresh = false; /* fg_qs_init cleaned up after itself */
+		}
+		if (rc) {
+			abort_changes(w, changes, i);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	const struct fg_fc_config *fc = cfg->fc;
 	if (fc->n_levels > FG_MAX_LEVELS || !levels_fit(w, fc))
 		return refuse_to_follow(w, cfg, -ENOSPC, now);
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
-	if (!map)
-		return refuse_to_follow(w, cfg, -ENOMEM, now);
-	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
-	int rc = 0;
-	for (uint32_t i = 0; i < fc->n_levels && !rc; i++) {
-		const struct fg_fc_level *l = &fc->levels[i];
-		uint32_t slot = slot_named(w, l->name), free_slot = FG_MAX_LEVELS;
-		for (uint32_t k = 0; k < w->n_levels && free_slot == FG_MAX_LEVELS; k++)
-			if (!w->levels[k].used)
-				free_slot = k;
-		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
-		if (slot < FG_MAX_LEVELS) {
-			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
-			held = w->levels[slot].qs.cfg.concurrency_limit;
-			shrank[slot] = l->limit < w->levels[slot].qs.level_limit;
-			rc = fg_qs_reconfigure(&w->levels[slot].qs, &qc, now);
-		} else {
-			slot = free_slot < FG_MAX_LEVELS ? free_slot : w->n_levels;
-			if (slot >= FG_MAX_LEVELS) {
-				rc = -ENOSPC;
-				break;
-			}
-			struct fg_qs_config qc = qs_config_of(l, w->id, slot);
-			if (!(rc = fg_qs_init(&w->levels[slot].qs, &qc, now))) {
-				struct fg_level_stats *ls = &w->stats.levels[slot];
-				memset(ls, 0, sizeof(*ls));
-				snprintf(ls->name, sizeof(ls->name), "%s", l->name);
-				w->levels[slot].used = true;
-				__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
-				if (slot == w->n_levels)
-					w->n_levels++;
-			}
-		}
-		if (!rc) {
-			map[i] = (uint16_t)slot;
-			keep[slot] = true;
-			w->levels[slot].cfg_index = i;
-			publish_level_shape(w, slot, l);
-			if (cfg->board)
-				fg_worker__join_board(w, cfg, slot, held, now);
-		}
-	}
+	struct level_change *changes = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*changes));
+	int rc = map && changes ? prepare_levels(w, fc, changes, now) : -ENOMEM;
 	if (rc) {
 		free(map);
+		free(changes);
 		return refuse_to_follow(w, cfg, rc, now);
 	}
+	/* Commit: nothing below can fail. */
+	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
+	for (uint32_t i = 0; i < fc->n_levels; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		uint32_t slot = changes[i].slot;
+		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
+		if (!changes[i].fresh) {
+			held = w->levels[slot].qs.cfg.concurrency_limit;
+			shrank[slot] = l->limit < w->levels[slot].qs.level_limit;
+			fg_qs_commit(&w->levels[slot].qs, &changes[i].prep, now);
+		} else {
+			struct fg_level_stats *ls = &w->stats.levels[slot];
+			memset(ls, 0, sizeof(*ls));
+			snprintf(ls->name, sizeof(ls->name), "%s", l->name);
+			w->levels[slot].used = true;
+			__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
+			if (slot >= w->n_levels)
+				w->n_levels = slot + 1;
+		}
+		map[i] = (uint16_t)slot;
+		keep[slot] = true;
+		w->levels[slot].cfg_index = i;
+		publish_level_shape(w, slot, l);
+		if (cfg->board)
+			fg_worker__join_board(w, cfg, slot, held, now);
+	}
+	free(changes);
 	for (uint32_t k = 0; k < w->n_levels; k++) {
 		w->levels[k].live = w->levels[k].used && keep[k];
 		if (w->levels[k].used && !keep[k])

@@ -304,4 +304,37 @@ TEST(reconfigure_keeps_everything_in_flight)
 	fg_qs_fini(&qs);
 }
 
+/* A prepared reconfiguration that is given up leaves the queue set exactly
+ * as it was (the worker prepares every level before it commits any). */
+TEST(prepare_then_abort_changes_nothing)
+{
+	struct fg_queueset qs;
+	init(&qs, 2, 10, SEC);
+	struct fg_qs_req r[6];
+	for (int i = 0; i < 6; i++)
+		fg_qs_arrive(&qs, &r[i], (uint64_t)(i % 3), 1, 0, 0, 0);
+	struct fg_queueset before = qs;
+	struct fg_qs_config c = qs.cfg;
+	c.queues = 256;
+	c.concurrency_limit = 7;
+	struct fg_qs_prep p;
+	CHECK_EQ(fg_qs_prepare(&qs, &c, &p), 0);
+	CHECK(p.queues != NULL && p.new_order && p.new_share);
+	fg_qs_prep_abort(&p);
+	CHECK(!memcmp(&qs, &before, sizeof(qs)));
+	/* An invalid one is refused by prepare, before anything. */
+	c.hand_size = 300;
+	CHECK_EQ(fg_qs_prepare(&qs, &c, &p), -EINVAL);
+	CHECK(!memcmp(&qs, &before, sizeof(qs)));
+	/* And prepare + commit is the reconfiguration. */
+	c.hand_size = qs.cfg.hand_size;
+	CHECK_EQ(fg_qs_prepare(&qs, &c, &p), 0);
+	fg_qs_commit(&qs, &p, SEC);
+	CHECK_EQ(qs.n_alloc, 256);
+	CHECK_EQ(qs.cfg.concurrency_limit, 7);
+	CHECK_EQ(qs.n_waiting, 4);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) != NULL);
+	fg_qs_fini(&qs);
+}
+
 TEST_MAIN
