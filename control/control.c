@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -150,7 +151,7 @@ static json_t *wait_for_workers(const struct fg_control_view *view, uint64_t gen
 		for (unsigned w = 0; w < view->n_workers; w++) {
 			const struct fg_worker_stats *s = view->worker_stats[w];
 			decided += __atomic_load_n(&s->config_generation, __ATOMIC_ACQUIRE) >= gen ||
-				   FG_STAT_GET(s->config_refused_generation) >= gen;
+				   __atomic_load_n(&s->config_refused_generation, __ATOMIC_ACQUIRE) >= gen;
 		}
 		if (decided < view->n_workers)
 			usleep(200);
@@ -159,8 +160,10 @@ static json_t *wait_for_workers(const struct fg_control_view *view, uint64_t gen
 		const struct fg_worker_stats *s = view->worker_stats[w];
 		if (__atomic_load_n(&s->config_generation, __ATOMIC_ACQUIRE) >= gen)
 			continue;
+		/* Acquire: the worker stored its error before the generation (release). */
+		bool said = __atomic_load_n(&s->config_refused_generation, __ATOMIC_ACQUIRE) >= gen;
 		uint32_t err = FG_STAT_GET(s->config_error);
-		bool said = FG_STAT_GET(s->config_refused_generation) >= gen && err;
+		said = said && err;
 		const char *why = !said ? "did not follow within the wait (stalled or busy)"
 			: err == ENOSPC ? "no free priority-level slots: too many levels are still draining; it refuses "
 					  "requests until they drain"
@@ -649,7 +652,7 @@ static void log_lines(const char *prefix, json_t *lines)
 static void reload(struct fg_control *ctl)
 {
 	const struct fg_control_view *v = &ctl->view;
-	unsigned n = 0, failed = 0;
+	unsigned n = 0, failed = UINT_MAX; /* which text had the errors; none: the change as a whole */
 	if (!v->n_reload_paths) {
 		fprintf(stderr, "fairgate: SIGHUP: no --config file to reload; nothing changed\n");
 		return;
@@ -684,8 +687,12 @@ static void reload(struct fg_control *ctl)
 			(long long)json_integer_value(json_object_get(res, "generation")));
 	} else {
 		const char *e = json_string_value(json_object_get(r, "error"));
-		fprintf(stderr, "fairgate: SIGHUP: --config %s refused: %s\n", v->reload_paths[failed],
-			e ? e : "out of memory; nothing was changed");
+		if (failed < n)
+			fprintf(stderr, "fairgate: SIGHUP: --config %s refused: %s\n", v->reload_paths[failed],
+				e ? e : "out of memory; nothing was changed");
+		else
+			fprintf(stderr, "fairgate: SIGHUP: the --config files refused as a whole: %s\n",
+				e ? e : "out of memory; nothing was changed");
 		log_lines("  ", json_object_get(r, "errors"));
 	}
 	json_decref(r);

@@ -80,7 +80,7 @@ static int refuse_to_follow(struct fg_worker *w, const struct fg_config *cfg, in
 			fg_qs_set_limit(&w->levels[k].qs, 0, now);
 	w->board = NULL;
 	FG_STAT_SET(w->stats.config_error, (uint32_t)-rc);
-	FG_STAT_SET(w->stats.config_refused_generation, cfg->generation);
+	__atomic_store_n(&w->stats.config_refused_generation, cfg->generation, __ATOMIC_RELEASE); /* after the error */
 	return rc;
 }
 
