@@ -42,7 +42,8 @@ const struct fg_setting fg_settings_table[] = {
 	{ "shutdownGrace", "shutdown-grace", FG_SET_DURATION, FIELD(shutdown_grace_ns), 0, 0, false,
 	  "how long SIGTERM waits for executing requests" },
 	{ "retryAfterMillis", "retry-after-ms", FG_SET_U32, FIELD(retry_after_ms), 0, FG_MAX_RETRY_AFTER_MS, true,
-	  "the retry-after hint in fairgate's REJECTs, in milliseconds" },
+	  "the retry-after hint in fairgate's REJECTs, in milliseconds; 0: adaptive per level, Kubernetes' algorithm "
+	  "(1-32 s, doubling under sustained rejects, protocol.md)" },
 	{ "backendEjectAfter", "backend-eject-after", FG_SET_U32, FIELD(eject_after), 1, FG_MAX_EJECT_AFTER, true,
 	  "consecutive backend timeouts that eject a backend" },
 	{ "backendEjectTime", "backend-eject-time", FG_SET_DURATION, FIELD(eject_ns), 1 * MS, 0, true,

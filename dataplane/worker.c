@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "flowcontrol.h"
 #include "flowhash.h"
 #include "proto.h"
@@ -89,10 +90,10 @@ static void send_pkt(struct fg_worker *w, struct fg_pkt *pkt, bool answer)
 
 /* Turn a received datagram into a REJECT in place and send it back to its
  * sender: no allocation, and never larger than what arrived. */
-static void reject_in_place(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			    uint64_t client_id, enum fg_reject_reason reason)
+static void reject_in_place(struct fg_worker *w, struct fg_pkt *pkt, uint64_t client_id, enum fg_reject_reason reason,
+			    uint32_t retry_after_ms)
 {
-	pkt->len = (uint32_t)fg_proto_encode_reject(pkt->data, pkt->cap, client_id, reason, cfg->retry_after_ms);
+	pkt->len = (uint32_t)fg_proto_encode_reject(pkt->data, pkt->cap, client_id, reason, retry_after_ms);
 	send_pkt(w, pkt, true);
 }
 
@@ -102,6 +103,35 @@ static void count_reject(struct fg_worker *w, uint32_t flow, uint32_t level, enu
 	FG_STAT_ADD(w->stats.flows[flow].rejected, 1);
 	if (level < FG_MAX_LEVELS)
 		FG_STAT_ADD(w->stats.levels[level].rejected, 1);
+}
+
+/* The retry-after a REJECT outside any level carries. */
+static uint32_t fixed_retry_ms(const struct fg_config *cfg)
+{
+	return cfg->retry_after_ms ? cfg->retry_after_ms : FG_FALLBACK_RETRY_AFTER_MS;
+}
+
+/* The retry-after of a REJECT fairgate sends for a request of a level: the
+ * operator's fixed value, or the level's adaptive one (retryafter.h), which
+ * the APF drops (queue-full, concurrency-limit, time-out) feed. */
+static uint32_t retry_after_ms(struct fg_worker *w, const struct fg_config *cfg, uint32_t level,
+			       enum fg_reject_reason reason, uint64_t now)
+{
+	if (cfg->retry_after_ms || level >= FG_MAX_LEVELS)
+		return fixed_retry_ms(cfg);
+	struct fg_retry_after *t = &w->levels[level].retry;
+	bool drop = reason == FG_REJECT_QUEUE_FULL || reason == FG_REJECT_CONCURRENCY_LIMIT ||
+		    reason == FG_REJECT_TIME_OUT;
+	return (drop ? fg_retry_after_drop(t, now / FG_NS_PER_SEC) : t->retry_after_s) * 1000u;
+}
+
+/* Count and answer a REJECT fairgate decided, in place of the request's
+ * datagram. */
+static void reject_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t client_id,
+			   uint32_t flow, uint32_t level, enum fg_reject_reason reason, uint64_t now)
+{
+	count_reject(w, flow, level, reason);
+	reject_in_place(w, pkt, client_id, reason, retry_after_ms(w, cfg, level, reason, now));
 }
 
 /* Keep the reserve full while the pool has buffers (a few per poll). */
@@ -115,7 +145,7 @@ static void refill_reserve(struct fg_worker *w)
 /* Answer a request whose packet is gone (it went to a backend): a fresh
  * buffer, from the reserve when the pool is dry. */
 static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, struct fg_req *r,
-			     enum fg_reject_reason reason)
+			     enum fg_reject_reason reason, uint64_t now)
 {
 	struct fg_pkt pkt;
 	if (unlikely(w->io.ops->alloc(w->io.ctx, &pkt))) {
@@ -127,9 +157,8 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 		pkt = w->reserve[--w->n_reserve];
 		FG_STAT_SET(w->stats.buffers_reserved, w->n_reserve);
 	}
-	count_reject(w, r->flow, r->level, reason);
 	pkt.peer = r->client;
-	reject_in_place(w, cfg, &pkt, r->client_id, reason);
+	reject_request(w, cfg, &pkt, r->client_id, r->flow, r->level, reason, now);
 }
 
 /* --- state changes ----------------------------------------------------- */
@@ -288,15 +317,16 @@ static void send_held(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 
 /* Answer a request that still holds its packet with a REJECT, and free its
  * slot (the queue set has already let it go). */
-static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, enum fg_reject_reason reason)
+static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, enum fg_reject_reason reason,
+			uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	struct fg_pkt pkt = r->pkt;
 	uint64_t id = r->client_id;
-	count_reject(w, r->flow, r->level, reason);
+	uint32_t flow = r->flow, level = r->level;
 	fg_reqtable_release(&w->reqs, slot);
 	publish_level(w, r);
-	reject_in_place(w, cfg, &pkt, id, reason);
+	reject_request(w, cfg, &pkt, id, flow, level, reason, now);
 }
 
 /* A request the queue set let go that will not execute (its client gave up,
@@ -307,7 +337,7 @@ static void refuse_admitted(struct fg_worker *w, const struct fg_config *cfg, ui
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_qs_release(level_qs(w, r), &r->qs, now);
-	reject_held(w, cfg, slot, reason);
+	reject_held(w, cfg, slot, reason, now);
 }
 
 /* A held request that will not be sent (no backend got room within the
@@ -367,8 +397,7 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 			fg_reqtable_release(&w->reqs, slot);
 	}
 	if (reason) {
-		count_reject(w, flow, level, reason);
-		reject_in_place(w, cfg, pkt, hdr->request_id, reason);
+		reject_request(w, cfg, pkt, hdr->request_id, flow, level, reason, now);
 		return;
 	}
 	struct fg_req *r = &w->reqs.slots[slot];
@@ -428,7 +457,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		 * refuse rather than queue into levels it no longer describes. */
 		FG_STAT_ADD(w->stats.received, 1);
 		FG_STAT_ADD(w->stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
-		reject_in_place(w, cfg, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT);
+		reject_in_place(w, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT, fixed_retry_ms(cfg));
 		return;
 	}
 	bool trusted = fg_trust_source(&cfg->trust, pkt->peer.ip);
@@ -477,8 +506,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			}
 			/* The owner is this far behind: answer now rather than lose it. */
 			FG_STAT_ADD(w->stats.received, 1);
-			count_reject(w, 0, slot, FG_REJECT_QUEUE_FULL);
-			reject_in_place(w, cfg, pkt, m->hdr.request_id, FG_REJECT_QUEUE_FULL);
+			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
 	}
@@ -553,7 +581,7 @@ void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct f
 		if (pkt->len >= FG_PROTO_HDR_LEN && pkt->len <= FG_PROTO_MAX_DATAGRAM &&
 		    fg_proto_peek_id(pkt->data, pkt->len, &id) == 0) {
 			FG_STAT_ADD(w->stats.invalid_rejected, 1);
-			reject_in_place(w, cfg, pkt, id, FG_REJECT_INVALID);
+			reject_in_place(w, pkt, id, FG_REJECT_INVALID, fixed_retry_ms(cfg));
 		} else {
 			w->io.ops->free(w->io.ctx, pkt);
 		}
@@ -584,7 +612,7 @@ static void reject_waiting(struct fg_worker *w, const struct fg_config *cfg, uin
 	struct fg_req *r = &w->reqs.slots[slot];
 	leave_waiting(w, slot);
 	fg_qs_remove_waiting(level_qs(w, r), &r->qs, now);
-	reject_held(w, cfg, slot, reason);
+	reject_held(w, cfg, slot, reason, now);
 }
 
 void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
@@ -597,7 +625,7 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		give_up_held(w, cfg, w->held.head, FG_REJECT_NO_BACKEND, now);
 	while (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns <= now) {
 		uint32_t slot = w->executing.head;
-		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT);
+		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT, now);
 		leave_executing(w, slot, now, false);
 	}
 	struct lingering_done done = { w, now };
@@ -689,7 +717,7 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg,
 {
 	while (w->executing.head != FG_REQ_NIL) {
 		uint32_t slot = w->executing.head;
-		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN);
+		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN, now);
 		leave_executing(w, slot, now, false);
 	}
 	while (w->held.head != FG_REQ_NIL)

@@ -32,6 +32,7 @@
 #include "io.h"
 #include "queueset.h"
 #include "reqtable.h"
+#include "retryafter.h"
 #include "wheel.h"
 #include "workest.h"
 #include "seatshare.h"
@@ -48,6 +49,7 @@ struct fg_level_rt {
 	uint32_t cfg_index;          /* in the followed configuration (live levels) */
 	bool blocked;                /* several workers: the next request does not fit the allotment */
 	struct fg_queueset qs;
+	struct fg_retry_after retry; /* the level's adaptive retry-after (retryAfterMillis 0) */
 };
 
 /*

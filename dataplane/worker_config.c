@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "flowcontrol.h"
 
 static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
@@ -163,6 +164,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 			shrank[slot] = l->limit < w->levels[slot].qs.level_limit;
 			fg_qs_commit(&w->levels[slot].qs, &changes[i].prep, now);
 		} else {
+			fg_retry_after_init(&w->levels[slot].retry, now / FG_NS_PER_SEC);
 			struct fg_level_stats *ls = &w->stats.levels[slot];
 			memset(ls, 0, sizeof(*ls));
 			snprintf(ls->name, sizeof(ls->name), "%s", l->name);

@@ -1720,4 +1720,40 @@ TEST(refused_answers_are_counted_unsent)
 	rig_fini(&r);
 }
 
+/* retryAfterMillis 0: a level's REJECTs carry its adaptive retry-after, which
+ * sustained queue-full rejects double (Kubernetes' tracker, retryafter.h);
+ * a REJECT outside any level carries the fallback. */
+TEST(adaptive_retry_after_follows_the_drops)
+{
+	struct rig r;
+	rig_init(&r, 1, 1, 1); /* one seat, queues of one: the third request of a flow is refused */
+	r.cfg.retry_after_ms = 0;
+	uint32_t last = 0;
+	uint64_t id = 1;
+	for (int second = 0; second < 4; second++, r.now += 1000 * MS) {
+		for (int k = 0; k < 12; k++)
+			send_request(&r, 0, id++, "alice", 1);
+		step(&r);
+		struct fg_msg m;
+		struct fg_endpoint to;
+		while (next_sent(&r, &m, &to))
+			if (m.hdr.type == FG_MSG_REJECT && m.hdr.reason == FG_REJECT_QUEUE_FULL)
+				last = m.hdr.retry_after_ms;
+		if (second == 0)
+			CHECK_EQ(last, 1000); /* starts at 1 s */
+	}
+	CHECK(last >= 4000); /* 10 drops a second: doubled at least twice */
+	uint8_t junk[FG_PROTO_HDR_LEN] = { 0x46, 0x47, 1, 9 }; /* bad type: REJECT invalid */
+	fake_inject(&r.io, junk, sizeof(junk), r.client[1]);
+	step(&r);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	CHECK(next_sent(&r, &m, &to) && m.hdr.reason == FG_REJECT_INVALID);
+	CHECK_EQ(m.hdr.retry_after_ms, FG_FALLBACK_RETRY_AFTER_MS);
+	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
 TEST_MAIN
