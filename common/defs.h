@@ -29,7 +29,7 @@
 #define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
 #define FG_MAX_WORKER_CORES 64u
 #define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight into one worker, from all others */
-#define FG_HANDOFF_RING_MIN 256u          /* ... but at least this many from each */
+#define FG_HANDOFF_RING_MIN 64u           /* ... but at least two bursts from each */
 #define FG_ANSWER_RESERVE 64u             /* buffers a worker keeps for answers it owes (timeouts, shutdown) */
 
 #define FG_MAX_LEVELS 256u                   /* priority levels a worker tracks at once */

@@ -218,8 +218,10 @@ static void dio_tx(void *ctx, struct fg_pkt *p)
 		struct arp_entry *e = arp_find(d, p->peer.ip);
 		uint64_t v = e ? __atomic_load_n(&e->mac_known, __ATOMIC_RELAXED) : 0;
 		if (!(v & ARP_KNOWN)) {
-			/* Unresolved backend: the request will time out and be answered. */
+			/* Unresolved backend: the request will time out and be answered;
+			 * the send failed (flush reports it). */
 			l->dropped_no_arp++;
+			l->tx_dropped++;
 			rte_pktmbuf_free(m);
 			return;
 		}

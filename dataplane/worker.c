@@ -150,8 +150,7 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 	struct fg_pkt pkt;
 	if (unlikely(w->io.ops->alloc(w->io.ctx, &pkt))) {
 		if (!w->n_reserve) {
-			FG_STAT_ADD(w->stats.answers_lost, 1);
-			FG_STAT_ADD(w->stats.tx_failed, 1);
+			FG_STAT_ADD(w->stats.answers_lost, 1); /* never sent: not a send that failed */
 			return;
 		}
 		pkt = w->reserve[--w->n_reserve];
@@ -506,6 +505,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			}
 			/* The owner is this far behind: answer now rather than lose it. */
 			FG_STAT_ADD(w->stats.received, 1);
+			FG_STAT_ADD(w->stats.levels[slot].received, 1);
 			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}

@@ -87,7 +87,7 @@ struct fg_mesh {
 /* The capacity of each ring between n workers: FG_HANDOFF_RING_SIZE into a
  * worker split over the n - 1 others (a power of two, at least
  * FG_HANDOFF_RING_MIN), so that the buffers rings can hold grow with n, not
- * with n squared (DPDK pools are sized for them). */
+ * with n squared, up to 128 workers (DPDK pools are sized for them). */
 static inline uint32_t fg_handoff_ring_capacity(unsigned n_workers)
 {
 	uint32_t c = FG_HANDOFF_RING_SIZE;

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "queueset.h"
 #include "test.h"
 
@@ -314,6 +316,11 @@ TEST(prepare_then_abort_changes_nothing)
 	for (int i = 0; i < 6; i++)
 		fg_qs_arrive(&qs, &r[i], (uint64_t)(i % 3), 1, 0, 0, 0);
 	struct fg_queueset before = qs;
+	struct fg_qs_queue *queues_before = malloc(sizeof(*queues_before) * qs.n_alloc);
+	memcpy(queues_before, qs.queues, sizeof(*queues_before) * qs.n_alloc);
+	uint32_t order_before[64], n_order = 0;
+	for (uint32_t i = fg_skiplist_first(&qs.order); i != FG_SKIP_NIL && n_order < 64; i = fg_skiplist_next(&qs.order, i))
+		order_before[n_order++] = i;
 	struct fg_qs_config c = qs.cfg;
 	c.queues = 256;
 	c.concurrency_limit = 7;
@@ -322,6 +329,12 @@ TEST(prepare_then_abort_changes_nothing)
 	CHECK(p.queues != NULL && p.new_order && p.new_share);
 	fg_qs_prep_abort(&p);
 	CHECK(!memcmp(&qs, &before, sizeof(qs)));
+	CHECK(!memcmp(qs.queues, queues_before, sizeof(*queues_before) * qs.n_alloc)); /* what it points to, too */
+	free(queues_before);
+	uint32_t k = 0;
+	for (uint32_t i = fg_skiplist_first(&qs.order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs.order, i), k++)
+		CHECK(k < n_order && order_before[k] == i);
+	CHECK_EQ(k, n_order);
 	/* An invalid one is refused by prepare, before anything. */
 	c.hand_size = 300;
 	CHECK_EQ(fg_qs_prepare(&qs, &c, &p), -EINVAL);
