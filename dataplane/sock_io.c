@@ -3,6 +3,8 @@
 #include "sock_io.h"
 
 #include <errno.h>
+#include <net/if.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -30,6 +32,8 @@ struct fg_sock_io {
 	uint8_t tx_answer[SOCK_TX_BATCH];   /* the datagram is an answer to a client */
 	unsigned tx_n;
 	unsigned tx_dropped, tx_answers_dropped; /* since the last flush */
+	unsigned lo_ifindex;    /* loopback: the only interface a 127/8 source may arrive on */
+	uint64_t dropped_martians;
 };
 
 static uint8_t *buf_at(struct fg_sock_io *s, uint32_t i) { return s->bufs + (size_t)i * FG_PROTO_MAX_DATAGRAM; }
@@ -57,12 +61,32 @@ static void sio_free(void *ctx, struct fg_pkt *p)
 	p->handle = NULL;
 }
 
+/* A loopback source that did not arrive on the loopback interface: a host
+ * with route_localnet=1 (kube-proxy sets it) routes such datagrams from the
+ * wire, and loopback is a trusted source by default (security.md). */
+static bool martian_loopback(const struct fg_sock_io *s, struct msghdr *h, uint32_t src)
+{
+	if (!fg_ip_is_loopback(src))
+		return false;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			return (unsigned)pi.ipi_ifindex != s->lo_ifindex;
+		}
+	return true; /* no arrival interface: not believed */
+}
+
 static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 {
 	struct fg_sock_io *s = ctx;
 	struct mmsghdr msgs[FG_RX_BURST];
 	struct iovec iov[FG_RX_BURST];
 	struct sockaddr_in from[FG_RX_BURST];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in_pktinfo))];
+		struct cmsghdr align;
+	} ctl[FG_RX_BURST];
 	if (max > FG_RX_BURST)
 		max = FG_RX_BURST;
 	if (max > s->n_free)
@@ -72,23 +96,28 @@ static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		/* One byte more than the limit, so an oversized datagram is seen as such. */
 		iov[i] = (struct iovec){ pkts[i].data, FG_PROTO_MAX_DATAGRAM };
 		msgs[i].msg_hdr = (struct msghdr){ .msg_name = &from[i], .msg_namelen = sizeof(from[i]),
-						   .msg_iov = &iov[i], .msg_iovlen = 1 };
+						   .msg_iov = &iov[i], .msg_iovlen = 1,
+						   .msg_control = ctl[i].buf, .msg_controllen = sizeof(ctl[i].buf) };
 	}
 	int n = max ? recvmmsg(s->fd, msgs, max, MSG_DONTWAIT, NULL) : 0;
 	if (n < 0)
 		n = 0;
+	unsigned out = 0;
 	for (unsigned i = 0; i < max; i++) {
-		if (i >= (unsigned)n) {
+		if (i >= (unsigned)n || martian_loopback(s, &msgs[i].msg_hdr, from[i].sin_addr.s_addr)) {
+			s->dropped_martians += i < (unsigned)n;
 			sio_free(s, &pkts[i]);
 			continue;
 		}
+		struct fg_pkt *p = &pkts[out++];
+		*p = pkts[i];
 		/* A truncated datagram is longer than the protocol allows. */
-		pkts[i].len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? FG_PROTO_MAX_DATAGRAM + 1 : msgs[i].msg_len;
-		memset(&pkts[i].peer, 0, sizeof(pkts[i].peer));
-		pkts[i].peer.ip = from[i].sin_addr.s_addr;
-		pkts[i].peer.port = from[i].sin_port;
+		p->len = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? FG_PROTO_MAX_DATAGRAM + 1 : msgs[i].msg_len;
+		memset(&p->peer, 0, sizeof(p->peer));
+		p->peer.ip = from[i].sin_addr.s_addr;
+		p->peer.port = from[i].sin_port;
 	}
-	return (unsigned)n;
+	return out;
 }
 
 /* Send the TX batch; datagrams the kernel refuses are counted in tx_dropped. */
@@ -188,7 +217,12 @@ struct fg_sock_io *fg_sock_io_create(const struct fg_endpoint *listen, uint32_t 
 		*err = -errno;
 		goto err;
 	}
-	int sz = SOCK_BUF_BYTES;
+	int sz = SOCK_BUF_BYTES, on = 1;
+	s->lo_ifindex = if_nametoindex("lo");
+	if (!s->lo_ifindex || setsockopt(s->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) < 0) {
+		*err = errno ? -errno : -ENODEV; /* no loopback interface, or no arrival interface to check */
+		goto err;
+	}
 	setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = listen->port, .sin_addr.s_addr = listen->ip };
