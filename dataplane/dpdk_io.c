@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -25,25 +26,24 @@
 #define DPDK_MBUF_CACHE 256u
 #define DPDK_ARP_RETRY_NS (100 * FG_NS_PER_MS) /* asking again for an unresolved backend */
 
-#define DPDK_ARP_REFRESH_NS (60 * FG_NS_PER_SEC)
+#define DPDK_ARP_REPLIES_PER_WINDOW 64u /* ARP replies a lane sends per DPDK_ARP_RETRY_NS, at most */
 
 /* A backend's address as ARP taught it: the MAC in the low 48 bits, bit 48
  * set once known.  One word, so any lane may learn it while others read.
- * Against poisoning, a MAC is learned only while fairgate is asking for
- * that address (`asking`: set from the start and whenever lane 0 asks again,
- * cleared by the first answer), and only from ARP about fairgate: the
- * unicast reply to its request, or the backend's own request for fairgate's
- * address.  Gratuitous ARP, ARP about other hosts and anything once the
- * address is known teach nothing.  Known entries are asked for again every
- * DPDK_ARP_REFRESH_NS (a backend's MAC may change); static MACs (`@MAC`)
- * never are (security.md). */
+ * Against poisoning, a MAC is learned once: only while the address is
+ * unresolved (`asking`, from the start until the first answer), and only
+ * from ARP about fairgate — the unicast reply to its request, or the
+ * backend's own request for fairgate's address.  Gratuitous ARP, ARP about
+ * other hosts and anything once the address is known teach nothing (a frame
+ * claiming another MAC is counted); a known MAC is never asked for again, so
+ * there is no window to race after start-up.  A backend whose MAC changes
+ * needs a restart, or a static MAC (`@MAC`, security.md). */
 #define ARP_KNOWN (1ull << 48)
 
 struct arp_entry {
 	uint32_t ip;
 	uint32_t asking;
 	uint64_t mac_known;
-	uint64_t refresh_ns; /* lane 0 only */
 };
 
 /* What one worker uses of the port: its RX queue (if the port has one for
@@ -58,7 +58,9 @@ struct fg_dpdk_lane {
 	unsigned tx_n;
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
-	uint64_t dropped_arp; /* ARP about a backend that was not the reply we asked for */
+	uint64_t dropped_arp; /* ARP about a backend not learned from; ARP requests not answered */
+	uint64_t arp_window_tsc;
+	unsigned arp_replies; /* in the window that started at arp_window_tsc */
 	unsigned tx_dropped, tx_answers_dropped; /* since the last flush */
 } __attribute__((aligned(FG_CACHE_LINE)));
 
@@ -84,6 +86,7 @@ static struct arp_entry *arp_find(struct fg_dpdk_io *d, uint32_t ip)
 }
 
 static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m, bool answer);
+static const uint8_t zero_mac[6];
 
 static void send_arp(struct fg_dpdk_lane *l, uint16_t op, const uint8_t tha[6], uint32_t tpa)
 {
@@ -114,8 +117,22 @@ static void handle_arp(struct fg_dpdk_lane *l, const struct fg_net_frame *f)
 	} else if (e) {
 		l->dropped_arp++;
 	}
-	if (f->arp_op == FG_NET_ARP_REQUEST && f->arp_tpa == d->ip)
-		send_arp(l, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
+	/* Answer who asks for fairgate's address: a unicast sender only (a
+	 * reply to a broadcast or multicast "sender" would be a reflection),
+	 * and a bounded number per window (an ARP flood costs one lane that
+	 * much, not a reply each). */
+	if (f->arp_op == FG_NET_ARP_REQUEST && f->arp_tpa == d->ip && !(f->arp_sha[0] & 1) &&
+	    memcmp(f->arp_sha, zero_mac, 6)) {
+		uint64_t now = rte_get_tsc_cycles();
+		if (now - l->arp_window_tsc > rte_get_tsc_hz() / (FG_NS_PER_SEC / DPDK_ARP_RETRY_NS)) {
+			l->arp_window_tsc = now;
+			l->arp_replies = 0;
+		}
+		if (l->arp_replies++ < DPDK_ARP_REPLIES_PER_WINDOW)
+			send_arp(l, FG_NET_ARP_REPLY, f->arp_sha, f->arp_spa);
+		else
+			l->dropped_arp++;
+	}
 }
 
 void fg_dpdk_prefetch_burst(struct rte_mbuf *const *ms, unsigned n)
@@ -151,7 +168,9 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 			handle_arp(l, &f);
 			rte_pktmbuf_free(m);
 		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port &&
-			   !fg_ip_is_martian_source(f.src_ip) && f.src_ip != d->ip) {
+			   !fg_ip_is_martian_source(f.src_ip) && f.src_ip != d->ip && !(f.src_mac[0] & 1)) {
+			/* (a group source MAC is as martian as a loopback source IP:
+			 * the answer would go to every host on the segment) */
 			struct fg_pkt *p = &pkts[out++];
 			p->handle = m;
 			p->data = rte_pktmbuf_mtod_offset(m, uint8_t *, f.payload_off);
@@ -204,7 +223,6 @@ static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m, bool answer)
 	l->tx[l->tx_n++] = m;
 }
 
-static const uint8_t zero_mac[6];
 
 static void dio_tx(void *ctx, struct fg_pkt *p)
 {
@@ -265,15 +283,9 @@ static void dio_tick(void *ctx, uint64_t now)
 	if (l != &d->lanes[0] || now < l->next_arp_ns)
 		return;
 	l->next_arp_ns = now + DPDK_ARP_RETRY_NS;
-	for (unsigned i = 0; i < d->n_arp; i++) {
-		struct arp_entry *e = &d->arp[i];
-		bool known = __atomic_load_n(&e->mac_known, __ATOMIC_RELAXED) & ARP_KNOWN;
-		if (known && now < e->refresh_ns)
-			continue;
-		e->refresh_ns = now + DPDK_ARP_REFRESH_NS;
-		__atomic_store_n(&e->asking, 1, __ATOMIC_RELAXED);
-		send_arp(l, FG_NET_ARP_REQUEST, zero_mac, e->ip);
-	}
+	for (unsigned i = 0; i < d->n_arp; i++)
+		if (__atomic_load_n(&d->arp[i].asking, __ATOMIC_RELAXED)) /* unresolved */
+			send_arp(l, FG_NET_ARP_REQUEST, zero_mac, d->arp[i].ip);
 }
 
 /* The pool is shared by the lanes: the count is the port's. */
