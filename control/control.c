@@ -750,7 +750,10 @@ static void *control_main(void *arg)
 		}
 		for (unsigned i = FIXED; i < n; i++) {
 			struct conn *c = owner[i];
-			if (!pfd[i].revents || c->fd != pfd[i].fd) /* closed, or its slot given to an admin since */
+			/* Closed since poll, or its slot given to an admin: a new
+			 * descriptor may even have the old number — then the events
+			 * are only a spurious wake-up (the socket is non-blocking). */
+			if (!pfd[i].revents || c->fd != pfd[i].fd)
 				continue;
 			if (conn_has_output(c)) {
 				conn_flush(ctl, c, now);
