@@ -23,7 +23,9 @@
 
 #include "defs.h"
 #include "flowcontrol.h"
+#include "ctlclient.h"
 #include "readfile.h"
+#include "top.h"
 
 static void usage(FILE *f)
 {
@@ -47,130 +49,15 @@ static void usage(FILE *f)
 		"          [--resource R] [--subresource S] [--name N] [--path P] [-o table|json]\n"
 		"                             where a request goes; with -f offline on that file\n"
 		"                             (plus the mandatory objects), else the daemon's configuration\n"
+		"  top [--interval SECONDS] [--count N]\n"
+		"                             a live view: levels (seats as bars), requests and rejects per\n"
+		"                             second, the busiest flows, workers; q quits; one line per\n"
+		"                             interval without a terminal\n"
 		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
 		"exit status: 0 ok, 1 error (daemon error, unreachable, invalid configuration), 2 usage\n",
 		FG_DEFAULT_CONTROL_SOCKET);
-}
-
-/* Write all of buf; 0 or -errno.  MSG_NOSIGNAL: a daemon that has closed
- * the connection gives EPIPE here, not a silent death by SIGPIPE. */
-static int send_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EPIPE;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Send one request line, read one response line.  NULL + message on error.
- * A daemon that refuses the connection (too many clients, idle timeout)
- * writes why and closes: that line is read and returned even when writing
- * the request failed. */
-static json_t *call(const char *path, const char *request, char *err, size_t errlen)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		snprintf(err, errlen, "cannot reach fairgate at %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	int werr = send_all(fd, request, strlen(request));
-	if (!werr)
-		werr = send_all(fd, "\n", 1);
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
-	json_t *resp = NULL;
-	for (;;) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
-		if (!buf) {
-			snprintf(err, errlen, "out of memory");
-			break;
-		}
-		if (poll(&pfd, 1, 5000) <= 0) {
-			snprintf(err, errlen, "no answer from %s within 5 s", path);
-			break;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n <= 0) {
-			if (werr)
-				snprintf(err, errlen,
-					 "fairgate at %s closed the connection before taking the request (%s)", path,
-					 strerror(-werr));
-			else if (len)
-				snprintf(err, errlen, "connection closed by %s in the middle of an answer (%zu bytes)",
-					 path, len);
-			else
-				snprintf(err, errlen, "connection closed by %s without an answer%s%s", path,
-					 n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
-			break;
-		}
-		len += (size_t)n;
-		char *nl = memchr(buf + len - (size_t)n, '\n', (size_t)n);
-		if (nl) {
-			json_error_t je;
-			resp = json_loadb(buf, (size_t)(nl - buf), 0, &je);
-			if (!resp)
-				snprintf(err, errlen, "malformed answer: %s", je.text);
-			break;
-		}
-		if (len == cap) {
-			char *nb = realloc(buf, cap *= 2);
-			if (!nb)
-				free(buf);
-			buf = nb;
-		}
-	}
-	free(buf);
-	close(fd);
-	return resp;
-}
-
-static json_t *result_or_error(json_t *resp, char *err, size_t errlen)
-{
-	if (!resp)
-		return NULL;
-	if (!json_is_true(json_object_get(resp, "ok"))) {
-		const char *e = json_string_value(json_object_get(resp, "error"));
-		int n = snprintf(err, errlen, "fairgate: %s", e ? e : "unknown error");
-		json_t *lines = json_object_get(resp, "errors"), *l;
-		size_t i;
-		json_array_foreach(lines, i, l)
-			if (n > 0 && (size_t)n < errlen)
-				n += snprintf(err + n, errlen - (size_t)n, "\n  %s", json_string_value(l));
-		return NULL;
-	}
-	return json_object_get(resp, "result");
-}
-
-/* Send a request object (consumed), return the result or print the error. */
-static json_t *request(const char *path, json_t *req, json_t **resp_out)
-{
-	char *text = json_dumps(req, JSON_COMPACT);
-	json_decref(req);
-	static char err[1 << 16];
-	err[0] = 0;
-	json_t *resp = text ? call(path, text, err, sizeof(err)) : NULL;
-	free(text);
-	json_t *r = result_or_error(resp, err, sizeof(err));
-	if (!r) {
-		fprintf(stderr, "fairgatectl: %s\n", err[0] ? err : "out of memory");
-		json_decref(resp);
-		*resp_out = NULL;
-		return NULL;
-	}
-	*resp_out = resp;
-	return r;
 }
 
 static int read_all(const char *path, char **out, size_t *len)
@@ -272,8 +159,8 @@ static int cmd_status(const char *path, int argc, char **argv)
 	int rc = 0;
 	for (long iter = 0; count < 0 || iter < count; iter++) {
 		char err[512] = "";
-		json_t *resp = call(path, "{\"command\":\"status\"}", err, sizeof(err));
-		json_t *st = result_or_error(resp, err, sizeof(err));
+		json_t *resp = fg_ctl_call(path, "{\"command\":\"status\"}", err, sizeof(err));
+		json_t *st = fg_ctl_result(resp, err, sizeof(err));
 		if (!st) {
 			fprintf(stderr, "fairgatectl: %s\n", err);
 			json_decref(resp);
@@ -406,7 +293,7 @@ static int cmd_apply(const char *path, int argc, char **argv)
 		return 1;
 	json_t *req = json_pack("{s:s, s:s%, s:b}", "command", "apply", "data", text, len, "strict",
 				has_flag(argc, argv, "--strict"));
-	json_t *resp, *r = request(path, req, &resp);
+	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	free(text);
 	if (!r)
 		return 1;
@@ -426,7 +313,7 @@ static int cmd_delete(const char *path, int argc, char **argv)
 		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration NAME\n");
 		return 2;
 	}
-	json_t *resp, *r = request(path, json_pack("{s:s, s:s, s:s}", "command", "delete", "kind", argv[1], "name", argv[2]),
+	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s, s:s, s:s}", "command", "delete", "kind", argv[1], "name", argv[2]),
 				   &resp);
 	if (!r)
 		return 1;
@@ -459,7 +346,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 	json_t *req = json_pack("{s:s, s:s}", "command", "get", "kind", argv[1]);
 	if (name)
 		json_object_set_new(req, "name", json_string(name));
-	json_t *resp, *r = request(path, req, &resp);
+	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
 	json_t *items = json_object_get(r, "items"), *o;
@@ -624,7 +511,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		}
 		json_decref(rq);
 	} else {
-		json_t *r = request(path, json_pack("{s:s, s:o}", "command", "explain", "request", rq), &resp);
+		json_t *r = fg_ctl_request(path, json_pack("{s:s, s:o}", "command", "explain", "request", rq), &resp);
 		result = json_incref(r);
 	}
 	if (!result) {
@@ -649,13 +536,50 @@ static int cmd_explain(const char *path, int argc, char **argv)
 	return 0;
 }
 
+static int cmd_top(const char *path, int argc, char **argv)
+{
+	double interval = 1;
+	long count = -1;
+	static const struct option opts[] = { { "interval", required_argument, 0, 'i' },
+		{ "count", required_argument, 0, 'n' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end;
+		switch (opt) {
+		case 'i':
+			interval = strtod(optarg, &end);
+			if (*end || !(interval >= 0.1 && interval <= 3600)) {
+				fprintf(stderr, "fairgatectl: top: --interval must be 0.1..3600 seconds, got \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			count = strtol(optarg, &end, 10);
+			if (*end || count < 1) {
+				fprintf(stderr, "fairgatectl: top: --count must be a positive integer, got \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		default:
+			usage(opt == 'h' ? stdout : stderr);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "fairgatectl: top: unexpected argument \"%s\"\n", argv[optind]);
+		return 2;
+	}
+	return fg_top_run(path, interval, count);
+}
+
 static int cmd_version(const char *path, int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
 	char err[512] = "";
-	json_t *resp = call(path, "{\"command\":\"version\"}", err, sizeof(err));
-	json_t *r = result_or_error(resp, err, sizeof(err));
+	json_t *resp = fg_ctl_call(path, "{\"command\":\"version\"}", err, sizeof(err));
+	json_t *r = fg_ctl_result(resp, err, sizeof(err));
 	if (!r) {
 		fprintf(stderr, "fairgatectl: %s\n", err);
 		json_decref(resp);
@@ -679,7 +603,7 @@ static const struct command {
 } commands[] = {
 	{ "status", cmd_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
-	{ "version", cmd_version },
+	{ "version", cmd_version }, { "top", cmd_top },
 };
 
 int main(int argc, char **argv)
