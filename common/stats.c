@@ -2,6 +2,7 @@
 /* stats — flow table of the per-worker statistics: safe names, ageing, reads. */
 #include "stats.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define FLOW_OTHER 0u
@@ -251,4 +252,38 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 		}
 	}
 	return false;
+}
+
+unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, struct fg_level_total *out, unsigned cap)
+{
+	unsigned count = 0;
+	for (unsigned w = 0; w < n; w++) {
+		for (unsigned i = 0; i < FG_MAX_LEVELS; i++) {
+			const struct fg_level_stats *l = &s[w]->levels[i];
+			if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE))
+				continue;
+			struct fg_level_total *t = NULL;
+			for (unsigned k = 0; k < count && !t; k++)
+				if (!strcmp(out[k].name, l->name))
+					t = &out[k];
+			if (!t) {
+				if (count == cap)
+					continue;
+				t = &out[count++];
+				memset(t, 0, sizeof(*t));
+				snprintf(t->name, sizeof(t->name), "%s", l->name);
+				t->limit = FG_STAT_GET(l->limit);
+				t->queues = FG_STAT_GET(l->queues);
+				t->live = FG_STAT_GET(l->live) != 0;
+			}
+			t->seats_in_use += FG_STAT_GET(l->seats_in_use);
+			t->waiting += FG_STAT_GET(l->waiting);
+			t->executing += (uint32_t)FG_STAT_GET(l->executing);
+			t->received += FG_STAT_GET(l->received);
+			t->dispatched += FG_STAT_GET(l->dispatched);
+			t->responded += FG_STAT_GET(l->responded);
+			t->rejected += FG_STAT_GET(l->rejected);
+		}
+	}
+	return count;
 }

@@ -149,4 +149,18 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 
 void fg_stats_init(struct fg_worker_stats *s);
 
+/* One priority level over all workers (the readers' view: status, telemetry). */
+struct fg_level_total {
+	char name[FG_LEVEL_NAME_MAX];
+	uint32_t limit, queues;
+	bool live;
+	uint64_t seats_in_use, waiting, executing;
+	uint64_t received, dispatched, responded, rejected;
+};
+
+/* The levels of n workers summed by name, in the order the first worker that
+ * has a level lists it; at most cap.  Returns how many.  Any thread (relaxed
+ * reads, as for every reader). */
+unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, struct fg_level_total *out, unsigned cap);
+
 #endif

@@ -9,6 +9,7 @@
 #include "defs.h"
 #include "proto.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static json_t *flows_json(const struct fg_control_view *v)
@@ -37,35 +38,16 @@ static json_t *flows_json(const struct fg_control_view *v)
 static json_t *levels_json(const struct fg_control_view *v)
 {
 	json_t *arr = json_array();
-	for (unsigned w = 0; w < v->n_workers; w++) {
-		struct fg_worker_stats *s = v->worker_stats[w];
-		for (unsigned i = 0; i < FG_MAX_LEVELS; i++) {
-			struct fg_level_stats *l = &s->levels[i];
-			if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE))
-				continue;
-			json_t *o = NULL, *x;
-			size_t k;
-			json_array_foreach(arr, k, x)
-				if (!strcmp(json_string_value(json_object_get(x, "name")), l->name))
-					o = x;
-			if (!o) {
-				o = json_pack("{s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", l->name,
-					      "seatLimit", (int)FG_STAT_GET(l->limit), "queues", (int)FG_STAT_GET(l->queues),
-					      "live", FG_STAT_GET(l->live) != 0, "seatsInUse", (json_int_t)0,
-					      "waiting", (json_int_t)0, "executing", (json_int_t)0, "received", (json_int_t)0,
-					      "dispatched", (json_int_t)0, "responded", (json_int_t)0, "rejected", (json_int_t)0);
-				json_array_append_new(arr, o);
-			}
-			const char *keys[] = { "seatsInUse", "waiting", "executing", "received", "dispatched",
-					       "responded", "rejected" };
-			uint64_t vals[] = { FG_STAT_GET(l->seats_in_use), FG_STAT_GET(l->waiting),
-					    (uint32_t)FG_STAT_GET(l->executing), FG_STAT_GET(l->received),
-					    FG_STAT_GET(l->dispatched), FG_STAT_GET(l->responded), FG_STAT_GET(l->rejected) };
-			for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
-				json_object_set_new(o, keys[j], json_integer(json_integer_value(json_object_get(o, keys[j])) +
-										(json_int_t)vals[j]));
-		}
-	}
+	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
+	unsigned n = t ? fg_stats_levels_total(v->worker_stats, v->n_workers, t, FG_MAX_LEVELS) : 0;
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+			t[i].name, "seatLimit", (int)t[i].limit, "queues", (int)t[i].queues, "live", t[i].live,
+			"seatsInUse", (json_int_t)t[i].seats_in_use, "waiting", (json_int_t)t[i].waiting,
+			"executing", (json_int_t)t[i].executing, "received", (json_int_t)t[i].received,
+			"dispatched", (json_int_t)t[i].dispatched, "responded", (json_int_t)t[i].responded,
+			"rejected", (json_int_t)t[i].rejected));
+	free(t);
 	return arr;
 }
 

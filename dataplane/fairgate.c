@@ -33,6 +33,7 @@
 #include "defs.h"
 #include "dpdk_io.h"
 #include "sock_io.h"
+#include "telemetry.h"
 #include "workerset.h"
 
 static volatile sig_atomic_t stop_signal, stop_now;
@@ -278,6 +279,8 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	}
 	if (start_control(d))
 		return 1;
+	if (d->s->io == FG_IO_DPDK && fg_telemetry_register(d->stats, d->workers.n))
+		fprintf(stderr, "fairgate: warning: DPDK telemetry commands not registered (/fairgate/...)\n");
 	if (d->workers.n > 1) {
 		/* A DPDK control thread: on the CPUs EAL started with minus the
 		 * lcores (the main lcore's CPU when there are none left). */

@@ -7,6 +7,8 @@ buffer accounting after all of it and a clean exit.  With an argument N,
 fairgate runs N workers (one lcore each, a tap queue each) and the test also
 checks that a light flow keeps its fair share against a heavy one when their
 queues belong to different workers."""
+import json
+import socket
 import os
 import subprocess
 import sys
@@ -160,6 +162,26 @@ for _ in range(20):
     c = st["counters"]
     t.check(c["malformed"] >= 3 and c["invalidRejected"] == 1, f"malformed datagrams counted ({c['malformed']})")
     t.check(t.invariant_holds(st), "accounting invariant")
+    # DPDK telemetry (what dpdk-telemetry.py shows): the same figures.
+    tel = {}
+    try:
+        ts = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ts.settimeout(5)
+        ts.connect(f"/var/run/dpdk/{NS}/dpdk_telemetry.v2")
+        ts.recv(16384)  # the greeting
+        for cmd in ("/fairgate/levels", "/fairgate/workers", "/fairgate/counters"):
+            ts.send(cmd.encode())
+            tel[cmd] = json.loads(ts.recv(1 << 20))[cmd]
+        ts.close()
+    except OSError as e:
+        tel["error"] = repr(e)
+    levels = {lv["name"]: lv for lv in (tel.get("/fairgate/levels") or {}).values()}
+    t.check(t.TEST_LEVEL in levels and levels[t.TEST_LEVEL]["received"] ==
+            next(lv["received"] for lv in st["priorityLevels"] if lv["name"] == t.TEST_LEVEL),
+            f"telemetry /fairgate/levels agrees with status ({tel.get('error', '')})")
+    t.check(len(tel.get("/fairgate/workers", [])) == WORKERS and
+            tel.get("/fairgate/counters", {}).get("requests_received") == c["requestsReceived"],
+            "telemetry /fairgate/workers and /fairgate/counters")
     t.check(c["buffersInUse"] == baseline, f"mbufs back to baseline ({c['buffersInUse']} vs {baseline})")
     rc, err = d.stop()
     t.check(rc == 0, f"clean exit (rc={rc})")
