@@ -2,14 +2,13 @@
 /*
  * telemetry — DPDK mode's figures for dpdk-telemetry.py (the telemetry
  * library's socket): /fairgate/levels ("0", "1", ...: each level's name and
- * figures summed over the
- * workers: seats in use, limit, queues, waiting, executing, received,
- * dispatched, responded, rejected), /fairgate/workers (by worker number: its
+ * figures summed over the workers: seats in use, limit, queues, waiting,
+ * executing, received, dispatched, responded, rejected; numbered because
+ * telemetry keys cannot hold '-' or '.'), /fairgate/workers (by worker number: its
  * datagrams, requests, hand-offs, refused hand-offs, allotment changes,
  * configuration generation and error) and /fairgate/counters (the daemon's
  * totals).  DPDK answers at most 16 KiB: a configuration with very many
- * levels gets an error from /fairgate/levels (status and the HTTP endpoint
- * have them all).
+ * levels gets null from /fairgate/levels (status has them all).
  *
  * The telemetry callbacks take no context: the statistics they read are
  * this module's one piece of process-wide state, set once before the
