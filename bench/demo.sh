@@ -27,7 +27,9 @@ read -r FG_PORT BE1_PORT BE2_PORT < <(python3 -c '
 import socket
 ss=[socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
 [s.bind(("127.0.0.1", 0)) for s in ss]
-print(*[s.getsockname()[1] for s in ss])')
+ports = [s.getsockname()[1] for s in ss]
+[s.close() for s in ss]  # before printing: the reader starts binding them at once
+print(*ports, flush=True)')
 
 # Two backends, 8 concurrent requests each: 16 seats of real capacity.  With
 # the embedded Kubernetes bootstrap levels, a server limit of 196 seats gives
