@@ -318,10 +318,15 @@ static const char *not_ready(const struct fg_http_view *v, char *buf, size_t cap
 		return "no configuration published";
 	uint64_t now = fg_now_ns();
 	for (unsigned w = 0; w < v->n_workers; w++) {
+		/* A busy worker beats between our clock read and this load: a beat
+		 * later than now is fresh, not 584 years old. */
 		uint64_t beat = FG_STAT_GET(v->worker_stats[w]->heartbeat_ns);
-		if (!beat || now - beat > FG_HTTP_STALL_NS) {
-			snprintf(buf, cap, "worker %u is not polling (no heartbeat for %.1fs)", w,
-				 beat ? (double)(now - beat) / 1e9 : (double)now / 1e9);
+		if (!beat || (now > beat && now - beat > FG_HTTP_STALL_NS)) {
+			if (beat)
+				snprintf(buf, cap, "worker %u is not polling (no heartbeat for %.1fs)", w,
+					 (double)(now - beat) / 1e9);
+			else
+				snprintf(buf, cap, "worker %u is not polling (not started yet)", w);
 			return buf;
 		}
 	}

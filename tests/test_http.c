@@ -101,6 +101,8 @@ TEST(readiness_follows_heartbeats_drain_and_configuration)
 	r.stats[0]->heartbeat_ns = now;
 	r.stats[1]->heartbeat_ns = now;
 	CHECK_EQ(get(&r, "/readyz", body, sizeof(body)), 200);
+	r.stats[0]->heartbeat_ns = fg_now_ns() + FG_HTTP_STALL_NS; /* beat after the reader took its time */
+	CHECK_EQ(get(&r, "/readyz", body, sizeof(body)), 200);
 	r.stats[1]->heartbeat_ns = now - 2 * FG_HTTP_STALL_NS; /* worker 1 stalled */
 	CHECK_EQ(get(&r, "/readyz", body, sizeof(body)), 503);
 	CHECK(strstr(body, "worker 1 is not polling") != NULL && strchr(body, '\n') == body + strlen(body) - 1);
