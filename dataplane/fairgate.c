@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgate — the daemon's composition root: start-up (command line, first
- * configuration, I/O, workers, control thread, allotter thread), the worker
+ * configuration, I/O, workers, HTTP endpoint, control thread, allotter thread), the worker
  * loop until a signal, the drain, and one teardown that is safe on a
  * partly started daemon.  docs/operations.md describes running it.
  *
@@ -10,9 +10,10 @@
  * httpListen off: none), and with several workers the allotter thread
  * (common/allotter.h).  The control side's threads run on the CPUs the
  * process started with minus the workers' lcores (DPDK mode pins main to
- * worker 0's lcore, and a thread inherits its creator's CPUs).  The process-wide state is what the signal handlers
- * set: the signal that stops them, whether a second one cut the drain short,
- * and the eventfd through which SIGHUP asks the control thread for a reload.
+ * worker 0's lcore, and a thread inherits its creator's CPUs).  The
+ * process-wide state is what the signal handlers set: the signal that stops
+ * them, whether a second one cut the drain short, and the eventfd through
+ * which SIGHUP asks the control thread for a reload.
  * The handlers only store and write(2); the work happens on those threads.
  */
 #include <errno.h>
@@ -83,7 +84,7 @@ struct daemon {
 	struct fg_dpdk_io *dio;
 	struct fg_config *published;        /* RCU-protected: workers read it, control publishes */
 	struct fg_workerset workers;
-	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control thread reads them */
+	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control and HTTP threads read them */
 	struct fg_control *ctl;
 	struct fg_http *http;               /* NULL: httpListen off */
 	volatile int shutting_down;         /* the control thread reports it */
@@ -280,6 +281,24 @@ static int start_control(struct daemon *d)
 	return 0;
 }
 
+/* The HTTP endpoint and the control thread, on the control side's CPUs:
+ * they inherit the CPUs main has while it starts them, so main moves there
+ * for the while and back to worker 0's lcore.  0, or 1 (printed). */
+static int start_control_side(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->workers.n; i++)
+		d->stats[i] = &d->workers.w[i]->stats;
+	cpu_set_t main_cpus, ctl_cpus;
+	bool moved = !pthread_getaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus);
+	control_cpus(d, &ctl_cpus);
+	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(ctl_cpus), &ctl_cpus))
+		moved = false;
+	int rc = start_http(d) || start_control(d);
+	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus))
+		fprintf(stderr, "fairgate: warning: cannot pin worker 0 back to its lcore's CPUs\n");
+	return rc;
+}
+
 /* Everything up to the point where the workers can run.  0, or the exit
  * status (printed). */
 static int start(struct daemon *d, int argc, char **argv, int own_argc)
@@ -328,18 +347,7 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		fprintf(stderr, "fairgate: %s\n", err);
 		return 1;
 	}
-	for (unsigned i = 0; i < d->workers.n; i++)
-		d->stats[i] = &d->workers.w[i]->stats;
-	/* The control side's threads inherit the CPUs main has while it starts them. */
-	cpu_set_t main_cpus, ctl_cpus;
-	bool moved = !pthread_getaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus);
-	control_cpus(d, &ctl_cpus);
-	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(ctl_cpus), &ctl_cpus))
-		moved = false;
-	rc = start_http(d) || start_control(d);
-	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus))
-		fprintf(stderr, "fairgate: warning: cannot pin worker 0 back to its lcore's CPUs\n");
-	if (rc)
+	if (start_control_side(d))
 		return 1;
 	if (d->workers.n > 1) {
 		/* A DPDK control thread: on the CPUs EAL started with minus the
