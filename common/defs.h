@@ -11,6 +11,7 @@
 
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
+#define FG_DEFAULT_HTTP_LISTEN "127.0.0.1:9400"  /* httpListen: /metrics, /healthz, /readyz (loopback) */
 #define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
 #define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull

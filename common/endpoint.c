@@ -39,17 +39,27 @@ static const char *format_ipv4(uint32_t ip, char host[INET_ADDRSTRLEN])
 	return inet_ntop(AF_INET, &a, host, INET_ADDRSTRLEN);
 }
 
-int fg_endpoint_parse(const char *s, struct fg_endpoint *ep)
+static int parse_endpoint(const char *s, unsigned long min_port, struct fg_endpoint *ep)
 {
 	const char *colon = strrchr(s, ':');
 	uint32_t ip;
 	unsigned long port;
-	if (!colon || parse_ipv4(s, (size_t)(colon - s), &ip) || parse_decimal(colon + 1, 1, 65535, &port))
+	if (!colon || parse_ipv4(s, (size_t)(colon - s), &ip) || parse_decimal(colon + 1, min_port, 65535, &port))
 		return -EINVAL;
 	memset(ep, 0, sizeof(*ep));
 	ep->ip = ip;
 	ep->port = htons((uint16_t)port);
 	return 0;
+}
+
+int fg_endpoint_parse(const char *s, struct fg_endpoint *ep)
+{
+	return parse_endpoint(s, 1, ep);
+}
+
+int fg_endpoint_parse_bind(const char *s, struct fg_endpoint *ep)
+{
+	return parse_endpoint(s, 0, ep);
 }
 
 const char *fg_endpoint_format(const struct fg_endpoint *ep, char *buf, size_t cap)

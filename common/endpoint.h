@@ -71,6 +71,8 @@ const char *fg_cidr_format(const struct fg_cidr *c, char *buf, size_t cap);
 
 /* Parse "A.B.C.D:PORT" (port 1..65535).  Returns 0 or -EINVAL. */
 int fg_endpoint_parse(const char *s, struct fg_endpoint *ep);
+/* The same for an address to bind, where port 0 means "any free port". */
+int fg_endpoint_parse_bind(const char *s, struct fg_endpoint *ep);
 /* Format as "A.B.C.D:PORT" into buf (at least 22 bytes). */
 const char *fg_endpoint_format(const struct fg_endpoint *ep, char *buf, size_t cap);
 /* Parse "aa:bb:cc:dd:ee:ff".  Returns 0 or -EINVAL. */

@@ -46,6 +46,8 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->io = FG_IO_SOCKET;
 	fg_endpoint_parse(FG_DEFAULT_LISTEN, &s->listen);
 	snprintf(s->control_socket, sizeof(s->control_socket), "%s", FG_DEFAULT_CONTROL_SOCKET);
+	s->http.on = true;
+	fg_endpoint_parse(FG_DEFAULT_HTTP_LISTEN, &s->http.ep);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
 	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;

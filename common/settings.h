@@ -37,10 +37,18 @@ struct fg_source_identity {
 	char groups[FG_IDENTITY_MAX_GROUPS][FG_IDENTITY_NAME_MAX];
 };
 
+/* An optional listening address (httpListen): off, or an address whose port
+ * 0 means "any free port". */
+struct fg_opt_listen {
+	bool on;
+	struct fg_endpoint ep;
+};
+
 struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
 	char control_socket[108];
+	struct fg_opt_listen http;   /* the HTTP endpoint (control/http.h); restart-only */
 	uint32_t seat_limit;
 	int64_t queue_wait_ns;
 	int64_t backend_timeout_ns;

@@ -31,6 +31,10 @@ const struct fg_setting fg_settings_table[] = {
 	  "addresses need a restart" },
 	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 0, 0, false,
 	  "the control interface (control.md)" },
+	{ "httpListen", "http", FG_SET_OPT_LISTEN, FIELD(http), 0, 0, false,
+	  "the HTTP endpoint (`/metrics`, `/healthz`, `/readyz`; metrics.md): `ADDR:PORT`, port 0 for any free port "
+	  "(the bound one is in status and on stderr), or `off`; unauthenticated, so keep it on loopback unless the "
+	  "network in front is trusted (operations.md)" },
 	{ "controlAdmins", NULL, FG_SET_ADMINS, FIELD(admin_uids), 0, FG_CONTROL_MAX_ADMINS, true,
 	  "`{uids: [...], gids: [...]}`: who besides root may `apply` and `delete` (at most 16 of each)" },
 	{ "serverConcurrencyLimit", "seat-limit", FG_SET_U32, FIELD(seat_limit), 1, FG_MAX_SEAT_LIMIT, true,
@@ -182,6 +186,19 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		if (fg_endpoint_parse(text, (struct fg_endpoint *)field(row, s)))
 			return reason(why, whylen, "must be \"IPv4:PORT\"");
 		return 0;
+	case FG_SET_OPT_LISTEN: {
+		struct fg_opt_listen *l = field(row, s);
+		if (!strcmp(text, "off")) {
+			memset(l, 0, sizeof(*l));
+			return 0;
+		}
+		struct fg_endpoint ep;
+		if (fg_endpoint_parse_bind(text, &ep))
+			return reason(why, whylen, "must be \"IPv4:PORT\" (port 0: any free port) or \"off\"");
+		l->on = true;
+		l->ep = ep;
+		return 0;
+	}
 	case FG_SET_PATH:
 		if (!*text || strlen(text) >= row->size)
 			return reason(why, whylen, "must be a path of 1..%zu bytes", row->size - 1);
@@ -414,6 +431,11 @@ const char *fg_setting_format(const struct fg_setting *row, const struct fg_sett
 	case FG_SET_ENDPOINT:
 		append(buf, cap, &n, "%s", fg_endpoint_format(p, ep, sizeof(ep)));
 		break;
+	case FG_SET_OPT_LISTEN: {
+		const struct fg_opt_listen *l = p;
+		append(buf, cap, &n, "%s", l->on ? fg_endpoint_format(&l->ep, ep, sizeof(ep)) : "off");
+		break;
+	}
 	case FG_SET_PATH:
 		append(buf, cap, &n, "%s", (const char *)p);
 		break;
@@ -448,6 +470,10 @@ bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *
 	switch (row->type) {
 	case FG_SET_ENDPOINT:
 		return !fg_endpoint_same_addr(cfield(row, a), cfield(row, b));
+	case FG_SET_OPT_LISTEN: {
+		const struct fg_opt_listen *x = cfield(row, a), *y = cfield(row, b);
+		return x->on != y->on || (x->on && !fg_endpoint_same_addr(&x->ep, &y->ep));
+	}
 	case FG_SET_BACKENDS:
 		if (a->n_backends != b->n_backends)
 			return true;

@@ -32,6 +32,7 @@ enum fg_setting_type {
 	FG_SET_BOOL,     /* true/false; as a flag it takes no value and sets true */
 	FG_SET_ENUM,     /* one of the row's names; stored as an int (the name's index) */
 	FG_SET_ENDPOINT, /* "IPv4:PORT" */
+	FG_SET_OPT_LISTEN, /* "IPv4:PORT" (port 0: any free port) or "off"; struct fg_opt_listen */
 	FG_SET_PATH,     /* a file system path of 1..sizeof(field)-1 bytes */
 	FG_SET_BACKENDS, /* list of "ADDR:PORT[@MAC][,seats=N]"; a flag adds one, the flags replace the file's list */
 	FG_SET_ADMINS,   /* {uids: [...], gids: [...]} */

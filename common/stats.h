@@ -91,6 +91,7 @@ struct fg_level_stats {
 };
 
 struct fg_worker_stats {
+	uint64_t heartbeat_ns;                 /* fg_now_ns() of the loop's latest iteration (dataplane/fairgate.c) */
 	uint64_t rx_datagrams;
 	uint64_t rx_malformed;                 /* failed to decode; by reason below */
 	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];

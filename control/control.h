@@ -53,6 +53,7 @@ struct fg_control_view {
 	int reload_fd;                   /* eventfd: readable when SIGHUP asked for a reload; -1 none */
 	const char *const *reload_paths; /* the --config files a reload applies, in order */
 	unsigned n_reload_paths;
+	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 };
 
 struct fg_control;

@@ -174,5 +174,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)reserved));
 	json_object_set_new(counters, "answersLost", json_integer((json_int_t)lost));
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)unsent));
+	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	return doc;
 }

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgate — the daemon's composition root: start-up (command line, first
- * configuration, I/O, workers, control thread, allotter thread), the worker
+ * configuration, I/O, workers, HTTP endpoint, control thread, allotter thread), the worker
  * loop until a signal, the drain, and one teardown that is safe on a
  * partly started daemon.  docs/operations.md describes running it.
  *
  * Threads: the workers (the main lcore runs worker 0), the control thread
- * (control/), and with several workers the allotter thread
- * (common/allotter.h).  The process-wide state is what the signal handlers
- * set: the signal that stops them, whether a second one cut the drain short,
- * and the eventfd through which SIGHUP asks the control thread for a reload.
+ * (control/), libmicrohttpd's thread for the HTTP endpoint (control/http.h;
+ * httpListen off: none), and with several workers the allotter thread
+ * (common/allotter.h).  The control side's threads run on the CPUs the
+ * process started with minus the workers' lcores (DPDK mode pins main to
+ * worker 0's lcore, and a thread inherits its creator's CPUs).  The
+ * process-wide state is what the signal handlers set: the signal that stops
+ * them, whether a second one cut the drain short, and the eventfd through
+ * which SIGHUP asks the control thread for a reload.
  * The handlers only store and write(2); the work happens on those threads.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +37,14 @@
 #include "daemon_args.h"
 #include "defs.h"
 #include "dpdk_io.h"
+#include "http.h"
 #include "sock_io.h"
 #include "telemetry.h"
 #include "workerset.h"
 
 static volatile sig_atomic_t stop_signal, stop_now;
 static int reload_fd = -1; /* set before the handlers are installed */
+static cpu_set_t start_cpus;  /* the CPUs the process may use, before EAL pins main */
 
 /* SIGTERM, SIGINT, SIGQUIT: the first starts the drain, the next ends it. */
 static void on_stop(int sig)
@@ -78,8 +85,9 @@ struct daemon {
 	struct fg_dpdk_io *dio;
 	struct fg_config *published;        /* RCU-protected: workers read it, control publishes */
 	struct fg_workerset workers;
-	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control thread reads them */
+	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control and HTTP threads read them */
 	struct fg_control *ctl;
+	struct fg_http *http;               /* NULL: httpListen off */
 	volatile int shutting_down;         /* the control thread reports it */
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
@@ -104,6 +112,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 		rcu_quiescent_state();
 		const struct fg_config *cfg = rcu_dereference(d->published);
 		uint64_t now = fg_now_ns();
+		FG_STAT_SET(w->stats.heartbeat_ns, now); /* /readyz: this worker polls */
 		if (stop_signal && !w->draining) {
 			d->shutting_down = 1;
 			drain_deadline = now + (uint64_t)d->s->shutdown_grace_ns;
@@ -202,18 +211,62 @@ static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_i
 	return 0;
 }
 
+/* The CPUs for the control side's threads: those the process started with,
+ * minus the lcores that run workers (all of them when none would be left). */
+static void control_cpus(const struct daemon *d, cpu_set_t *set)
+{
+	*set = start_cpus;
+	if (d->s->io != FG_IO_DPDK)
+		return;
+	unsigned lcores[FG_MAX_WORKER_CORES], n = 0, lcore;
+	lcores[n++] = rte_get_main_lcore(); /* worker 0; the others as run() launches them */
+	RTE_LCORE_FOREACH_WORKER(lcore) {
+		if (n < d->workers.n)
+			lcores[n++] = lcore;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		cpu_set_t c = rte_lcore_cpuset(lcores[i]);
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &c))
+				CPU_CLR(cpu, set);
+	}
+	if (CPU_COUNT(set) == 0)
+		*set = start_cpus;
+}
+
+/* The HTTP endpoint (httpListen), started on the control side's CPUs; it
+ * reads what the control thread reads, none of the control thread's own. */
+static int start_http(struct daemon *d)
+{
+	char errbuf[256], ep[32];
+	if (!d->s->http.on)
+		return 0;
+	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
+				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
+				     .shutting_down = &d->shutting_down };
+	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
+		fprintf(stderr, "fairgate: %s\n", errbuf);
+		return 1;
+	}
+	if (!fg_ip_is_loopback(d->s->http.ep.ip))
+		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics and /readyz are "
+			"unauthenticated and reachable from the network (operations.md)\n",
+			fg_endpoint_format(&d->s->http.ep, ep, sizeof(ep)));
+	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz)\n", fg_http_address(d->http));
+	return 0;
+}
+
 /* The control thread gets its own copies of the settings and the objects. */
 static int start_control(struct daemon *d)
 {
 	char errbuf[256];
-	for (unsigned i = 0; i < d->workers.n; i++)
-		d->stats[i] = &d->workers.w[i]->stats;
 	struct fg_control_view view = {
 		.settings = malloc(sizeof(struct fg_settings)), .config_ptr = &d->published, .worker_stats = d->stats,
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 	};
+	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {
 		fprintf(stderr, "fairgate: out of memory\n");
 		return 1;
@@ -227,6 +280,24 @@ static int start_control(struct daemon *d)
 	}
 	d->args.objects = NULL; /* the control thread owns them now */
 	return 0;
+}
+
+/* The HTTP endpoint and the control thread, on the control side's CPUs:
+ * they inherit the CPUs main has while it starts them, so main moves there
+ * for the while and back to worker 0's lcore.  0, or 1 (printed). */
+static int start_control_side(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->workers.n; i++)
+		d->stats[i] = &d->workers.w[i]->stats;
+	cpu_set_t main_cpus, ctl_cpus;
+	bool moved = !pthread_getaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus);
+	control_cpus(d, &ctl_cpus);
+	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(ctl_cpus), &ctl_cpus))
+		moved = false;
+	int rc = start_http(d) || start_control(d);
+	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus))
+		fprintf(stderr, "fairgate: warning: cannot pin worker 0 back to its lcore's CPUs\n");
+	return rc;
 }
 
 /* Everything up to the point where the workers can run.  0, or the exit
@@ -277,7 +348,7 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		fprintf(stderr, "fairgate: %s\n", err);
 		return 1;
 	}
-	if (start_control(d))
+	if (start_control_side(d))
 		return 1;
 	if (d->s->io == FG_IO_DPDK && fg_telemetry_register(d->stats, d->workers.n))
 		fprintf(stderr, "fairgate: warning: DPDK telemetry commands not registered (/fairgate/...)\n");
@@ -342,6 +413,7 @@ static void teardown(struct daemon *d)
 		pthread_join(d->allotter_thread, NULL);
 		rcu_thread_online();
 	}
+	fg_http_stop(d->http); /* before the statistics and the configuration it reads */
 	fg_control_stop(d->ctl);
 	if (reload_fd >= 0) {
 		signal(SIGHUP, SIG_IGN); /* before its fd goes */
@@ -370,6 +442,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	static struct daemon d; /* large (the worker set's io table); zeroed */
+	if (sched_getaffinity(0, sizeof(start_cpus), &start_cpus))
+		CPU_ZERO(&start_cpus);
 	int rc = start(&d, argc, argv, own_argc);
 	if (rc == 0)
 		run(&d);

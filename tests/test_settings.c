@@ -270,6 +270,29 @@ TEST(endpoints)
 	CHECK_EQ(fg_mac_parse("02:00:00:00:00:0a:", mac), -EINVAL);
 }
 
+/* httpListen: an address (port 0 allowed: any free port) or off; the rest refused. */
+TEST(http_listen)
+{
+	const struct fg_setting *r = fg_setting_by_name("httpListen");
+	struct fg_settings s;
+	char why[256], buf[64];
+	fg_settings_defaults(&s);
+	CHECK(r != NULL && s.http.on);
+	if (!r)
+		return;
+	CHECK_STR(fg_setting_format(r, &s, buf, sizeof(buf)), FG_DEFAULT_HTTP_LISTEN);
+	CHECK_EQ(fg_setting_set_text(r, &s, "127.0.0.1:0", why, sizeof(why)), 0);
+	CHECK(s.http.on && s.http.ep.port == 0);
+	CHECK_EQ(fg_setting_set_text(r, &s, "off", why, sizeof(why)), 0);
+	CHECK(!s.http.on);
+	CHECK_STR(fg_setting_format(r, &s, buf, sizeof(buf)), "off");
+	CHECK_EQ(fg_setting_set_text(r, &s, "OFF", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(r, &s, "127.0.0.1:65536", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(r, &s, "localhost:9400", why, sizeof(why)), -EINVAL);
+	CHECK(!s.http.on); /* a refused value changes nothing */
+	CHECK_EQ(fg_endpoint_parse("127.0.0.1:0", &s.listen), -EINVAL); /* the UDP listen keeps port >= 1 */
+}
+
 /* --- the settings table ---------------------------------------------------- */
 
 TEST(table_rows_are_well_formed)

@@ -105,7 +105,9 @@ def level_of(st, name=TEST_LEVEL):
 class Daemon:
     """A fairgate process with its own port and control socket, configured
     with one test level (level=dict(queues, hand, qll)) unless config= gives
-    the configuration text (None: the embedded bootstrap objects)."""
+    the configuration text (None: the embedded bootstrap objects).  Its HTTP
+    endpoint asks for any free loopback port (--http 127.0.0.1:0) unless
+    extra gives --http, so parallel tests never collide on 9400."""
 
     def __init__(self, backends, extra=(), listen_ip="127.0.0.1", netns=None, eal=None, port=None,
                  level=None, config="", log=None):
@@ -114,6 +116,8 @@ class Daemon:
         self.addr = f"{listen_ip}:{self.port}"
         self.sock = tempfile.mktemp(prefix="fg-", suffix=".sock", dir="/tmp")
         args = [FAIRGATE, "--listen", self.addr, "--control-socket", self.sock] + list(extra)
+        if "--http" not in extra:
+            args += ["--http", "127.0.0.1:0"]
         if config == "":
             config = level_config(**(level or {}))
         if config is not None:
@@ -134,6 +138,14 @@ class Daemon:
             time.sleep(0.05)
         if not os.path.exists(self.sock):
             raise RuntimeError("fairgate did not start")
+        # The socket's file appears at bind(), a moment before listen().
+        while time.time() < deadline:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                try:
+                    s.connect(self.sock)
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
     def status(self):
         out = subprocess.run([FAIRGATECTL, "--socket", self.sock, "status", "-o", "json"],
@@ -141,6 +153,10 @@ class Daemon:
         if out.returncode != 0:
             raise RuntimeError("fairgatectl: " + out.stderr)
         return json.loads(out.stdout)
+
+    def http_address(self):
+        """The HTTP endpoint's bound "ADDR:PORT" (status), or "off"."""
+        return self.status()["http"]
 
     def wait_status(self, pred, timeout=5):
         """Status until pred(status) holds (workers follow a new configuration

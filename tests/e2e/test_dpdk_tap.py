@@ -55,6 +55,15 @@ try:
             f"all requests relayed through DPDK ({res['a']['responses']}+{res['b']['responses']}/500, "
             f"rejected {res['a']['rejected']} {res['b']['rejected']})")
     t.check(res["a"]["lost"] == 0 and res["b"]["lost"] == 0, "nothing lost")
+
+    # The HTTP endpoint in DPDK mode (on the namespace's loopback): ready, and
+    # every worker's counters in /metrics.
+    http = d.http_address()
+    ready = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", f"http://{http}/readyz").stdout
+    t.check(ready == "ready\n", f"/readyz in DPDK mode ({ready!r})")
+    scrape = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", f"http://{http}/metrics").stdout
+    t.check(all(f'fairgate_worker_rx_packets_total{{worker="{w}"}}' in scrape for w in range(WORKERS)),
+            f"/metrics has the rx counters of all {WORKERS} worker(s)")
     neigh = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout
     t.check("lladdr" in neigh, "fairgate answered ARP for its address")
 

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * http — the HTTP endpoint (setting httpListen): GET/HEAD of /healthz,
+ * /readyz and /metrics (Prometheus text format 0.0.4; docs/metrics.md lists
+ * every metric), served by libmicrohttpd from its own internal polling
+ * thread, one thread for every connection.
+ *
+ * Invariants: every input is bounded by libmicrohttpd's options —
+ * FG_HTTP_MAX_CONNECTIONS connections at once, FG_HTTP_TIMEOUT_S without
+ * progress closes a connection, FG_HTTP_CONNECTION_MEMORY bytes per connection
+ * (a request line or headers beyond it get 414/431 and the connection is
+ * closed).  Only GET and HEAD (405 with Allow), only the paths above (404), no
+ * query parameters (400 with the first unknown one, printable, cut short).
+ * Answers are one line, or the exposition.  The label values are levels,
+ * workers and reasons — never flows or clients — so a scrape's size is
+ * bounded by FG_MAX_LEVELS and FG_MAX_WORKER_CORES.
+ *
+ * Thread contract: fg_http_start/stop are called by main (stop before the
+ * worker statistics and the configuration slot go).  The HTTP thread only
+ * reads: worker statistics with relaxed loads (stats.h), the allotter's
+ * statistics the same way, *shutting_down, and the published configuration
+ * under RCU — it registers with liburcu QSBR on its first request, stays
+ * offline except while it reads the configuration, and unregisters when it
+ * exits.  It never touches the control thread's objects or settings and
+ * takes no lock a worker or the control thread takes, so a slow or hostile
+ * client delays only other HTTP clients.
+ */
+#ifndef FG_HTTP_H
+#define FG_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allotter.h"
+#include "config.h"
+#include "endpoint.h"
+#include "stats.h"
+
+#define FG_HTTP_MAX_CONNECTIONS 64u      /* at once; more wait in the listen backlog */
+#define FG_HTTP_TIMEOUT_S 5u             /* a connection idle this long is closed */
+#define FG_HTTP_CONNECTION_MEMORY 32768u /* bytes per connection: request line, headers, buffers */
+#define FG_HTTP_STALL_NS 1000000000ull   /* /readyz: a worker whose heartbeat is older is stalled */
+_Static_assert(FG_IDLE_WAIT_NS * 10 < FG_HTTP_STALL_NS, "an idle worker beats well within the stall limit");
+
+/* What the HTTP thread may read; the pointers outlive fg_http_stop(). */
+struct fg_http_view {
+	struct fg_config **config_ptr; /* RCU-protected */
+	struct fg_worker_stats *const *worker_stats;
+	unsigned n_workers;
+	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
+	volatile int *shutting_down;              /* set by the workers at the first stop signal */
+};
+
+struct fg_http;
+
+/* Listen on ep (port 0: any free port) and start the thread.  NULL on
+ * failure, the reason in errbuf. */
+struct fg_http *fg_http_start(const struct fg_endpoint *ep, const struct fg_http_view *view, char *errbuf,
+			      size_t errlen);
+/* The address it listens on, with the bound port: "A.B.C.D:PORT". */
+const char *fg_http_address(const struct fg_http *h);
+/* Stop the thread and close every connection; NULL is a no-op. */
+void fg_http_stop(struct fg_http *h);
+
+/* The /metrics body (malloc'd, *len bytes), or NULL and -errno in *err.
+ * The HTTP thread, or a test's registered and offline RCU reader. */
+char *fg_http_metrics(const struct fg_http_view *view, size_t *len, int *err);
+
+#endif
