@@ -287,3 +287,39 @@ unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, str
 	}
 	return count;
 }
+
+void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_worker_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	uint64_t buffers = 0;
+	for (unsigned w = 0; w < n; w++) {
+		const struct fg_worker_stats *x = s[w];
+		t->rx_datagrams += FG_STAT_GET(x->rx_datagrams);
+		t->rx_malformed += FG_STAT_GET(x->rx_malformed);
+		t->rx_unexpected += FG_STAT_GET(x->rx_unexpected);
+		t->responses_unmatched += FG_STAT_GET(x->responses_unmatched);
+		for (int e = 0; e < FG_PROTO_ERR__COUNT; e++)
+			t->malformed_by_err[e] += FG_STAT_GET(x->malformed_by_err[e]);
+		t->received += FG_STAT_GET(x->received);
+		t->dispatched += FG_STAT_GET(x->dispatched);
+		t->responded += FG_STAT_GET(x->responded);
+		for (int r = 0; r < FG_REJECT__COUNT; r++)
+			t->rejected[r] += FG_STAT_GET(x->rejected[r]);
+		t->invalid_rejected += FG_STAT_GET(x->invalid_rejected);
+		t->tx_datagrams += FG_STAT_GET(x->tx_datagrams);
+		t->tx_failed += FG_STAT_GET(x->tx_failed);
+		t->flows_overflow += FG_STAT_GET(x->flows_overflow);
+		buffers += FG_STAT_GET(x->buffers_in_use);
+		t->buffers_reserved += FG_STAT_GET(x->buffers_reserved);
+		t->answers_lost += FG_STAT_GET(x->answers_lost);
+		t->answers_unsent += FG_STAT_GET(x->answers_unsent);
+		t->backend_ejections += FG_STAT_GET(x->backend_ejections);
+		t->held_for_backend += FG_STAT_GET(x->held_for_backend);
+		t->untrusted_requests += FG_STAT_GET(x->untrusted_requests);
+		t->cookie_challenges += FG_STAT_GET(x->cookie_challenges);
+	}
+	for (int r = 0; r < FG_REJECT__COUNT; r++)
+		t->rejected_total += t->rejected[r];
+	/* Samples taken at slightly different moments: never below zero. */
+	t->buffers_in_use = buffers > t->buffers_reserved ? buffers - t->buffers_reserved : 0;
+}

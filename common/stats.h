@@ -150,6 +150,22 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 
 void fg_stats_init(struct fg_worker_stats *s);
 
+/* The daemon's counters summed over its workers (the readers' view: status,
+ * /metrics, telemetry).  buffers_in_use is the shared pool's (worker 0's)
+ * less the workers' answer reserves. */
+struct fg_worker_totals {
+	uint64_t rx_datagrams, rx_malformed, rx_unexpected, responses_unmatched;
+	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];
+	uint64_t received, dispatched, responded, rejected_total, invalid_rejected;
+	uint64_t rejected[FG_REJECT__COUNT];
+	uint64_t tx_datagrams, tx_failed, flows_overflow;
+	uint64_t buffers_in_use, buffers_reserved, answers_lost, answers_unsent;
+	uint64_t backend_ejections, held_for_backend, untrusted_requests, cookie_challenges;
+};
+
+/* Any thread (relaxed reads, as for every reader). */
+void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_worker_totals *t);
+
 /* One priority level over all workers (the readers' view: status, telemetry). */
 struct fg_level_total {
 	char name[FG_LEVEL_NAME_MAX];

@@ -166,15 +166,6 @@ _Static_assert(FG_PROTO_ENUL == FG_PROTO_ERR__COUNT - 1, "a label for every deco
 		}                                                                                  \
 	} while (0)
 
-/* A counter summed over workers (monotonic: each load is no older than the last). */
-#define SUM_WORKERS(v, field)                                            \
-	({                                                               \
-		uint64_t s_ = 0;                                         \
-		for (unsigned w_ = 0; w_ < (v)->n_workers; w_++)         \
-			s_ += FG_STAT_GET((v)->worker_stats[w_]->field); \
-		s_;                                                      \
-	})
-
 static void single(struct fg_expfmt *e, const char *name, enum fg_expfmt_type type, const char *help, uint64_t v)
 {
 	fg_expfmt_family(e, name, type, help);
@@ -208,37 +199,38 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	PER_WORKER(e, v, "fairgate_worker_allotment_changes_total", C, "Seat grants the worker applied.",
 		   allotment_changes);
 
+	struct fg_worker_totals t;
+	fg_stats_totals(v->worker_stats, v->n_workers, &t);
 	fg_expfmt_family(e, "fairgate_malformed_datagrams_total", C, "Datagrams that failed to decode, by reason.");
 	for (int r = 1; r < FG_PROTO_ERR__COUNT; r++) {
 		struct fg_expfmt_label l = { "reason", malformed_reason[r] };
-		fg_expfmt_u64(e, "fairgate_malformed_datagrams_total", &l, 1, SUM_WORKERS(v, malformed_by_err[r]));
+		fg_expfmt_u64(e, "fairgate_malformed_datagrams_total", &l, 1, t.malformed_by_err[r]);
 	}
-	single(e, "fairgate_requests_received_total", C, "Valid requests received.", SUM_WORKERS(v, received));
+	single(e, "fairgate_requests_received_total", C, "Valid requests received.", t.received);
 	single(e, "fairgate_requests_dispatched_total", C, "Requests dispatched to a backend.",
-	       SUM_WORKERS(v, dispatched));
+	       t.dispatched);
 	single(e, "fairgate_requests_responded_total", C, "Backend answers relayed to clients.",
-	       SUM_WORKERS(v, responded));
+	       t.responded);
 	fg_expfmt_family(e, "fairgate_requests_rejected_total", C, "REJECTs answered to valid requests, by reason.");
 	for (int r = 1; r < FG_REJECT__COUNT; r++) {
 		struct fg_expfmt_label l = { "reason", fg_reject_reason_name(r) };
-		fg_expfmt_u64(e, "fairgate_requests_rejected_total", &l, 1, SUM_WORKERS(v, rejected[r]));
+		fg_expfmt_u64(e, "fairgate_requests_rejected_total", &l, 1, t.rejected[r]);
 	}
 	single(e, "fairgate_invalid_rejected_total", C, "REJECT invalid answered to undecodable datagrams.",
-	       SUM_WORKERS(v, invalid_rejected));
+	       t.invalid_rejected);
 	single(e, "fairgate_untrusted_requests_total", C,
 	       "Requests from sources outside trustedSources, classified by an assigned identity.",
-	       SUM_WORKERS(v, untrusted_requests));
+	       t.untrusted_requests);
 	single(e, "fairgate_cookie_challenges_total", C,
-	       "REJECT retry-with-cookie: sources asked to prove their address.", SUM_WORKERS(v, cookie_challenges));
+	       "REJECT retry-with-cookie: sources asked to prove their address.", t.cookie_challenges);
 	single(e, "fairgate_answers_lost_total", C, "Owed REJECTs with no buffer, even from the reserve.",
-	       SUM_WORKERS(v, answers_lost));
+	       t.answers_lost);
 	single(e, "fairgate_answers_unsent_total", C, "Answers counted as responded or rejected that the I/O refused.",
-	       SUM_WORKERS(v, answers_unsent));
+	       t.answers_unsent);
 	/* Gauges: a sum of samples taken at slightly different moments. */
-	uint64_t in_use = SUM_WORKERS(v, buffers_in_use), reserved = SUM_WORKERS(v, buffers_reserved);
 	single(e, "fairgate_buffers_in_use", G, "I/O buffers out of the pool, not counting the answer reserves.",
-	       in_use > reserved ? in_use - reserved : 0);
-	single(e, "fairgate_buffers_reserved", G, "I/O buffers kept in the workers' answer reserves.", reserved);
+	       t.buffers_in_use);
+	single(e, "fairgate_buffers_reserved", G, "I/O buffers kept in the workers' answer reserves.", t.buffers_reserved);
 	if (v->allotter) {
 		single(e, "fairgate_allotter_rounds_total", C, "Seat allotment rounds run between workers.",
 		       FG_STAT_GET(v->allotter->rounds));

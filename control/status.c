@@ -85,45 +85,14 @@ static json_t *allotter_json(const struct fg_control_view *v)
 
 json_t *fg_status_json(const struct fg_control_view *v)
 {
-	uint64_t sum_rx = 0, sum_malformed = 0, sum_unexpected = 0, sum_unmatched = 0, sum_recv = 0;
-	uint64_t sum_disp = 0, sum_resp = 0, sum_inv = 0, sum_tx = 0, sum_txf = 0, sum_overflow = 0;
-	uint64_t rej[FG_REJECT__COUNT] = { 0 }, malformed[FG_PROTO_ERR__COUNT] = { 0 };
-	uint64_t buffers = 0, reserved = 0, lost = 0, unsent = 0, ejections = 0, held = 0, untrusted = 0, challenges = 0;
-	for (unsigned w = 0; w < v->n_workers; w++) {
-		struct fg_worker_stats *s = v->worker_stats[w];
-		sum_rx += FG_STAT_GET(s->rx_datagrams);
-		sum_malformed += FG_STAT_GET(s->rx_malformed);
-		sum_unexpected += FG_STAT_GET(s->rx_unexpected);
-		sum_unmatched += FG_STAT_GET(s->responses_unmatched);
-		sum_recv += FG_STAT_GET(s->received);
-		sum_disp += FG_STAT_GET(s->dispatched);
-		sum_resp += FG_STAT_GET(s->responded);
-		sum_inv += FG_STAT_GET(s->invalid_rejected);
-		sum_tx += FG_STAT_GET(s->tx_datagrams);
-		sum_txf += FG_STAT_GET(s->tx_failed);
-		sum_overflow += FG_STAT_GET(s->flows_overflow);
-		for (int r = 0; r < FG_REJECT__COUNT; r++)
-			rej[r] += FG_STAT_GET(s->rejected[r]);
-		for (int e = 0; e < FG_PROTO_ERR__COUNT; e++)
-			malformed[e] += FG_STAT_GET(s->malformed_by_err[e]);
-		buffers += FG_STAT_GET(s->buffers_in_use);
-		reserved += FG_STAT_GET(s->buffers_reserved);
-		lost += FG_STAT_GET(s->answers_lost);
-		unsent += FG_STAT_GET(s->answers_unsent);
-		ejections += FG_STAT_GET(s->backend_ejections);
-		held += FG_STAT_GET(s->held_for_backend);
-		untrusted += FG_STAT_GET(s->untrusted_requests);
-		challenges += FG_STAT_GET(s->cookie_challenges);
-	}
+	struct fg_worker_totals t;
+	fg_stats_totals(v->worker_stats, v->n_workers, &t);
 	json_t *rejected = json_object(), *bad = json_object();
-	uint64_t rej_total = 0;
-	for (int r = 1; r < FG_REJECT__COUNT; r++) {
-		json_object_set_new(rejected, fg_reject_reason_name(r), json_integer((json_int_t)rej[r]));
-		rej_total += rej[r];
-	}
+	for (int r = 1; r < FG_REJECT__COUNT; r++)
+		json_object_set_new(rejected, fg_reject_reason_name(r), json_integer((json_int_t)t.rejected[r]));
 	for (int e = 1; e < FG_PROTO_ERR__COUNT; e++)
-		if (malformed[e])
-			json_object_set_new(bad, fg_proto_strerror(e), json_integer((json_int_t)malformed[e]));
+		if (t.malformed_by_err[e])
+			json_object_set_new(bad, fg_proto_strerror(e), json_integer((json_int_t)t.malformed_by_err[e]));
 
 	rcu_thread_online();
 	struct fg_config *cfg = rcu_dereference(*v->config_ptr);
@@ -147,33 +116,33 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"workers", workers_json(v),
 		"allotter", allotter_json(v),
 		"counters",
-		"datagramsReceived", (json_int_t)sum_rx,
-		"requestsReceived", (json_int_t)sum_recv,
-		"dispatched", (json_int_t)sum_disp,
-		"responded", (json_int_t)sum_resp,
-		"rejectedTotal", (json_int_t)rej_total,
-		"malformed", (json_int_t)sum_malformed,
+		"datagramsReceived", (json_int_t)t.rx_datagrams,
+		"requestsReceived", (json_int_t)t.received,
+		"dispatched", (json_int_t)t.dispatched,
+		"responded", (json_int_t)t.responded,
+		"rejectedTotal", (json_int_t)t.rejected_total,
+		"malformed", (json_int_t)t.rx_malformed,
 		"malformedByReason", bad,
-		"invalidRejected", (json_int_t)sum_inv,
-		"unexpected", (json_int_t)sum_unexpected,
-		"responsesUnmatched", (json_int_t)sum_unmatched,
+		"invalidRejected", (json_int_t)t.invalid_rejected,
+		"unexpected", (json_int_t)t.rx_unexpected,
+		"responsesUnmatched", (json_int_t)t.responses_unmatched,
 		"rejected", rejected,
-		"datagramsSent", (json_int_t)(sum_tx > sum_txf ? sum_tx - sum_txf : 0), /* what the I/O took */
-		"sendFailed", (json_int_t)sum_txf,
-		"flowsOverflow", (json_int_t)sum_overflow,
-		"buffersInUse", (json_int_t)(buffers > reserved ? buffers - reserved : 0), /* reserves are not in use */
-		"backendEjections", (json_int_t)ejections,
-		"heldForBackend", (json_int_t)held,
+		"datagramsSent", (json_int_t)(t.tx_datagrams > t.tx_failed ? t.tx_datagrams - t.tx_failed : 0), /* what the I/O took */
+		"sendFailed", (json_int_t)t.tx_failed,
+		"flowsOverflow", (json_int_t)t.flows_overflow,
+		"buffersInUse", (json_int_t)t.buffers_in_use, /* reserves are not in use */
+		"backendEjections", (json_int_t)t.backend_ejections,
+		"heldForBackend", (json_int_t)t.held_for_backend,
 		"priorityLevels", level,
 		"flows", flows_json(v));
 	/* The trust boundary (security.md): requests classified by their
 	 * source's identity, and sources asked to prove their address. */
 	json_t *counters = json_object_get(doc, "counters");
-	json_object_set_new(counters, "untrustedRequests", json_integer((json_int_t)untrusted));
-	json_object_set_new(counters, "cookieChallenges", json_integer((json_int_t)challenges));
-	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)reserved));
-	json_object_set_new(counters, "answersLost", json_integer((json_int_t)lost));
-	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)unsent));
+	json_object_set_new(counters, "untrustedRequests", json_integer((json_int_t)t.untrusted_requests));
+	json_object_set_new(counters, "cookieChallenges", json_integer((json_int_t)t.cookie_challenges));
+	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)t.buffers_reserved));
+	json_object_set_new(counters, "answersLost", json_integer((json_int_t)t.answers_lost));
+	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	return doc;
 }

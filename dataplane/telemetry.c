@@ -82,30 +82,18 @@ static int cmd_counters(const char *cmd, const char *params, struct rte_tel_data
 {
 	(void)cmd;
 	(void)params;
-	uint64_t rx = 0, recv = 0, disp = 0, resp = 0, rej = 0, malformed = 0, untrusted = 0, challenges = 0, lost = 0;
-	for (unsigned w = 0; w < tel.n; w++) {
-		const struct fg_worker_stats *s = tel.stats[w];
-		rx += FG_STAT_GET(s->rx_datagrams);
-		recv += FG_STAT_GET(s->received);
-		disp += FG_STAT_GET(s->dispatched);
-		resp += FG_STAT_GET(s->responded);
-		malformed += FG_STAT_GET(s->rx_malformed);
-		untrusted += FG_STAT_GET(s->untrusted_requests);
-		challenges += FG_STAT_GET(s->cookie_challenges);
-		lost += FG_STAT_GET(s->answers_lost);
-		for (int r = 0; r < FG_REJECT__COUNT; r++)
-			rej += FG_STAT_GET(s->rejected[r]);
-	}
+	struct fg_worker_totals t;
+	fg_stats_totals(tel.stats, tel.n, &t);
 	rte_tel_data_start_dict(d);
-	rte_tel_data_add_dict_u64(d, "datagrams_received", rx);
-	rte_tel_data_add_dict_u64(d, "requests_received", recv);
-	rte_tel_data_add_dict_u64(d, "dispatched", disp);
-	rte_tel_data_add_dict_u64(d, "responded", resp);
-	rte_tel_data_add_dict_u64(d, "rejected", rej);
-	rte_tel_data_add_dict_u64(d, "malformed", malformed);
-	rte_tel_data_add_dict_u64(d, "untrusted_requests", untrusted);
-	rte_tel_data_add_dict_u64(d, "cookie_challenges", challenges);
-	rte_tel_data_add_dict_u64(d, "answers_lost", lost);
+	rte_tel_data_add_dict_u64(d, "datagrams_received", t.rx_datagrams);
+	rte_tel_data_add_dict_u64(d, "requests_received", t.received);
+	rte_tel_data_add_dict_u64(d, "dispatched", t.dispatched);
+	rte_tel_data_add_dict_u64(d, "responded", t.responded);
+	rte_tel_data_add_dict_u64(d, "rejected", t.rejected_total);
+	rte_tel_data_add_dict_u64(d, "malformed", t.rx_malformed);
+	rte_tel_data_add_dict_u64(d, "untrusted_requests", t.untrusted_requests);
+	rte_tel_data_add_dict_u64(d, "cookie_challenges", t.cookie_challenges);
+	rte_tel_data_add_dict_u64(d, "answers_lost", t.answers_lost);
 	return 0;
 }
 
