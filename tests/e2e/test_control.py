@@ -148,9 +148,15 @@ t.check(p.returncode == 0 and "fairgate 0.1.0" in p.stdout, "--version")
 p = run("--seat-limit", "0")
 t.check(p.returncode == 2 and "invalid value for --seat-limit" in p.stderr, "bad flag value: exit 2")
 for flag, value in (("--workers", "0"), ("--workers", "lots"), ("--workers", "65"),
-                    ("--allotment-period", "10us"), ("--allotment-period", "soon")):
+                    ("--allotment-period", "10us"), ("--allotment-period", "soon"),
+                    ("--trusted-source", "10.1.2.3/8"), ("--trusted-source", "10.0.0.0/33"),
+                    ("--trusted-source", "x" * 5000), ("--address-validation", "sometimes"),
+                    ("--max-extra-latency", "61s"), ("--max-extra-latency", "-1s")):
     p = run(flag, value)
-    t.check(p.returncode == 2 and f"invalid value for {flag}" in p.stderr, f"{flag} {value}: exit 2 with the flag named")
+    t.check(p.returncode == 2 and f"invalid value for {flag}" in p.stderr, f"{flag} {value[:40]}: exit 2 with the flag named")
+p = run("--listen", "0.0.0.0:7400", "--backend", "127.0.0.1:7400")
+t.check(p.returncode == 2 and "fairgate would send requests to itself" in p.stderr,
+        "a backend that is fairgate itself (wildcard listen, loopback backend on its port): refused")
 p = run("--backend", "127.0.0.1:7501,seats=0")
 t.check(p.returncode == 2 and "invalid value for --backend" in p.stderr and ",seats=N" in p.stderr,
         "backend capacity 0: exit 2 with the format named")
