@@ -40,6 +40,7 @@ struct fg_config {
 	uint64_t allotment_period_ns;
 	struct fg_board *board;      /* several workers: queue loads and seat shares; else NULL */
 	uint64_t max_extra_latency_ns;
+	bool flowcontrol_metrics;    /* workers count per (level, schema) (apfstats.h); fixed at start */
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */
 };
 

@@ -419,6 +419,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	struct fg_qs_req *r = q->head;
 	if (!fg_qs_fits(qs, r->seats)) {
 		qs->stats.blocked_by_width++;
+		qs->blocked = r;
 		return NULL; /* seats accumulate for this head; nothing bypasses it */
 	}
 	uint64_t start = later(q->f_prev, r->arrival_r);

@@ -123,6 +123,8 @@ struct fg_queueset {
 	uint32_t level_limit;        /* the level's seats; cfg.concurrency_limit may be a smaller allotment */
 	uint32_t n_waiting;
 	uint32_t seats_waiting;
+	struct fg_qs_req *blocked;   /* the head that did not fit: valid right after fg_qs_dispatch_next
+				 * returned NULL and counted stats.blocked_by_width */
 	struct fg_qs_stats stats;
 };
 

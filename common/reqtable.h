@@ -44,6 +44,7 @@ struct fg_req {
 	uint8_t backend;       /* index into the config's backends while executing */
 	uint32_t flow;         /* flow statistics slot */
 	uint16_t level;        /* the worker's runtime level */
+	uint16_t pair;         /* (level, schema) statistics entry (apfstats.h) */
 	uint64_t client_id;    /* the client's own request id, restored on answers */
 	uint64_t arrival_ns;
 	uint64_t deadline_ns;  /* waiting: wait limit; executing: backend timeout */

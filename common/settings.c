@@ -60,6 +60,7 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->workers = 1;
 	s->allotment_period_ns = (int64_t)FG_DEFAULT_ALLOTMENT_PERIOD_NS;
 	s->max_extra_latency_ns = (int64_t)FG_DEFAULT_MAX_EXTRA_LATENCY_NS;
+	s->flowcontrol_metrics = true;
 	s->addr_validation = FG_AV_UNTRUSTED;
 	fg_cidr_parse("127.0.0.0/8", &s->trusted[s->n_trusted++]); /* loopback only */
 }
@@ -195,6 +196,7 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->n_workers = s->workers ? s->workers : 1;
 	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
 	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
+	c->flowcontrol_metrics = s->flowcontrol_metrics;
 	fg_trust_init(&c->trust, s);
 	if (c->n_workers > 1 && !(c->board = fg_board_new(fc, c->n_workers))) {
 		fg_config_free(c);

@@ -60,6 +60,7 @@ struct fg_settings {
 	uint32_t workers;            /* worker cores (DPDK mode); restart-only */
 	int64_t allotment_period_ns; /* how often seats are re-split between workers */
 	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
+	bool flowcontrol_metrics;    /* per (level, schema) metrics (common/apfstats.h); restart-only */
 	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
 	enum fg_addr_validation addr_validation;
 	/* Sources whose identity attributes are believed (trust boundary). */

@@ -65,6 +65,9 @@ const struct fg_setting fg_settings_table[] = {
 	{ "strictFields", "strict-fields", FG_SET_BOOL, FIELD(strict_fields), 0, 0, true,
 	  "unknown fields in FlowSchema and PriorityLevelConfiguration objects are errors, not warnings "
 	  "(`--config`, `apply`, `validate`)" },
+	{ "flowcontrolMetrics", "flowcontrol-metrics", FG_SET_BOOL, FIELD(flowcontrol_metrics), 0, 0, false,
+	  "workers count Kubernetes' APF metrics per priority level and flow schema (`fairgate_flowcontrol_*` "
+	  "counters, gauges and histograms, metrics.md); `false` saves their cost on the fast path" },
 	{ "maxExtraLatency", "max-extra-latency", FG_SET_DURATION, FIELD(max_extra_latency_ns), 0,
 	  (int64_t)FG_MAX_MAX_EXTRA_LATENCY_NS, true,
 	  "the longest a request's final seats stay held after its answer, whatever it or its work hint asks "

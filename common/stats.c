@@ -14,6 +14,7 @@
 void fg_stats_init(struct fg_worker_stats *s)
 {
 	memset(s, 0, sizeof(*s));
+	fg_apf_init(&s->apf);
 	strcpy(s->flows[FLOW_OTHER].name, "(other)");
 	s->flows[FLOW_OTHER].hash = s->flow_keys[FLOW_OTHER] = 1; /* never matched: real hashes are >= 2 */
 }

@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "apfstats.h"
 #include "defs.h"
 #include "proto.h"
 
@@ -88,10 +89,24 @@ struct fg_level_stats {
 	uint32_t limit, queues;
 	uint64_t received, dispatched, responded, rejected;
 	uint32_t waiting, executing, seats_in_use;
+	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
+	 * at the last dispatch, and how often it wrapped (flowcontrolMetrics). */
+	uint64_t current_r, dispatch_r, r_wraps;
+};
+
+/* One backend as this worker's pool sees it (backendpool.h). */
+struct fg_backend_stats {
+	uint32_t outstanding;          /* seats executing there */
+	uint32_t capacity;             /* this worker's part; 0: no limit */
+	uint8_t state;                 /* enum fg_backend_state */
+	uint64_t timeouts, ejections;
 };
 
 struct fg_worker_stats {
 	uint64_t heartbeat_ns;                 /* fg_now_ns() of the loop's latest iteration (dataplane/fairgate.c) */
+	uint64_t polls, busy_polls;            /* loop iterations; those that received datagrams */
+	uint32_t busy_ppm;                     /* busy_polls / polls over the last FG_BUSY_WINDOW_NS, ppm */
+	uint64_t window_ns, window_polls, window_busy; /* owner only: where that window started */
 	uint64_t rx_datagrams;
 	uint64_t rx_malformed;                 /* failed to decode; by reason below */
 	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];
@@ -116,6 +131,7 @@ struct fg_worker_stats {
 	uint64_t config_generation;            /* the configuration this worker follows */
 	uint32_t config_error;                 /* errno of the last configuration it could not follow; 0 */
 	uint64_t config_refused_generation;    /* the generation it last could not follow */
+	uint64_t unfollowed_rejected;          /* requests refused unclassified while it could not follow */
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
 	uint32_t waiting, executing, seats_in_use;
@@ -133,7 +149,27 @@ struct fg_worker_stats {
 	uint32_t flow_hand;
 	uint32_t flow_reclaim_wait;            /* misses until an entry may be taken back */
 	struct fg_level_stats levels[FG_MAX_LEVELS];
+	uint32_t n_backends;                   /* backends[] entries in the followed configuration */
+	struct fg_backend_stats backends[FG_MAX_BACKENDS];
+	struct fg_apf_stats apf;               /* per (level, schema): flowcontrolMetrics */
 };
+
+#define FG_BUSY_WINDOW_NS 1000000000ull
+
+/* One iteration of the worker loop; busy: it received datagrams.  Owner. */
+static inline void fg_stats_poll(struct fg_worker_stats *s, uint64_t now, bool busy)
+{
+	FG_STAT_ADD(s->polls, 1);
+	if (busy)
+		FG_STAT_ADD(s->busy_polls, 1);
+	if (now - s->window_ns >= FG_BUSY_WINDOW_NS) {
+		uint64_t polls = s->polls - s->window_polls, busy_polls = s->busy_polls - s->window_busy;
+		FG_STAT_SET(s->busy_ppm, (uint32_t)(polls ? busy_polls * 1000000u / polls : 0));
+		s->window_ns = now;
+		s->window_polls = s->polls;
+		s->window_busy = s->busy_polls;
+	}
+}
 
 /* The flow entry for `hash`, named from schema and dist[0..dist_len) (any
  * bytes) when it is new; entry 0 is "(other)" when no entry in reach may be

@@ -11,7 +11,8 @@
 #include <string.h>
 
 static const char *const type_names[] = {
-	[FG_EXPFMT_COUNTER] = "counter", [FG_EXPFMT_GAUGE] = "gauge", [FG_EXPFMT_UNTYPED] = "untyped"
+	[FG_EXPFMT_COUNTER] = "counter", [FG_EXPFMT_GAUGE] = "gauge", [FG_EXPFMT_UNTYPED] = "untyped",
+	[FG_EXPFMT_HISTOGRAM] = "histogram",
 };
 
 void fg_expfmt_init(struct fg_expfmt *e) { memset(e, 0, sizeof(*e)); }
@@ -115,7 +116,7 @@ int fg_expfmt_label_name_ok(const char *name) { return name_ok(name, 0) && strnc
 
 void fg_expfmt_family(struct fg_expfmt *e, const char *name, enum fg_expfmt_type type, const char *help)
 {
-	if ((unsigned)type > FG_EXPFMT_UNTYPED || !fg_expfmt_metric_name_ok(name)) {
+	if ((unsigned)type > FG_EXPFMT_HISTOGRAM || !fg_expfmt_metric_name_ok(name)) {
 		fail(e, -EINVAL);
 		return;
 	}
@@ -172,6 +173,34 @@ void fg_expfmt_double(struct fg_expfmt *e, const char *name, const struct fg_exp
 		puts_(e, value > 0 ? "+Inf\n" : "-Inf\n");
 	else
 		printf_(e, "%.17g\n", value);
+}
+
+void fg_expfmt_histogram(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *labels, unsigned n,
+			 const double *bounds, const uint64_t *counts, unsigned n_bounds, double sum)
+{
+	char series[256], le[32];
+	struct fg_expfmt_label l[FG_EXPFMT_MAX_LABELS];
+	if (n >= FG_EXPFMT_MAX_LABELS || (n && !labels) || strlen(name) + sizeof("_bucket") > sizeof(series)) {
+		fail(e, -EINVAL);
+		return;
+	}
+	memcpy(l, labels, n * sizeof(*l));
+	l[n].name = "le";
+	l[n].value = le;
+	snprintf(series, sizeof(series), "%s_bucket", name);
+	uint64_t total = 0;
+	for (unsigned i = 0; i <= n_bounds; i++) {
+		total += counts[i];
+		if (i < n_bounds)
+			snprintf(le, sizeof(le), "%g", bounds[i]);
+		else
+			snprintf(le, sizeof(le), "+Inf");
+		fg_expfmt_u64(e, series, l, n + 1, total);
+	}
+	snprintf(series, sizeof(series), "%s_sum", name);
+	fg_expfmt_double(e, series, labels, n, sum);
+	snprintf(series, sizeof(series), "%s_count", name);
+	fg_expfmt_u64(e, series, labels, n, total);
 }
 
 char *fg_expfmt_finish(struct fg_expfmt *e, size_t *len, int *err)

@@ -23,11 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FG_EXPFMT_MAX_BODY (8u << 20) /* bytes of one exposition: far above 256 levels x 64 workers */
+#define FG_EXPFMT_MAX_BODY (32u << 20) /* bytes of one exposition: above 512 (level, schema) pairs'
+				       * histograms (about 10 KiB each) and 256 levels x 64 workers */
 #define FG_EXPFMT_MAX_LABELS 8u       /* label pairs of one sample */
 #define FG_EXPFMT_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-enum fg_expfmt_type { FG_EXPFMT_COUNTER, FG_EXPFMT_GAUGE, FG_EXPFMT_UNTYPED };
+enum fg_expfmt_type { FG_EXPFMT_COUNTER, FG_EXPFMT_GAUGE, FG_EXPFMT_UNTYPED, FG_EXPFMT_HISTOGRAM };
 
 struct fg_expfmt {
 	char *buf;
@@ -53,6 +54,14 @@ void fg_expfmt_u64(struct fg_expfmt *e, const char *name, const struct fg_expfmt
 /* The same with a float value (NaN and infinities as the format spells them). */
 void fg_expfmt_double(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *labels, unsigned n,
 		      double value);
+
+/* One histogram's samples (the family written before, type histogram):
+ * name_bucket{labels..., le="B"} for each of the n_bounds bounds (printed
+ * with %g) and le="+Inf", cumulative over counts[0..n_bounds] (one count per
+ * bucket, the last one +Inf's own), then name_sum and name_count.  n labels,
+ * fewer than FG_EXPFMT_MAX_LABELS (le is one more). */
+void fg_expfmt_histogram(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *labels, unsigned n,
+			 const double *bounds, const uint64_t *counts, unsigned n_bounds, double sum);
 
 /* The body (NUL-terminated, *len bytes) handed to the caller, who frees it;
  * or NULL and the first error (-EINVAL, -E2BIG, -ENOMEM) in *err. */

@@ -20,6 +20,7 @@
 #include "defs.h"
 #include "expfmt.h"
 #include "flowcontrol.h"
+#include "metrics_apf.h"
 #include "proto.h"
 
 struct fg_http {
@@ -270,6 +271,10 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	if (cfg) {
 		single(e, "fairgate_config_generation", FG_EXPFMT_GAUGE,
 		       "The generation of the published configuration.", cfg->generation);
+		fg_expfmt_family(e, "fairgate_queue_wait_limit_seconds", FG_EXPFMT_GAUGE,
+				 "queueWaitLimit: the longest a request waits in a queue before REJECT time-out.");
+		fg_expfmt_double(e, "fairgate_queue_wait_limit_seconds", NULL, 0, (double)cfg->queue_wait_ns / 1e9);
+		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
 		for (size_t g = 0; g < sizeof(level_gauges) / sizeof(level_gauges[0]); g++) {
 			fg_expfmt_family(e, level_gauges[g].name, FG_EXPFMT_GAUGE, level_gauges[g].help);
 			for (uint32_t i = 0; i < cfg->fc->n_levels; i++) {
@@ -293,6 +298,9 @@ char *fg_http_metrics(const struct fg_http_view *v, size_t *len, int *err)
 	fg_expfmt_u64(&e, "fairgate_build_info", &version, 1, 1);
 	config_metrics(&e, v);
 	dataplane_metrics(&e, v);
+	fg_metrics_busy(&e, v->worker_stats, v->n_workers);
+	fg_metrics_virtual_time(&e, v->worker_stats, v->n_workers);
+	fg_metrics_flowcontrol(&e, v->worker_stats, v->n_workers);
 	return fg_expfmt_finish(&e, len, err);
 }
 

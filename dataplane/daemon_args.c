@@ -32,7 +32,7 @@ static void build_options(struct option *opts)
 	for (size_t i = 0; i < fg_settings_table_len; i++) {
 		const struct fg_setting *r = &fg_settings_table[i];
 		if (r->flag)
-			opts[n++] = (struct option){ r->flag, r->type == FG_SET_BOOL ? no_argument : required_argument, 0,
+			opts[n++] = (struct option){ r->flag, r->type == FG_SET_BOOL ? optional_argument : required_argument, 0,
 						     OPT_SETTING + (int)i };
 	}
 	opts[n] = (struct option){ 0, 0, 0, 0 };
@@ -70,7 +70,7 @@ static void check_backends_are_not_self(const struct fg_settings *s, struct fg_e
 
 static void usage(FILE *f)
 {
-	static const char *const values[] = { [FG_SET_U32] = "N", [FG_SET_DURATION] = "DURATION", [FG_SET_BOOL] = "",
+	static const char *const values[] = { [FG_SET_U32] = "N", [FG_SET_DURATION] = "DURATION", [FG_SET_BOOL] = "[=true|false]",
 					      [FG_SET_ENUM] = "VALUE", [FG_SET_ENDPOINT] = "ADDR:PORT",
 					      [FG_SET_OPT_LISTEN] = "ADDR:PORT|off", [FG_SET_PATH] = "PATH",
 					      [FG_SET_BACKENDS] = "ADDR:PORT[@MAC][,seats=N]",
@@ -94,7 +94,7 @@ static void usage(FILE *f)
 		char names[64] = "";
 		for (int k = 0; r->type == FG_SET_ENUM && r->names[k]; k++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", k ? "|" : "", r->names[k]);
-		snprintf(left, sizeof(left), "--%s %s", r->flag, r->type == FG_SET_ENUM ? names : values[r->type]);
+		snprintf(left, sizeof(left), r->type == FG_SET_BOOL ? "--%s%s" : "--%s %s", r->flag, r->type == FG_SET_ENUM ? names : values[r->type]);
 		snprintf(text, sizeof(text), "%s: %s (default %s)", r->name, r->doc,
 			 r->type == FG_SET_BACKENDS && !d.n_backends ? "none" : fg_setting_format(r, &d, v, sizeof(v)));
 		print_wrapped(f, left, text);
@@ -161,7 +161,7 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1)
 		if (opt >= OPT_SETTING && fg_settings_table[opt - OPT_SETTING].type == FG_SET_BOOL &&
 		    !strcmp(fg_settings_table[opt - OPT_SETTING].name, "strictFields"))
-			strict = true;
+			strict = !optarg || !strcmp(optarg, "true");
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (opt != OPT_CONFIG)

@@ -119,6 +119,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 			fg_worker_drain(w, cfg, now);
 		}
 		unsigned n = fg_worker_poll(w, cfg, now);
+		fg_stats_poll(&w->stats, now, n != 0);
 		if (w->id == 0) /* the pool is shared: one worker reports it */
 			FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
 		if (w->draining && (w->executing.count == 0 || now >= drain_deadline || stop_now)) {

@@ -28,6 +28,37 @@ static inline uint32_t slot_of(const struct fg_worker *w, const struct fg_qs_req
 static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now);
 static void refill_reserve(struct fg_worker *w);
 
+/* --- Kubernetes' metrics per (level, schema) (apfstats.h) ---------------- */
+
+static inline struct fg_apf_pair *apf_pair(struct fg_worker *w, uint16_t pair)
+{
+	return &w->stats.apf.pairs[pair];
+}
+
+/* The request's wait is over: it executes, or it is rejected. */
+static inline void apf_waited(struct fg_worker *w, const struct fg_req *r, bool execute, uint64_t now)
+{
+	if (w->apf_metrics)
+		fg_apf_observe_ns(&apf_pair(w, r->pair)->wait[execute], now - r->arrival_ns);
+}
+
+/* A request was classified: its pair, and its estimate observed. */
+static inline uint16_t apf_classified(struct fg_worker *w, const struct fg_fc_match *match, const struct fg_work *work)
+{
+	if (!w->apf_metrics)
+		return 0;
+	uint16_t pair = w->pair_of_schema[match->schema];
+	uint32_t seats = work->initial_seats > work->final_seats ? work->initial_seats : work->final_seats;
+	fg_apf_observe_count(&apf_pair(w, pair)->seats, fg_apf_seats_bounds, seats ? seats : 1);
+	return pair;
+}
+
+static inline void apf_seats_released(struct fg_worker *w, const struct fg_req *r)
+{
+	if (w->apf_metrics)
+		fg_apf_gauge(&apf_pair(w, r->pair)->executing_seats, -(int32_t)r->qs.seats);
+}
+
 int fg_worker_init(struct fg_worker *w, unsigned id, struct fg_io io, uint32_t max_requests)
 {
 	memset(w, 0, sizeof(*w));
@@ -67,6 +98,7 @@ void fg_worker_fini(struct fg_worker *w)
 		if (w->levels[i].used)
 			fg_qs_fini(&w->levels[i].qs);
 	free(w->level_of_cfg);
+	free(w->pair_of_schema);
 }
 
 static void flush(struct fg_worker *w)
@@ -128,9 +160,11 @@ static uint32_t retry_after_ms(struct fg_worker *w, const struct fg_config *cfg,
 /* Count and answer a REJECT fairgate decided, in place of the request's
  * datagram. */
 static void reject_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t client_id,
-			   uint32_t flow, uint32_t level, enum fg_reject_reason reason, uint64_t now)
+			   uint32_t flow, uint32_t level, uint16_t pair, enum fg_reject_reason reason, uint64_t now)
 {
 	count_reject(w, flow, level, reason);
+	if (w->apf_metrics)
+		fg_apf_add(&apf_pair(w, pair)->rejected[reason], 1);
 	reject_in_place(w, pkt, client_id, reason, retry_after_ms(w, cfg, level, reason, now));
 }
 
@@ -157,7 +191,7 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 		FG_STAT_SET(w->stats.buffers_reserved, w->n_reserve);
 	}
 	pkt.peer = r->client;
-	reject_request(w, cfg, &pkt, r->client_id, r->flow, r->level, reason, now);
+	reject_request(w, cfg, &pkt, r->client_id, r->flow, r->level, r->pair, reason, now);
 }
 
 /* --- state changes ----------------------------------------------------- */
@@ -174,6 +208,10 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
 	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
+	if (w->apf_metrics) {
+		FG_STAT_SET(w->stats.levels[slot].current_r, qs->r);
+		FG_STAT_SET(w->stats.levels[slot].r_wraps, qs->stats.epochs);
+	}
 }
 
 static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_req *r)
@@ -186,12 +224,18 @@ static void leave_waiting(struct fg_worker *w, uint32_t slot)
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[r->flow].waiting, -1);
+	if (w->apf_metrics) {
+		struct fg_apf_pair *p = apf_pair(w, r->pair);
+		fg_apf_gauge(&p->inqueue, -1);
+		fg_apf_gauge(&p->inqueue_seats, -(int32_t)r->qs.seats);
+	}
 }
 
 static void release_lingering(struct fg_worker *w, uint32_t slot, uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_qs_release(level_qs(w, r), &r->qs, now);
+	apf_seats_released(w, r);
 	fg_reqtable_release(&w->reqs, slot);
 	publish_level(w, r);
 }
@@ -238,10 +282,21 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	uint64_t ejections = w->pool.b[r->backend].ejections;
 	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
-	if (unlikely(w->pool.b[r->backend].ejections != ejections))
+	struct fg_backend_stats *bs = &w->stats.backends[r->backend];
+	if (unlikely(w->pool.b[r->backend].ejections != ejections)) {
 		FG_STAT_ADD(w->stats.backend_ejections, 1);
+		FG_STAT_ADD(bs->ejections, 1);
+	}
+	if (!answered)
+		FG_STAT_ADD(bs->timeouts, 1);
+	fg_worker__publish_backend(w, r->backend);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
+	if (w->apf_metrics) {
+		struct fg_apf_pair *p = apf_pair(w, r->pair);
+		fg_apf_gauge(&p->executing, -1);
+		fg_apf_observe_ns(&p->execution, now - r->qs.dispatch_ns);
+	}
 	uint64_t release = fg_qs_finish(level_qs(w, r), &r->qs, now);
 	if (release && answered) {
 		r->state = FG_REQ_LINGERING;
@@ -250,6 +305,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	} else {
 		if (release)
 			fg_qs_release(level_qs(w, r), &r->qs, now); /* a failed request holds nothing longer */
+		apf_seats_released(w, r);
 		fg_reqtable_release(&w->reqs, slot);
 	}
 	publish_level(w, r);
@@ -271,6 +327,7 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
+	fg_worker__publish_backend(w, b);
 	send_pkt(w, &pkt, false);
 }
 
@@ -286,6 +343,13 @@ static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
+	if (w->apf_metrics) {
+		struct fg_apf_pair *p = apf_pair(w, r->pair);
+		fg_apf_add(&p->dispatched, 1);
+		fg_apf_gauge(&p->executing, 1);
+		fg_apf_gauge(&p->executing_seats, (int32_t)r->qs.seats);
+		FG_STAT_SET(w->stats.levels[r->level].dispatch_r, level_qs(w, r)->r);
+	}
 	if (b == FG_BACKEND_NONE) {
 		/* Every usable backend is at its capacity: hold the packet (the
 		 * seats are taken) until one has room, at most the backend timeout. */
@@ -323,9 +387,10 @@ static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32
 	struct fg_pkt pkt = r->pkt;
 	uint64_t id = r->client_id;
 	uint32_t flow = r->flow, level = r->level;
+	uint16_t pair = r->pair;
 	fg_reqtable_release(&w->reqs, slot);
 	publish_level(w, r);
-	reject_request(w, cfg, &pkt, id, flow, level, reason, now);
+	reject_request(w, cfg, &pkt, id, flow, level, pair, reason, now);
 }
 
 /* A request the queue set let go that will not execute (its client gave up,
@@ -348,6 +413,9 @@ static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint3
 	fg_reqlist_remove(&w->reqs, &w->held, slot);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
+	if (w->apf_metrics)
+		fg_apf_gauge(&apf_pair(w, r->pair)->executing, -1);
+	apf_seats_released(w, r);
 	refuse_admitted(w, cfg, slot, reason, now);
 }
 
@@ -370,6 +438,7 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 				      match->distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
 	FG_STAT_ADD(w->stats.levels[level].received, 1);
+	uint16_t pair = apf_classified(w, match, work);
 
 	enum fg_reject_reason reason = FG_REJECT_NONE;
 	uint32_t slot = FG_REQ_NIL;
@@ -396,18 +465,23 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 			fg_reqtable_release(&w->reqs, slot);
 	}
 	if (reason) {
-		reject_request(w, cfg, pkt, hdr->request_id, flow, level, reason, now);
+		if (w->apf_metrics) /* Kubernetes observes the refused ones too, with no wait */
+			fg_apf_observe_ns(&apf_pair(w, pair)->wait[0], 0);
+		reject_request(w, cfg, pkt, hdr->request_id, flow, level, pair, reason, now);
 		return;
 	}
 	struct fg_req *r = &w->reqs.slots[slot];
 	r->flow = flow;
+	r->pair = pair;
 	r->client_id = hdr->request_id;
 	r->client = pkt->peer;
 	r->arrival_ns = now;
 	r->client_deadline_ns = hdr->deadline_ms ? now + hdr->deadline_ms * 1000000ull : UINT64_MAX;
 	r->pkt = *pkt;
 	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
-		if (!start_executing(w, cfg, slot, now))
+		bool started = start_executing(w, cfg, slot, now);
+		apf_waited(w, r, started, now);
+		if (!started)
 			refuse_admitted(w, cfg, slot, FG_REJECT_NO_BACKEND, now);
 		return;
 	}
@@ -415,6 +489,13 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	r->deadline_ns = now + cfg->queue_wait_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[flow].waiting, 1);
+	if (w->apf_metrics) {
+		struct fg_apf_pair *p = apf_pair(w, pair);
+		fg_apf_gauge(&p->inqueue, 1);
+		fg_apf_gauge(&p->inqueue_seats, (int32_t)r->qs.seats);
+		fg_apf_observe_count(&p->queue_length, fg_apf_queue_length_bounds,
+				     level_qs(w, r)->queues[r->qs.queue].n_waiting);
+	}
 	publish_level(w, r);
 	/* Dispatch at once, so that the next arrival's queue-full test sees the
 	 * seats this one took (KEP "Queuing"). */
@@ -456,6 +537,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		 * refuse rather than queue into levels it no longer describes. */
 		FG_STAT_ADD(w->stats.received, 1);
 		FG_STAT_ADD(w->stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
+		FG_STAT_ADD(w->stats.unfollowed_rejected, 1);
 		reject_in_place(w, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT, fixed_retry_ms(cfg));
 		return;
 	}
@@ -506,7 +588,10 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			/* The owner is this far behind: answer now rather than lose it. */
 			FG_STAT_ADD(w->stats.received, 1);
 			FG_STAT_ADD(w->stats.levels[slot].received, 1);
-			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, FG_REJECT_QUEUE_FULL, now);
+			uint16_t pair = apf_classified(w, &match, &work);
+			if (w->apf_metrics)
+				fg_apf_observe_ns(&apf_pair(w, pair)->wait[0], 0);
+			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, pair, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
 	}
@@ -611,6 +696,7 @@ static void reject_waiting(struct fg_worker *w, const struct fg_config *cfg, uin
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	leave_waiting(w, slot);
+	apf_waited(w, r, false, now);
 	fg_qs_remove_waiting(level_qs(w, r), &r->qs, now);
 	reject_held(w, cfg, slot, reason, now);
 }
@@ -632,18 +718,40 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 	fg_wheel_expire(&w->lingering, &w->reqs, now, lingering_over, &done);
 }
 
+/* A head that must wait for seats counts once in no_accommodation (the
+ * dispatch is retried every poll, so counting attempts would count polls). */
+static void note_blocked_head(struct fg_worker *w, struct fg_level_rt *rt)
+{
+	uint32_t slot = slot_of(w, rt->qs.blocked);
+	const struct fg_req *r = &w->reqs.slots[slot];
+	if (slot == rt->noted_head && r->arrival_ns == rt->noted_head_arrival)
+		return;
+	rt->noted_head = slot;
+	rt->noted_head_arrival = r->arrival_ns;
+	fg_apf_add(&apf_pair(w, r->pair)->no_accommodation, 1);
+}
+
 static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint64_t now)
 {
+	struct fg_level_rt *rt = &w->levels[level];
+	uint64_t blocked = rt->qs.stats.blocked_by_width;
 	struct fg_qs_req *q;
-	while ((q = fg_qs_dispatch_next(&w->levels[level].qs, now))) {
+	while ((q = fg_qs_dispatch_next(&rt->qs, now))) {
 		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
 		leave_waiting(w, slot);
-		if (r->client_deadline_ns <= now)
+		if (r->client_deadline_ns <= now) {
+			apf_waited(w, r, false, now);
 			refuse_admitted(w, cfg, slot, FG_REJECT_TIME_OUT, now);
-		else if (!start_executing(w, cfg, slot, now))
+		} else if (!start_executing(w, cfg, slot, now)) {
+			apf_waited(w, r, false, now);
 			refuse_admitted(w, cfg, slot, FG_REJECT_NO_BACKEND, now);
+		} else {
+			apf_waited(w, r, true, now);
+		}
 	}
+	if (unlikely(rt->qs.stats.blocked_by_width != blocked) && w->apf_metrics)
+		note_blocked_head(w, rt);
 }
 
 void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)

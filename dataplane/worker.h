@@ -50,6 +50,10 @@ struct fg_level_rt {
 	bool blocked;                /* several workers: the next request does not fit the allotment */
 	struct fg_queueset qs;
 	struct fg_retry_after retry; /* the level's adaptive retry-after (retryAfterMillis 0) */
+	/* The head last counted as waiting for seats (no_accommodation, once
+	 * per head): its slot and arrival. */
+	uint32_t noted_head;
+	uint64_t noted_head_arrival;
 };
 
 /*
@@ -109,6 +113,8 @@ struct fg_worker {
 	uint32_t n_levels;           /* slots ever used: scan bound */
 	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
 	uint32_t n_level_map;
+	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
+	uint16_t *pair_of_schema;    /* config schema index -> stats.apf pair (apf_metrics) */
 	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */

@@ -145,11 +145,14 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	const struct fg_fc_config *fc = cfg->fc;
 	if (fc->n_levels > FG_MAX_LEVELS || !levels_fit(w, fc))
 		return refuse_to_follow(w, cfg, -ENOSPC, now);
+	bool apf = w->config_generation ? w->apf_metrics : cfg->flowcontrol_metrics; /* restart-only */
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
+	uint16_t *pairs = apf ? calloc(fc->n_schemas ? fc->n_schemas : 1, sizeof(*pairs)) : NULL;
 	struct level_change *changes = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*changes));
-	int rc = map && changes ? prepare_levels(w, fc, changes, now) : -ENOMEM;
+	int rc = map && changes && (pairs || !apf) ? prepare_levels(w, fc, changes, now) : -ENOMEM;
 	if (rc) {
 		free(map);
+		free(pairs);
 		free(changes);
 		return refuse_to_follow(w, cfg, rc, now);
 	}
@@ -190,10 +193,20 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	free(w->level_of_cfg);
 	w->level_of_cfg = map;
 	w->n_level_map = fc->n_levels;
+	w->apf_metrics = apf;
+	for (uint32_t i = 0; apf && i < fc->n_schemas; i++)
+		pairs[i] = fg_apf_pair(&w->stats.apf, fc->levels[fc->schema_level[i]].name, fc->schema_names[i]);
+	free(w->pair_of_schema);
+	w->pair_of_schema = pairs;
 	if (!w->config_generation) {
 		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
 	} else {
+		for (uint32_t b = 0; cfg->n_backends != w->pool.n && b < FG_MAX_BACKENDS; b++) {
+			/* another list: its counters start again */
+			FG_STAT_SET(w->stats.backends[b].timeouts, 0);
+			FG_STAT_SET(w->stats.backends[b].ejections, 0);
+		}
 		fg_backendpool_resize(&w->pool, cfg->n_backends);
 		fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	}
@@ -203,6 +216,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		uint32_t seats = cfg->backends[b].seats;
 		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
 	}
+	for (uint32_t b = 0; b < cfg->n_backends; b++)
+		fg_worker__publish_backend(w, b);
+	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);
 	w->board = cfg->board;
 	w->config_generation = cfg->generation;
 	FG_STAT_SET(w->stats.config_error, 0);

@@ -38,6 +38,37 @@ TEST(family_and_samples)
 	free(b);
 }
 
+/* Buckets cumulative with Prometheus' le spelling, then _sum and _count. */
+TEST(histogram)
+{
+	struct fg_expfmt e;
+	fg_expfmt_init(&e);
+	fg_expfmt_family(&e, "h_seconds", FG_EXPFMT_HISTOGRAM, "Waits.");
+	struct fg_expfmt_label l = { "priority_level", "p" };
+	const double bounds[3] = { 0, 0.005, 30 };
+	const uint64_t counts[4] = { 1, 0, 2, 3 };
+	fg_expfmt_histogram(&e, "h_seconds", &l, 1, bounds, counts, 3, 1.25);
+	int err = 1;
+	char *b = body(&e, &err);
+	CHECK_EQ(err, 0);
+	CHECK_STR(b ? b : "", "# HELP h_seconds Waits.\n# TYPE h_seconds histogram\n"
+			      "h_seconds_bucket{priority_level=\"p\",le=\"0\"} 1\n"
+			      "h_seconds_bucket{priority_level=\"p\",le=\"0.005\"} 1\n"
+			      "h_seconds_bucket{priority_level=\"p\",le=\"30\"} 3\n"
+			      "h_seconds_bucket{priority_level=\"p\",le=\"+Inf\"} 6\n"
+			      "h_seconds_sum{priority_level=\"p\"} 1.25\n"
+			      "h_seconds_count{priority_level=\"p\"} 6\n");
+	free(b);
+	/* le is one label more: a full label set is refused. */
+	struct fg_expfmt_label many[FG_EXPFMT_MAX_LABELS];
+	for (unsigned i = 0; i < FG_EXPFMT_MAX_LABELS; i++)
+		many[i] = (struct fg_expfmt_label){ "a", "b" };
+	fg_expfmt_init(&e);
+	fg_expfmt_histogram(&e, "h", many, FG_EXPFMT_MAX_LABELS, bounds, counts, 3, 0);
+	b = body(&e, &err);
+	CHECK(b == NULL && err == -EINVAL);
+}
+
 TEST(escaping)
 {
 	struct fg_expfmt e;

@@ -85,6 +85,7 @@ static void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_ba
 	r->cfg.queue_wait_ns = 1000 * MS;
 	r->cfg.backend_timeout_ns = 5000 * MS;
 	r->cfg.retry_after_ms = 250;
+	r->cfg.flowcontrol_metrics = true;
 	r->cfg.eject_after = 3;
 	r->cfg.eject_ns = 1000 * MS;
 	r->cfg.max_eject_ns = 30000 * MS;
@@ -159,6 +160,51 @@ static void respond_from(struct rig *r, int backend, uint64_t dispatch_id, const
 	inject_response(&r->io, r->backend[backend], dispatch_id, body);
 }
 
+static uint64_t hist_count(const uint64_t *bucket, unsigned n_bounds)
+{
+	uint64_t c = 0;
+	for (unsigned i = 0; i <= n_bounds; i++)
+		c += bucket[i];
+	return c;
+}
+
+/* The per-(level, schema) figures (apfstats.h) agree with the worker's
+ * totals: every classified request is estimated once and ends its wait once
+ * (dispatched, or rejected), gauges match the lists, seats the queue sets'. */
+static void check_apf(struct fg_worker *w)
+{
+	const struct fg_worker_stats *s = &w->stats;
+	uint64_t seats = 0, waits[2] = { 0, 0 }, dispatched = 0, inqueue = 0, executing = 0, exec_seats = 0, rej = 0,
+		 srej = 0;
+	for (uint32_t i = 0; i < s->apf.n_used; i++) {
+		const struct fg_apf_pair *p = &s->apf.pairs[i];
+		seats += hist_count(p->seats.bucket, FG_APF_COUNT_BOUNDS);
+		waits[0] += hist_count(p->wait[0].bucket, FG_APF_WAIT_BOUNDS);
+		waits[1] += hist_count(p->wait[1].bucket, FG_APF_WAIT_BOUNDS);
+		dispatched += p->dispatched;
+		inqueue += p->inqueue;
+		executing += p->executing;
+		exec_seats += p->executing_seats;
+		for (int k = 0; k < FG_REJECT__COUNT; k++)
+			rej += p->rejected[k];
+	}
+	for (int k = 0; k < FG_REJECT__COUNT; k++)
+		srej += s->rejected[k];
+	uint32_t seats_in_use = 0;
+	for (uint32_t k = 0; k < w->n_levels; k++)
+		if (w->levels[k].used)
+			seats_in_use += w->levels[k].qs.seats_in_use;
+	uint64_t classified = s->received - s->unfollowed_rejected;
+	CHECK_EQ(seats, classified);
+	CHECK_EQ(waits[0] + waits[1], classified - s->waiting);
+	CHECK_EQ(waits[1], dispatched);
+	CHECK_EQ(dispatched, s->dispatched);
+	CHECK_EQ(inqueue, s->waiting);
+	CHECK_EQ(executing, s->executing);
+	CHECK_EQ(exec_seats, seats_in_use);
+	CHECK_EQ(rej, srej - s->unfollowed_rejected); /* no backend sends REJECTs in these tests */
+}
+
 static void check_invariant(struct rig *r)
 {
 	struct fg_worker_stats *s = &r->w.stats;
@@ -166,6 +212,8 @@ static void check_invariant(struct rig *r)
 	for (int i = 0; i < FG_REJECT__COUNT; i++)
 		rej += s->rejected[i];
 	CHECK_EQ(s->received, s->responded + rej + s->answers_lost + s->waiting + s->executing);
+	if (r->w.apf_metrics)
+		check_apf(&r->w);
 }
 
 TEST(request_dispatched_and_response_relayed)
@@ -606,6 +654,76 @@ TEST(wide_request_blocks_the_head)
 	rig_fini(&r);
 }
 
+static const struct fg_apf_pair *apf_named(const struct fg_worker *w, const char *level, const char *schema)
+{
+	for (uint32_t i = 0; i < w->stats.apf.n_used; i++)
+		if (!strcmp(w->stats.apf.pairs[i].level, level) && !strcmp(w->stats.apf.pairs[i].schema, schema))
+			return &w->stats.apf.pairs[i];
+	return NULL;
+}
+
+/* Kubernetes' metrics of one (level, schema) through a request's life: a
+ * head that must wait for seats counts once however often dispatch retries,
+ * its time-out lands in the wait histogram with execute=false, the one that
+ * ran in the execution histogram. */
+TEST(apf_metrics_follow_the_request_life)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	send_request(&r, 0, 1, "a", 3);
+	send_request(&r, 0, 2, "a", 2); /* does not fit: waits at the head */
+	for (int i = 0; i < 5; i++)
+		step(&r);
+	const struct fg_apf_pair *p = apf_named(&r.w, "pl", "all");
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ(p->no_accommodation, 1);
+	CHECK_EQ(p->dispatched, 1);
+	CHECK_EQ(p->inqueue, 1);
+	CHECK_EQ(p->inqueue_seats, 2);
+	CHECK_EQ(p->executing, 1);
+	CHECK_EQ(p->executing_seats, 3);
+	CHECK_EQ(p->wait[1].bucket[0], 1); /* dispatched at once: le="0" */
+	CHECK_EQ(p->queue_length.bucket[1], 1); /* 1 request after enqueue: (0, 10] */
+	CHECK_EQ(p->seats.bucket[1] + p->seats.bucket[2], 2); /* 2 and 3 seats: le="2", le="4" */
+	struct fg_msg m;
+	struct fg_endpoint to;
+	CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_REQUEST);
+	r.now += 1500 * MS; /* past the 1 s wait limit */
+	step(&r);
+	CHECK_EQ(p->rejected[FG_REJECT_TIME_OUT], 1);
+	CHECK_EQ(p->wait[0].bucket[8], 1); /* waited 1.5 s: (1, 2] */
+	CHECK_EQ(p->wait[0].sum_ns, 1500 * MS);
+	CHECK_EQ(p->inqueue, 0);
+	respond_from(&r, 0, m.hdr.request_id, "ok");
+	step(&r);
+	CHECK_EQ(p->execution.bucket[8], 1);
+	CHECK_EQ(p->executing, 0);
+	CHECK_EQ(p->executing_seats, 0);
+	check_invariant(&r);
+	rig_fini(&r);
+}
+
+/* Pairs are found by names, kept apart by both, and past the table's size
+ * counted in "(other)". */
+TEST(apf_pairs_by_names_and_the_other_pair)
+{
+	static struct fg_apf_stats s;
+	fg_apf_init(&s);
+	CHECK_EQ(fg_apf_pair(&s, "ab", "c"), 1);
+	CHECK_EQ(fg_apf_pair(&s, "a", "bc"), 2);
+	CHECK_EQ(fg_apf_pair(&s, "ab", "c"), 1);
+	char name[32];
+	for (unsigned i = 3; i < FG_APF_PAIRS; i++) {
+		snprintf(name, sizeof(name), "s%u", i);
+		CHECK_EQ(fg_apf_pair(&s, "l", name), i);
+	}
+	CHECK_EQ(fg_apf_pair(&s, "l", "one-too-many"), 0);
+	CHECK_EQ(fg_apf_pair(&s, "a", "bc"), 2);
+	CHECK(!strcmp(s.pairs[0].level, FG_APF_OTHER) && s.pairs[0].used);
+}
+
 TEST(least_outstanding_backend)
 {
 	struct rig r;
@@ -813,6 +931,7 @@ static struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_
 	c->eject_after = 1000;
 	c->eject_ns = 1000 * MS;
 	c->max_eject_ns = 30000 * MS;
+	c->flowcontrol_metrics = true;
 	default_trust(c);
 	c->n_backends = 2;
 	c->backends[0].ep = r->backend[0];
@@ -1110,6 +1229,8 @@ TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
 	CHECK_EQ(MESH_SUM(&r, received), next_id - 1);
 	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
 	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	for (unsigned i = 0; i < r.n; i++)
+		check_apf(&r.w[i]);
 	mesh_fini(&r);
 }
 

@@ -138,6 +138,47 @@ for name in ("process_resident_memory_bytes", "process_start_time_seconds", "pro
 t.check(metric(s, "process_cpu_seconds_total") is not None, "process_cpu_seconds_total present")
 t.check(abs(metric(s, "process_start_time_seconds") - time.time()) < 600, "process_start_time_seconds is a recent Unix time")
 t.check(not any("flow" in dict(k).keys() or "user" in dict(k).keys() for _, k in s), "no label names a flow or client")
+
+# Kubernetes' APF set per (priority_level, flow_schema), against the client.
+pl = dict(priority_level=t.TEST_LEVEL, flow_schema="everyone")
+
+
+def hist(name, **labels):
+    """(count, sum, {le: cumulative}) of one histogram series."""
+    want = set(labels.items())
+    buckets = {dict(k)["le"]: v for (n, k), v in s.items() if n == name + "_bucket" and want <= set(k)}
+    return metric(s, name + "_count", **labels), metric(s, name + "_sum", **labels), buckets
+
+
+qf = f["rejected"]["queue-full"]
+t.check(metric(s, "fairgate_flowcontrol_dispatched_requests_total", **pl) == f["responses"],
+        f"dispatched_requests_total = the client's responses ({metric(s, 'fairgate_flowcontrol_dispatched_requests_total', **pl)})")
+t.check(metric(s, "fairgate_flowcontrol_rejected_requests_total", reason="queue-full", **pl) == qf,
+        "rejected_requests_total{reason=queue-full} = the client's queue-full")
+for g in ("current_inqueue_requests", "current_inqueue_seats", "current_executing_requests", "current_executing_seats"):
+    t.check(metric(s, "fairgate_flowcontrol_" + g, **pl) == 0, f"{g} is 0 once idle")
+n, total, b_ = hist("fairgate_flowcontrol_request_wait_duration_seconds", execute="true", **pl)
+t.check(n == f["responses"] and b_.get("+Inf") == n, f"waits of dispatched requests: one per response ({n})")
+t.check(all(b_[a] <= b_[c] for a, c in zip(["0", "0.005", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "15"],
+                                           ["0.005", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "15", "30"])),
+        f"wait buckets are Kubernetes' and cumulative ({sorted(b_)})")
+n, _, _ = hist("fairgate_flowcontrol_request_wait_duration_seconds", execute="false", **pl)
+t.check(n == f["rejectedTotal"], f"waits of rejected requests: one per reject ({n} vs {f['rejectedTotal']})")
+n, total, _ = hist("fairgate_flowcontrol_request_execution_seconds", type="regular", **pl)
+t.check(n == f["responses"] and total >= 0.015 * n, f"execution: one per response, ~20 ms each ({n}, {total:.2f} s)")
+n, _, b_ = hist("fairgate_flowcontrol_work_estimated_seats", **pl)
+t.check(n == f["sent"] and b_.get("1") == n, f"work_estimated_seats: one per request, all 1 seat ({n})")
+n, _, b_ = hist("fairgate_flowcontrol_request_queue_length_after_enqueue", **pl)
+t.check(n is not None and 0 < n <= f["sent"] - qf and b_.get("10") == n,
+        f"queue lengths after enqueue: at most queueLengthLimit 2 ({n})")
+t.check(metric(s, "fairgate_flowcontrol_request_dispatch_no_accommodation_total", **pl) is not None,
+        "no_accommodation is exported")
+t.check((metric(s, "fairgate_flowcontrol_current_r", priority_level=t.TEST_LEVEL, worker="0") or 0) > 0,
+        "current_r of the level that served moved on")
+t.check(0 <= metric(s, "fairgate_worker_busy_ratio", worker="0") <= 1, "busy ratio in [0, 1]")
+t.check(metric(s, "fairgate_backend_state", backend=b, state="up") == 1 and
+        metric(s, "fairgate_backend_outstanding_seats", backend=b) == 0, "the backend is up, nothing outstanding")
+t.check(metric(s, "fairgate_queue_wait_limit_seconds") == 10, "queue wait limit exported in seconds")
 st, hd, body = get(addr, "/metrics", method="HEAD")
 t.check(st == 200 and body == "", "HEAD /metrics: headers only")
 

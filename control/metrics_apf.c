@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* metrics_apf — see metrics_apf.h. */
+#include "metrics_apf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backendpool.h"
+#include "endpoint.h"
+
+#define NS_PER_S 1e9
+
+/* --- per (level, schema), summed over the workers ------------------------- */
+
+/* A pair of one worker, for the merge by names. */
+struct pair_ref {
+	const struct fg_apf_pair *p;
+};
+
+static int by_names(const void *a, const void *b)
+{
+	const struct fg_apf_pair *x = ((const struct pair_ref *)a)->p, *y = ((const struct pair_ref *)b)->p;
+	int c = strcmp(x->level, y->level);
+	return c ? c : strcmp(x->schema, y->schema);
+}
+
+/* The sum of one pair's figures over the workers. */
+struct pair_sum {
+	const char *level, *schema;
+	uint64_t dispatched, no_accommodation;
+	uint64_t rejected[FG_REJECT__COUNT];
+	uint64_t inqueue, inqueue_seats, executing, executing_seats;
+	struct fg_apf_duration_hist wait[2], execution;
+	struct fg_apf_count_hist queue_length, seats;
+};
+
+static void add_duration(struct fg_apf_duration_hist *to, const struct fg_apf_duration_hist *h)
+{
+	for (unsigned i = 0; i <= FG_APF_WAIT_BOUNDS; i++)
+		to->bucket[i] += FG_STAT_GET(h->bucket[i]);
+	to->sum_ns += FG_STAT_GET(h->sum_ns);
+}
+
+static void add_count(struct fg_apf_count_hist *to, const struct fg_apf_count_hist *h)
+{
+	for (unsigned i = 0; i <= FG_APF_COUNT_BOUNDS; i++)
+		to->bucket[i] += FG_STAT_GET(h->bucket[i]);
+	to->sum += FG_STAT_GET(h->sum);
+}
+
+static void add_pair(struct pair_sum *s, const struct fg_apf_pair *p)
+{
+	s->level = p->level;
+	s->schema = p->schema;
+	s->dispatched += FG_STAT_GET(p->dispatched);
+	s->no_accommodation += FG_STAT_GET(p->no_accommodation);
+	for (int r = 0; r < FG_REJECT__COUNT; r++)
+		s->rejected[r] += FG_STAT_GET(p->rejected[r]);
+	/* Gauges: each worker's own is never below 0 (it adds before it takes). */
+	s->inqueue += FG_STAT_GET(p->inqueue);
+	s->inqueue_seats += FG_STAT_GET(p->inqueue_seats);
+	s->executing += FG_STAT_GET(p->executing);
+	s->executing_seats += FG_STAT_GET(p->executing_seats);
+	add_duration(&s->wait[0], &p->wait[0]);
+	add_duration(&s->wait[1], &p->wait[1]);
+	add_duration(&s->execution, &p->execution);
+	add_count(&s->queue_length, &p->queue_length);
+	add_count(&s->seats, &p->seats);
+}
+
+static uint64_t hist_total(const uint64_t *bucket, unsigned n)
+{
+	uint64_t t = 0;
+	for (unsigned i = 0; i <= n; i++)
+		t += bucket[i];
+	return t;
+}
+
+/* The "(other)" pair is shown only once something was counted there. */
+static bool worth_showing(const struct pair_sum *s)
+{
+	return strcmp(s->level, FG_APF_OTHER) || hist_total(s->seats.bucket, FG_APF_COUNT_BOUNDS) ||
+	       s->inqueue || s->executing || s->executing_seats;
+}
+
+/* One family: each pair's value of one field. */
+enum field {
+	F_DISPATCHED, F_NO_ACCOMMODATION, F_INQUEUE, F_INQUEUE_SEATS, F_EXECUTING, F_EXECUTING_SEATS,
+};
+
+static uint64_t field_of(const struct pair_sum *s, enum field f)
+{
+	switch (f) {
+	case F_DISPATCHED: return s->dispatched;
+	case F_NO_ACCOMMODATION: return s->no_accommodation;
+	case F_INQUEUE: return s->inqueue;
+	case F_INQUEUE_SEATS: return s->inqueue_seats;
+	case F_EXECUTING: return s->executing;
+	case F_EXECUTING_SEATS: return s->executing_seats;
+	}
+	return 0;
+}
+
+static const struct {
+	const char *name, *help;
+	enum fg_expfmt_type type;
+	enum field field;
+} pair_families[] = {
+	/* Kubernetes' help texts, so that dashboards read the same. */
+	{ "fairgate_flowcontrol_dispatched_requests_total", "Number of requests executed by API Priority and Fairness subsystem",
+	  FG_EXPFMT_COUNTER, F_DISPATCHED },
+	{ "fairgate_flowcontrol_request_dispatch_no_accommodation_total",
+	  "Number of times a dispatch attempt resulted in a non accommodation due to lack of available seats "
+	  "(fairgate: once per queue head that had to wait for seats)",
+	  FG_EXPFMT_COUNTER, F_NO_ACCOMMODATION },
+	{ "fairgate_flowcontrol_current_inqueue_requests", "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+	  FG_EXPFMT_GAUGE, F_INQUEUE },
+	{ "fairgate_flowcontrol_current_inqueue_seats", "Number of seats currently pending in queues of the API Priority and Fairness subsystem",
+	  FG_EXPFMT_GAUGE, F_INQUEUE_SEATS },
+	{ "fairgate_flowcontrol_current_executing_requests", "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem",
+	  FG_EXPFMT_GAUGE, F_EXECUTING },
+	{ "fairgate_flowcontrol_current_executing_seats", "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
+	  FG_EXPFMT_GAUGE, F_EXECUTING_SEATS },
+};
+
+static void write_durations(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *l, unsigned n,
+			    const struct fg_apf_duration_hist *h)
+{
+	double bounds[FG_APF_WAIT_BOUNDS];
+	for (unsigned i = 0; i < FG_APF_WAIT_BOUNDS; i++)
+		bounds[i] = (double)fg_apf_duration_bounds_ns[i] / NS_PER_S;
+	fg_expfmt_histogram(e, name, l, n, bounds, h->bucket, FG_APF_WAIT_BOUNDS, (double)h->sum_ns / NS_PER_S);
+}
+
+static void write_counts(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *l, unsigned n,
+			 const uint32_t *bounds_in, const struct fg_apf_count_hist *h)
+{
+	double bounds[FG_APF_COUNT_BOUNDS];
+	for (unsigned i = 0; i < FG_APF_COUNT_BOUNDS; i++)
+		bounds[i] = bounds_in[i];
+	fg_expfmt_histogram(e, name, l, n, bounds, h->bucket, FG_APF_COUNT_BOUNDS, (double)h->sum);
+}
+
+static void write_pairs(struct fg_expfmt *e, const struct pair_sum *sums, size_t n)
+{
+	for (size_t f = 0; f < sizeof(pair_families) / sizeof(pair_families[0]); f++) {
+		fg_expfmt_family(e, pair_families[f].name, pair_families[f].type, pair_families[f].help);
+		for (size_t i = 0; i < n; i++) {
+			struct fg_expfmt_label l[2] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema } };
+			fg_expfmt_u64(e, pair_families[f].name, l, 2, field_of(&sums[i], pair_families[f].field));
+		}
+	}
+	const char *rej = "fairgate_flowcontrol_rejected_requests_total";
+	fg_expfmt_family(e, rej, FG_EXPFMT_COUNTER, "Number of requests rejected by API Priority and Fairness subsystem");
+	for (size_t i = 0; i < n; i++)
+		for (int r = 1; r < FG_REJECT__COUNT; r++) {
+			if (!sums[i].rejected[r]) /* as Kubernetes: a reason appears with its first reject */
+				continue;
+			struct fg_expfmt_label l[3] = { { "priority_level", sums[i].level },
+							{ "flow_schema", sums[i].schema },
+							{ "reason", fg_reject_reason_name(r) } };
+			fg_expfmt_u64(e, rej, l, 3, sums[i].rejected[r]);
+		}
+	const char *wait = "fairgate_flowcontrol_request_wait_duration_seconds";
+	fg_expfmt_family(e, wait, FG_EXPFMT_HISTOGRAM, "Length of time a request spent waiting in its queue");
+	for (size_t i = 0; i < n; i++)
+		for (int x = 0; x < 2; x++) {
+			struct fg_expfmt_label l[3] = { { "priority_level", sums[i].level },
+							{ "flow_schema", sums[i].schema },
+							{ "execute", x ? "true" : "false" } };
+			write_durations(e, wait, l, 3, &sums[i].wait[x]);
+		}
+	const char *exec = "fairgate_flowcontrol_request_execution_seconds";
+	fg_expfmt_family(e, exec, FG_EXPFMT_HISTOGRAM, "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem");
+	for (size_t i = 0; i < n; i++) {
+		struct fg_expfmt_label l[3] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema },
+						{ "type", "regular" } };
+		write_durations(e, exec, l, 3, &sums[i].execution);
+	}
+	const char *qlen = "fairgate_flowcontrol_request_queue_length_after_enqueue";
+	fg_expfmt_family(e, qlen, FG_EXPFMT_HISTOGRAM, "Length of queue in the API Priority and Fairness subsystem, as seen by each request after it is enqueued");
+	for (size_t i = 0; i < n; i++) {
+		struct fg_expfmt_label l[2] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema } };
+		write_counts(e, qlen, l, 2, fg_apf_queue_length_bounds, &sums[i].queue_length);
+	}
+	const char *seats = "fairgate_flowcontrol_work_estimated_seats";
+	fg_expfmt_family(e, seats, FG_EXPFMT_HISTOGRAM, "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness");
+	for (size_t i = 0; i < n; i++) {
+		struct fg_expfmt_label l[2] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema } };
+		write_counts(e, seats, l, 2, fg_apf_seats_bounds, &sums[i].seats);
+	}
+}
+
+void fg_metrics_flowcontrol(struct fg_expfmt *e, struct fg_worker_stats *const *ws, unsigned n_workers)
+{
+	size_t cap = (size_t)n_workers * FG_APF_PAIRS, n = 0;
+	struct pair_ref *refs = malloc(cap * sizeof(*refs));
+	struct pair_sum *sums = calloc(cap ? cap : 1, sizeof(*sums));
+	if (!refs || !sums) {
+		free(refs);
+		free(sums);
+		fg_expfmt_family(e, "fairgate_flowcontrol_dispatched_requests_total", FG_EXPFMT_COUNTER,
+				 "(no memory for the per-schema metrics in this scrape)");
+		return;
+	}
+	for (unsigned w = 0; w < n_workers; w++)
+		for (uint32_t i = 0; i < FG_APF_PAIRS; i++) {
+			const struct fg_apf_pair *p = &ws[w]->apf.pairs[i];
+			if (!__atomic_load_n(&p->used, __ATOMIC_ACQUIRE))
+				break; /* taken in order, never given back */
+			refs[n++].p = p;
+		}
+	qsort(refs, n, sizeof(*refs), by_names);
+	size_t n_sums = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && by_names(&refs[i - 1], &refs[i]))
+			n_sums++;
+		add_pair(&sums[n_sums], refs[i].p);
+	}
+	n_sums += n ? 1 : 0;
+	size_t shown = 0;
+	for (size_t i = 0; i < n_sums; i++)
+		if (worth_showing(&sums[i]))
+			sums[shown++] = sums[i];
+	write_pairs(e, sums, shown);
+	free(refs);
+	free(sums);
+}
+
+/* --- virtual time, busy ratio ------------------------------------------------ */
+
+void fg_metrics_virtual_time(struct fg_expfmt *e, struct fg_worker_stats *const *ws, unsigned n_workers)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "fairgate_flowcontrol_current_r", "R, in seat-seconds (fairgate: per worker's queue set of the level)" },
+		{ "fairgate_flowcontrol_dispatch_r", "R at the last dispatch, in seat-seconds (fairgate: per worker)" },
+		{ "fairgate_flowcontrol_epoch_advance_total", "Number of times the queueset's progress meter jumped backward (fairgate: wraps of its 64-bit R)" },
+	};
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		fg_expfmt_family(e, fam[f].name, f == 2 ? FG_EXPFMT_COUNTER : FG_EXPFMT_GAUGE, fam[f].help);
+		for (unsigned w = 0; w < n_workers; w++) {
+			char id[12];
+			snprintf(id, sizeof(id), "%u", w);
+			for (uint32_t i = 0; i < FG_MAX_LEVELS; i++) {
+				const struct fg_level_stats *ls = &ws[w]->levels[i];
+				if (!__atomic_load_n(&ls->used, __ATOMIC_ACQUIRE))
+					continue;
+				uint64_t wraps = FG_STAT_GET(ls->r_wraps);
+				struct fg_expfmt_label l[3] = { { "priority_level", ls->name }, { "worker", id },
+								{ "success", "true" } };
+				if (f == 2) {
+					fg_expfmt_u64(e, fam[f].name, l, 3, wraps);
+					continue;
+				}
+				uint64_t r = f == 0 ? FG_STAT_GET(ls->current_r) : FG_STAT_GET(ls->dispatch_r);
+				/* seat-ns wrapping every 2^64: whole wraps, then the rest */
+				fg_expfmt_double(e, fam[f].name, l, 2, ((double)wraps * 18446744073709551616.0 + (double)r) / NS_PER_S);
+			}
+		}
+	}
+}
+
+static double polls_of(const struct fg_worker_stats *s) { return (double)FG_STAT_GET(s->polls); }
+static double busy_polls_of(const struct fg_worker_stats *s) { return (double)FG_STAT_GET(s->busy_polls); }
+static double busy_ratio_of(const struct fg_worker_stats *s) { return FG_STAT_GET(s->busy_ppm) / 1e6; }
+
+void fg_metrics_busy(struct fg_expfmt *e, struct fg_worker_stats *const *ws, unsigned n_workers)
+{
+	static const struct {
+		const char *name, *help;
+		enum fg_expfmt_type type;
+		double (*value)(const struct fg_worker_stats *);
+	} fam[] = {
+		{ "fairgate_worker_polls_total", "Iterations of the worker's poll loop.", FG_EXPFMT_COUNTER, polls_of },
+		{ "fairgate_worker_busy_polls_total", "Iterations of the worker's poll loop that received datagrams.",
+		  FG_EXPFMT_COUNTER, busy_polls_of },
+		{ "fairgate_worker_busy_ratio",
+		  "Share of the worker's poll iterations that received datagrams, over the last second.",
+		  FG_EXPFMT_GAUGE, busy_ratio_of },
+	};
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		fg_expfmt_family(e, fam[f].name, fam[f].type, fam[f].help);
+		for (unsigned w = 0; w < n_workers; w++) {
+			char id[12];
+			snprintf(id, sizeof(id), "%u", w);
+			struct fg_expfmt_label l = { "worker", id };
+			fg_expfmt_double(e, fam[f].name, &l, 1, fam[f].value(ws[w]));
+		}
+	}
+}
+
+/* --- backends --------------------------------------------------------------- */
+
+void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
+			 unsigned n_workers)
+{
+	static const char *const state_names[] = { [FG_BACKEND_UP] = "up", [FG_BACKEND_EJECTED] = "ejected",
+						   [FG_BACKEND_PROBING] = "probing" };
+	char (*addr)[64] = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof(*addr));
+	if (!addr)
+		return;
+	for (uint32_t b = 0; b < cfg->n_backends; b++)
+		fg_endpoint_format(&cfg->backends[b].ep, addr[b], sizeof(addr[b]));
+	static const struct {
+		const char *name, *help;
+		enum fg_expfmt_type type;
+		size_t offset; /* in struct fg_backend_stats */
+		bool wide;     /* uint64_t, else uint32_t */
+	} fam[] = {
+		{ "fairgate_backend_outstanding_seats", "Seats of requests executing at the backend, over the workers.",
+		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_stats, outstanding), false },
+		{ "fairgate_backend_capacity_seats", "The backend's capacity (seats=N), over the workers; 0: no limit.",
+		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_stats, capacity), false },
+		{ "fairgate_backend_timeouts_total", "Requests the backend did not answer within backendTimeout.",
+		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_stats, timeouts), true },
+		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,
+		  offsetof(struct fg_backend_stats, ejections), true },
+	};
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		fg_expfmt_family(e, fam[f].name, fam[f].type, fam[f].help);
+		for (uint32_t b = 0; b < cfg->n_backends; b++) {
+			uint64_t sum = 0;
+			for (unsigned w = 0; w < n_workers; w++) {
+				const char *field = (const char *)&ws[w]->backends[b] + fam[f].offset;
+				sum += fam[f].wide ? FG_STAT_GET(*(const uint64_t *)field)
+						   : FG_STAT_GET(*(const uint32_t *)field);
+			}
+			struct fg_expfmt_label l = { "backend", addr[b] };
+			fg_expfmt_u64(e, fam[f].name, &l, 1, sum);
+		}
+	}
+	const char *st = "fairgate_backend_state";
+	fg_expfmt_family(e, st, FG_EXPFMT_GAUGE, "Workers that see the backend in each state (up, ejected, probing).");
+	for (uint32_t b = 0; b < cfg->n_backends; b++) {
+		unsigned count[3] = { 0 };
+		for (unsigned w = 0; w < n_workers; w++) {
+			uint8_t s = FG_STAT_GET(ws[w]->backends[b].state);
+			count[s < 3 ? s : FG_BACKEND_EJECTED]++;
+		}
+		for (int s = 0; s < 3; s++) {
+			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "state", state_names[s] } };
+			fg_expfmt_u64(e, st, l, 2, count[s]);
+		}
+	}
+	free(addr);
+}
