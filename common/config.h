@@ -44,4 +44,12 @@ struct fg_config {
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */
 };
 
+/* The outcome of configuration changes (apply, delete, SIGHUP reload; not
+ * dry runs): written by the control thread with relaxed atomic stores, read
+ * by the HTTP thread for /metrics. */
+struct fg_config_changes {
+	uint64_t succeeded, failed;
+	uint64_t last_success_s, last_failure_s; /* Unix time; 0: none yet */
+};
+
 #endif

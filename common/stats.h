@@ -137,6 +137,7 @@ struct fg_worker_stats {
 	uint32_t waiting, executing, seats_in_use;
 	uint64_t buffers_in_use;               /* I/O buffers out of the pool (worker 0: the shared pool's) */
 	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
+	uint64_t buffers_total;                /* worker 0: the shared pool's size */
 	uint32_t flows_used;                   /* entries taken in flows[] (reused ones count once) */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
 	uint64_t flows_reclaimed;              /* idle entries given to a new flow */

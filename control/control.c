@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include <urcu-qsbr.h>
 
@@ -177,6 +178,17 @@ static json_t *wait_for_workers(const struct fg_control_view *view, uint64_t gen
 	return refused;
 }
 
+/* A configuration change ended (not a dry run): for /metrics. */
+static void count_change(const struct fg_control_view *view, bool ok)
+{
+	struct fg_config_changes *c = view->changes;
+	if (!c)
+		return;
+	uint64_t *n = ok ? &c->succeeded : &c->failed;
+	__atomic_store_n(n, *n + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(ok ? &c->last_success_s : &c->last_failure_s, (uint64_t)time(NULL), __ATOMIC_RELAXED);
+}
+
 /* Compile a candidate object set with candidate settings and, unless dry,
  * publish them as the next generation; on success both replace the view's.
  * The candidate always holds the mandatory objects (what `get` shows is what
@@ -194,6 +206,8 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	struct fg_fc_config *fc = errs.count ? NULL : fg_fc_compile(candidate, settings.seat_limit, &errs);
 	if (!fc) {
 		fg_fc_set_free(candidate);
+		if (!dry)
+			count_change(view, false);
 		return errs.count ? errors_response(&errs) : error_response("out of memory");
 	}
 	json_t *summary = json_pack("{s:i, s:i, s:i, s:o}", "objects", applied, "priorityLevels", (int)fc->n_levels,
@@ -214,8 +228,10 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	if (!next) {
 		fg_fc_set_free(candidate);
 		json_decref(summary);
+		count_change(view, false);
 		return error_response("out of memory");
 	}
+	count_change(view, true);
 	/* The set is swapped in place: the view is shared by value with the thread. */
 	fg_fc_set_swap(view->objects, candidate);
 	fg_fc_set_free(candidate);
@@ -252,6 +268,8 @@ static char *apply_texts(const struct fg_control_view *view, const struct apply_
 					     &errs);
 		if (k < 0) {
 			fg_fc_set_free(candidate);
+			if (!dry)
+				count_change(view, false);
 			*failed = i;
 			return errors_response(&errs);
 		}

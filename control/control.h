@@ -54,6 +54,7 @@ struct fg_control_view {
 	const char *const *reload_paths; /* the --config files a reload applies, in order */
 	unsigned n_reload_paths;
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
+	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
 };
 
 struct fg_control;

@@ -231,6 +231,8 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	/* Gauges: a sum of samples taken at slightly different moments. */
 	single(e, "fairgate_buffers_in_use", G, "I/O buffers out of the pool, not counting the answer reserves.",
 	       t.buffers_in_use);
+	single(e, "fairgate_buffers_pool_size", G, "I/O buffers the shared pool holds in all.",
+	       FG_STAT_GET(v->worker_stats[0]->buffers_total));
 	single(e, "fairgate_buffers_reserved", G, "I/O buffers kept in the workers' answer reserves.", t.buffers_reserved);
 	if (v->allotter) {
 		single(e, "fairgate_allotter_rounds_total", C, "Seat allotment rounds run between workers.",
@@ -264,6 +266,23 @@ static const struct {
 	  offsetof(struct fg_fc_level, limit) },
 };
 
+/* The control thread's count of configuration changes. */
+static void change_metrics(struct fg_expfmt *e, const struct fg_config_changes *c)
+{
+	const char *n = "fairgate_config_changes_total";
+	fg_expfmt_family(e, n, FG_EXPFMT_COUNTER, "Configuration changes (apply, delete, SIGHUP reload) published or refused.");
+	struct fg_expfmt_label l = { "result", "success" };
+	fg_expfmt_u64(e, n, &l, 1, FG_STAT_GET(c->succeeded));
+	l.value = "failure";
+	fg_expfmt_u64(e, n, &l, 1, FG_STAT_GET(c->failed));
+	single(e, "fairgate_config_last_success_timestamp_seconds", FG_EXPFMT_GAUGE,
+	       "When the last configuration change was published, Unix seconds; 0: none since start.",
+	       FG_STAT_GET(c->last_success_s));
+	single(e, "fairgate_config_last_failure_timestamp_seconds", FG_EXPFMT_GAUGE,
+	       "When the last configuration change was refused, Unix seconds; 0: none since start.",
+	       FG_STAT_GET(c->last_failure_s));
+}
+
 static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 {
 	rcu_thread_online();
@@ -274,7 +293,6 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		fg_expfmt_family(e, "fairgate_queue_wait_limit_seconds", FG_EXPFMT_GAUGE,
 				 "queueWaitLimit: the longest a request waits in a queue before REJECT time-out.");
 		fg_expfmt_double(e, "fairgate_queue_wait_limit_seconds", NULL, 0, (double)cfg->queue_wait_ns / 1e9);
-		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
 		for (size_t g = 0; g < sizeof(level_gauges) / sizeof(level_gauges[0]); g++) {
 			fg_expfmt_family(e, level_gauges[g].name, FG_EXPFMT_GAUGE, level_gauges[g].help);
 			for (uint32_t i = 0; i < cfg->fc->n_levels; i++) {
@@ -284,8 +302,11 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 					      *(const uint32_t *)((const char *)lv + level_gauges[g].offset));
 			}
 		}
+		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
 	}
 	rcu_thread_offline();
+	if (v->changes)
+		change_metrics(e, v->changes);
 }
 
 char *fg_http_metrics(const struct fg_http_view *v, size_t *len, int *err)

@@ -49,6 +49,7 @@ struct fg_http_view {
 	unsigned n_workers;
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
 	volatile int *shutting_down;              /* set by the workers at the first stop signal */
+	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
 };
 
 struct fg_http;

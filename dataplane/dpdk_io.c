@@ -295,9 +295,14 @@ static uint64_t dio_in_use(void *ctx)
 	return rte_mempool_in_use_count(l->d->pool);
 }
 
+static uint64_t dio_pool_size(void *ctx)
+{
+	return ((struct fg_dpdk_lane *)ctx)->d->pool->size;
+}
+
 static const struct fg_io_ops dpdk_ops = {
 	.rx = dio_rx, .tx = dio_tx, .flush = dio_flush, .alloc = dio_alloc, .free = dio_free,
-	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use,
+	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size,
 };
 
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return fg_dpdk_io_lane(d, 0); }

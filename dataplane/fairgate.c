@@ -89,6 +89,7 @@ struct daemon {
 	struct fg_control *ctl;
 	struct fg_http *http;               /* NULL: httpListen off */
 	volatile int shutting_down;         /* the control thread reports it */
+	struct fg_config_changes changes;   /* the control thread counts, /metrics shows */
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
 	pthread_t allotter_thread;
@@ -108,6 +109,8 @@ struct worker_arg {
 static void run_worker(struct daemon *d, struct fg_worker *w)
 {
 	uint64_t drain_deadline = 0;
+	if (w->id == 0 && w->io.ops->pool_size) /* the pool is shared: one worker reports it */
+		FG_STAT_SET(w->stats.buffers_total, w->io.ops->pool_size(w->io.ctx));
 	for (;;) {
 		rcu_quiescent_state();
 		const struct fg_config *cfg = rcu_dereference(d->published);
@@ -244,7 +247,7 @@ static int start_http(struct daemon *d)
 		return 0;
 	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
-				     .shutting_down = &d->shutting_down };
+				     .shutting_down = &d->shutting_down, .changes = &d->changes };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		return 1;
@@ -266,6 +269,7 @@ static int start_control(struct daemon *d)
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
+		.changes = &d->changes,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {

@@ -28,6 +28,8 @@ struct fg_io_ops {
 	void (*tick)(void *ctx, uint64_t now_ns);
 	/* Buffers currently out of the pool (for leak checks). */
 	uint64_t (*in_use)(void *ctx);
+	/* Buffers the pool holds in all (metrics); may be NULL. */
+	uint64_t (*pool_size)(void *ctx);
 };
 
 struct fg_io {

@@ -187,9 +187,14 @@ static uint64_t sio_in_use(void *ctx)
 	return s->n_bufs - s->n_free;
 }
 
+static uint64_t sio_pool_size(void *ctx)
+{
+	return ((struct fg_sock_io *)ctx)->n_bufs;
+}
+
 static const struct fg_io_ops sock_ops = {
 	.rx = sio_rx, .tx = sio_tx, .flush = sio_flush, .alloc = sio_alloc, .free = sio_free,
-	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use,
+	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use, .pool_size = sio_pool_size,
 };
 
 struct fg_io fg_sock_io_as_io(struct fg_sock_io *s) { return (struct fg_io){ &sock_ops, s }; }

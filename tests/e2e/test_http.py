@@ -179,6 +179,19 @@ t.check(0 <= metric(s, "fairgate_worker_busy_ratio", worker="0") <= 1, "busy rat
 t.check(metric(s, "fairgate_backend_state", backend=b, state="up") == 1 and
         metric(s, "fairgate_backend_outstanding_seats", backend=b) == 0, "the backend is up, nothing outstanding")
 t.check(metric(s, "fairgate_queue_wait_limit_seconds") == 10, "queue wait limit exported in seconds")
+t.check(metric(s, "fairgate_buffers_pool_size") > 0, "the buffer pool's size is exported")
+# Configuration changes: one refused, one published, as /metrics counts them.
+ctl = [t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", "-"]
+bad = subprocess.run(ctl, input="kind: FlowSchema\nmetadata: {name: x}\n", capture_output=True, text=True)
+good = subprocess.run(ctl, input=t.level_config(qll=2), capture_output=True, text=True)
+t0 = time.time()
+_, _, body2 = get(addr, "/metrics")
+s2 = samples(body2)
+t.check(bad.returncode != 0 and good.returncode == 0, f"a bad and a good apply ({bad.returncode}, {good.returncode})")
+t.check(metric(s2, "fairgate_config_changes_total", result="failure") == 1 and
+        metric(s2, "fairgate_config_changes_total", result="success") == 1, "config changes: 1 refused, 1 published")
+t.check(abs(metric(s2, "fairgate_config_last_success_timestamp_seconds") - t0) < 30 and
+        metric(s2, "fairgate_config_last_failure_timestamp_seconds") > 0, "the changes' times are recent Unix times")
 st, hd, body = get(addr, "/metrics", method="HEAD")
 t.check(st == 200 and body == "", "HEAD /metrics: headers only")
 

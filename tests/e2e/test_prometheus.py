@@ -179,6 +179,16 @@ def main(tmp):
             f"{f['rejectedTotal']})")
     t.check(queue_full == f["rejected"]["queue-full"], f"Prometheus: queue-full rejects = the client's ({queue_full})")
     t.check(received == f["sent"], f"Prometheus: requests received = the client's sent ({received} vs {f['sent']})")
+    # Kubernetes' names, per (priority_level, flow_schema), through PromQL.
+    by_pl = f'{{priority_level="{t.TEST_LEVEL}",flow_schema="everyone"}}'
+    fc_dispatched = scalar(prom, f"sum(fairgate_flowcontrol_dispatched_requests_total{by_pl})")
+    fc_rejected = scalar(prom, f"sum(fairgate_flowcontrol_rejected_requests_total{by_pl})")
+    fc_waits = scalar(prom, f"sum(fairgate_flowcontrol_request_wait_duration_seconds_count{by_pl})")
+    t.check(fc_dispatched == f["responses"],
+            f"Prometheus: fairgate_flowcontrol_dispatched_requests_total = the client's responses ({fc_dispatched})")
+    t.check(fc_rejected == f["rejectedTotal"],
+            f"Prometheus: fairgate_flowcontrol_rejected_requests_total = the client's rejects ({fc_rejected})")
+    t.check(fc_waits == f["sent"], f"Prometheus: one queue-wait observation per request ({fc_waits})")
     t.check(scalar(prom, f'up{{job="{JOB}"}}') == 1, f'up{{job="{JOB}"}} == 1 after the load')
     series = query(prom, '{__name__=~"fairgate_.+"}')
     t.check(not any(k in ("flow", "user", "client") for m, _ in series for k in m),
