@@ -12,8 +12,9 @@
  * closed).  Only GET and HEAD (405 with Allow), only the paths above (404), no
  * query parameters (400 with the first unknown one, printable, cut short).
  * Answers are one line, or the exposition.  The label values are levels,
- * workers and reasons — never flows or clients — so a scrape's size is
- * bounded by FG_MAX_LEVELS and FG_MAX_WORKER_CORES.
+ * flow schemas, workers, backends and reasons — never flows or clients — so
+ * a scrape's size is bounded by FG_MAX_LEVELS, FG_APF_PAIRS,
+ * FG_MAX_WORKER_CORES and FG_MAX_BACKENDS (metrics_apf.h).
  *
  * Thread contract: fg_http_start/stop are called by main (stop before the
  * worker statistics and the configuration slot go).  The HTTP thread only
