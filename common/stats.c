@@ -324,3 +324,17 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
 	/* Samples taken at slightly different moments: never below zero. */
 	t->buffers_in_use = buffers > t->buffers_reserved ? buffers - t->buffers_reserved : 0;
 }
+
+void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32_t b, struct fg_backend_total *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned w = 0; w < n; w++) {
+		const struct fg_backend_stats *x = &s[w]->backends[b];
+		t->outstanding += FG_STAT_GET(x->outstanding);
+		t->capacity += FG_STAT_GET(x->capacity);
+		t->timeouts += FG_STAT_GET(x->timeouts);
+		t->ejections += FG_STAT_GET(x->ejections);
+		uint8_t state = FG_STAT_GET(x->state);
+		t->in_state[state < 3 ? state : 1]++; /* 1: ejected (backendpool.h) */
+	}
+}

@@ -203,6 +203,15 @@ struct fg_worker_totals {
 /* Any thread (relaxed reads, as for every reader). */
 void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_worker_totals *t);
 
+/* Backend b over all workers: seats and counters summed, and how many
+ * workers see it in each state (enum fg_backend_state: up, ejected,
+ * probing).  Any thread (relaxed reads). */
+struct fg_backend_total {
+	uint64_t outstanding, capacity, timeouts, ejections;
+	unsigned in_state[3];
+};
+void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32_t b, struct fg_backend_total *t);
+
 /* One priority level over all workers (the readers' view: status, telemetry). */
 struct fg_level_total {
 	char name[FG_LEVEL_NAME_MAX];

@@ -299,51 +299,48 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 {
 	static const char *const state_names[] = { [FG_BACKEND_UP] = "up", [FG_BACKEND_EJECTED] = "ejected",
 						   [FG_BACKEND_PROBING] = "probing" };
-	char (*addr)[64] = calloc(cfg->n_backends ? cfg->n_backends : 1, sizeof(*addr));
-	if (!addr)
+	_Static_assert(sizeof(state_names) / sizeof(state_names[0]) == sizeof(((struct fg_backend_total *)0)->in_state) /
+		       sizeof(unsigned), "a name per state");
+	uint32_t n = cfg->n_backends;
+	char (*addr)[64] = calloc(n ? n : 1, sizeof(*addr));
+	struct fg_backend_total *t = calloc(n ? n : 1, sizeof(*t));
+	if (!addr || !t) {
+		free(addr);
+		free(t);
 		return;
-	for (uint32_t b = 0; b < cfg->n_backends; b++)
+	}
+	for (uint32_t b = 0; b < n; b++) {
 		fg_endpoint_format(&cfg->backends[b].ep, addr[b], sizeof(addr[b]));
+		fg_stats_backend_total(ws, n_workers, b, &t[b]);
+	}
 	static const struct {
 		const char *name, *help;
 		enum fg_expfmt_type type;
-		size_t offset; /* in struct fg_backend_stats */
-		bool wide;     /* uint64_t, else uint32_t */
+		size_t offset; /* of a uint64_t in struct fg_backend_total */
 	} fam[] = {
 		{ "fairgate_backend_outstanding_seats", "Seats of requests executing at the backend, over the workers.",
-		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_stats, outstanding), false },
+		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, outstanding) },
 		{ "fairgate_backend_capacity_seats", "The backend's capacity (seats=N), over the workers; 0: no limit.",
-		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_stats, capacity), false },
+		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, capacity) },
 		{ "fairgate_backend_timeouts_total", "Requests the backend did not answer within backendTimeout.",
-		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_stats, timeouts), true },
+		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, timeouts) },
 		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,
-		  offsetof(struct fg_backend_stats, ejections), true },
+		  offsetof(struct fg_backend_total, ejections) },
 	};
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		fg_expfmt_family(e, fam[f].name, fam[f].type, fam[f].help);
-		for (uint32_t b = 0; b < cfg->n_backends; b++) {
-			uint64_t sum = 0;
-			for (unsigned w = 0; w < n_workers; w++) {
-				const char *field = (const char *)&ws[w]->backends[b] + fam[f].offset;
-				sum += fam[f].wide ? FG_STAT_GET(*(const uint64_t *)field)
-						   : FG_STAT_GET(*(const uint32_t *)field);
-			}
+		for (uint32_t b = 0; b < n; b++) {
 			struct fg_expfmt_label l = { "backend", addr[b] };
-			fg_expfmt_u64(e, fam[f].name, &l, 1, sum);
+			fg_expfmt_u64(e, fam[f].name, &l, 1, *(const uint64_t *)((const char *)&t[b] + fam[f].offset));
 		}
 	}
 	const char *st = "fairgate_backend_state";
 	fg_expfmt_family(e, st, FG_EXPFMT_GAUGE, "Workers that see the backend in each state (up, ejected, probing).");
-	for (uint32_t b = 0; b < cfg->n_backends; b++) {
-		unsigned count[3] = { 0 };
-		for (unsigned w = 0; w < n_workers; w++) {
-			uint8_t s = FG_STAT_GET(ws[w]->backends[b].state);
-			count[s < 3 ? s : FG_BACKEND_EJECTED]++;
-		}
+	for (uint32_t b = 0; b < n; b++)
 		for (int s = 0; s < 3; s++) {
 			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "state", state_names[s] } };
-			fg_expfmt_u64(e, st, l, 2, count[s]);
+			fg_expfmt_u64(e, st, l, 2, t[b].in_state[s]);
 		}
-	}
 	free(addr);
+	free(t);
 }

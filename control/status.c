@@ -67,8 +67,29 @@ static json_t *workers_json(const struct fg_control_view *v)
 			"allotmentChanges", (json_int_t)FG_STAT_GET(s->allotment_changes),
 			"configGeneration", (json_int_t)FG_STAT_GET(s->config_generation)));
 		/* A worker that could not follow the last configuration says why. */
+		json_object_set_new(json_array_get(arr, w), "busyRatio", json_real(FG_STAT_GET(s->busy_ppm) / 1e6));
 		uint32_t err = FG_STAT_GET(s->config_error);
 		json_object_set_new(json_array_get(arr, w), "configError", err ? json_string(strerror((int)err)) : json_null());
+	}
+	return arr;
+}
+
+/* Each configured backend over the workers (metrics_apf.h has the same). */
+static json_t *backends_json(const struct fg_control_view *v, const struct fg_config *cfg)
+{
+	static const char *const states[] = { "up", "ejected", "probing" };
+	json_t *arr = json_array();
+	for (uint32_t b = 0; b < cfg->n_backends; b++) {
+		struct fg_backend_total t;
+		fg_stats_backend_total(v->worker_stats, v->n_workers, b, &t);
+		char addr[64];
+		fg_endpoint_format(&cfg->backends[b].ep, addr, sizeof(addr));
+		/* One word when the workers agree; else the worst state seen. */
+		const char *state = states[t.in_state[1] ? 1 : t.in_state[2] ? 2 : 0];
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I}", "address", addr, "state", state,
+						     "workersUp", (int)t.in_state[0], "outstandingSeats",
+						     (json_int_t)t.outstanding, "capacitySeats", (json_int_t)t.capacity,
+						     "timeouts", (json_int_t)t.timeouts, "ejections", (json_int_t)t.ejections));
 	}
 	return arr;
 }
@@ -99,6 +120,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_int_t generation = (json_int_t)cfg->generation;
 	json_int_t n_backends = (json_int_t)cfg->n_backends;
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
+	json_t *backends = backends_json(v, cfg);
 	rcu_thread_offline();
 	json_t *level = levels_json(v);
 
@@ -144,5 +166,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "answersLost", json_integer((json_int_t)t.answers_lost));
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
+	json_object_set_new(doc, "backendPool", backends);
 	return doc;
 }

@@ -179,16 +179,31 @@ static void draw_screen(json_t *st, json_t *prev, double dt, double interval)
 	}
 	free(fr);
 	json_t *workers = json_object_get(st, "workers");
-	if (json_array_size(workers) > 1) {
+	line(&sc, "%s", "");
+	line(&sc, "%-8s %6s %12s %12s %12s %10s", "WORKER", "BUSY", "DATAGRAMS/S", "HANDED OFF/S", "TAKEN OVER/S", "REFUSED");
+	json_t *w;
+	json_array_foreach(workers, i, w) {
+		json_t *pw = prev ? json_array_get(json_object_get(prev, "workers"), i) : NULL;
+		line(&sc, "%-8lld %5.0f%% %12.0f %12.0f %12.0f %10lld", geti(w, "worker"),
+		     json_number_value(json_object_get(w, "busyRatio")) * 100,
+		     rate(geti(w, "datagramsReceived"), pw, "datagramsReceived", dt),
+		     rate(geti(w, "handedOff"), pw, "handedOff", dt), rate(geti(w, "takenOver"), pw, "takenOver", dt),
+		     geti(w, "handoffRefused"));
+	}
+	json_t *backends = json_object_get(st, "backendPool");
+	if (json_array_size(backends)) {
 		line(&sc, "%s", "");
-		line(&sc, "%-8s %12s %12s %12s %10s", "WORKER", "DATAGRAMS/S", "HANDED OFF/S", "TAKEN OVER/S", "REFUSED");
-		json_t *w;
-		json_array_foreach(workers, i, w) {
-			json_t *pw = prev ? json_array_get(json_object_get(prev, "workers"), i) : NULL;
-			line(&sc, "%-8lld %12.0f %12.0f %12.0f %10lld", geti(w, "worker"),
-			     rate(geti(w, "datagramsReceived"), pw, "datagramsReceived", dt),
-			     rate(geti(w, "handedOff"), pw, "handedOff", dt), rate(geti(w, "takenOver"), pw, "takenOver", dt),
-			     geti(w, "handoffRefused"));
+		line(&sc, "%-24s %-8s %12s %10s %10s", "BACKEND", "STATE", "SEATS/CAP", "TIMEOUTS", "EJECTIONS");
+		json_t *b;
+		json_array_foreach(backends, i, b) {
+			char seats[32];
+			long long cap = geti(b, "capacitySeats");
+			if (cap)
+				snprintf(seats, sizeof(seats), "%lld/%lld", geti(b, "outstandingSeats"), cap);
+			else
+				snprintf(seats, sizeof(seats), "%lld/-", geti(b, "outstandingSeats"));
+			line(&sc, "%-24.24s %-8s %12s %10lld %10lld", json_string_value(json_object_get(b, "address")),
+			     json_string_value(json_object_get(b, "state")), seats, geti(b, "timeouts"), geti(b, "ejections"));
 		}
 	}
 	line(&sc, "%s", "");

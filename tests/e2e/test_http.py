@@ -180,6 +180,9 @@ t.check(metric(s, "fairgate_backend_state", backend=b, state="up") == 1 and
         metric(s, "fairgate_backend_outstanding_seats", backend=b) == 0, "the backend is up, nothing outstanding")
 t.check(metric(s, "fairgate_queue_wait_limit_seconds") == 10, "queue wait limit exported in seconds")
 t.check(metric(s, "fairgate_buffers_pool_size") > 0, "the buffer pool's size is exported")
+bp = stat.get("backendPool") or [{}]
+t.check(bp[0].get("address") == b and bp[0].get("state") == "up" and bp[0].get("outstandingSeats") == 0 and
+        0 <= stat["workers"][0].get("busyRatio", -1) <= 1, f"status: the backend pool and the busy ratio ({bp})")
 # Configuration changes: one refused, one published, as /metrics counts them.
 ctl = [t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", "-"]
 bad = subprocess.run(ctl, input="kind: FlowSchema\nmetadata: {name: x}\n", capture_output=True, text=True)

@@ -39,6 +39,8 @@ if shutil.which("tmux"):
     t.check("PRIORITY LEVEL" in screen and "global-default" in screen and "[#" in screen and "/49" in screen,
             "full screen: levels with their seats as bars")
     t.check("global-default/alice" in screen and "BUSIEST FLOWS" in screen, "the busiest flows are listed")
+    t.check("WORKER" in screen and "BUSY" in screen and "BACKEND" in screen and " up " in screen,
+            "workers' busy ratio and the backends are shown")
     subprocess.run(["tmux", "send-keys", "-t", name, "q"], timeout=10)
     deadline = time.time() + 3
     alive = True
