@@ -70,6 +70,7 @@ static int cmd_workers(const char *cmd, const char *params, struct rte_tel_data 
 		rte_tel_data_add_dict_u64(o, "allotment_changes", FG_STAT_GET(s->allotment_changes));
 		rte_tel_data_add_dict_u64(o, "config_generation", FG_STAT_GET(s->config_generation));
 		rte_tel_data_add_dict_u64(o, "config_error", FG_STAT_GET(s->config_error));
+		rte_tel_data_add_dict_u64(o, "busy_ppm", FG_STAT_GET(s->busy_ppm)); /* busy polls, last second */
 		char key[16];
 		snprintf(key, sizeof(key), "%u", w);
 		if (rte_tel_data_add_dict_container(d, key, o, 0))
