@@ -74,6 +74,7 @@ struct harness {
 	struct fg_config *cfg;
 	struct fg_workerset ws;
 	uint64_t busy_cycles[DP_MAX_WORKERS];
+	int metrics_on;            /* the workers follow it into flowcontrolMetrics (apf_metrics) */
 	/* generator side */
 	uint64_t completions, rejects;
 };
@@ -154,6 +155,7 @@ static void fairgate_path(struct harness *h, unsigned lane)
 	rcu_register_thread();
 	while (!h->stop) {
 		rcu_quiescent_state();
+		w->apf_metrics = __atomic_load_n(&h->metrics_on, __ATOMIC_RELAXED);
 		uint64_t t0 = rte_rdtsc(), before = w->stats.taken_over + w->stats.rx_datagrams;
 		unsigned n = fg_worker_poll(w, h->cfg, fg_now_ns());
 		if (n || w->stats.taken_over + w->stats.rx_datagrams != before)
@@ -184,6 +186,18 @@ struct phase {
 	uint64_t requests, rejects;
 };
 
+/* The metrics' cost: the fairgate path with flowcontrolMetrics switched on
+ * and off every DP_SLICE_NS, each slice's cycles per request kept by mode.
+ * Short alternating slices see the same machine, so the VM's noise (2x
+ * between runs) falls on both modes alike; the switch leaves the gauges of
+ * requests in flight off by themselves, which a benchmark may ignore. */
+#define DP_SLICE_NS 100000000ull
+#define DP_MAX_SLICES 6000u
+struct alternation {
+	double cycles[2][DP_MAX_SLICES]; /* [metrics on] */
+	unsigned n[2];
+};
+
 static uint64_t busy_sum(struct harness *h)
 {
 	uint64_t sum = 0;
@@ -192,7 +206,7 @@ static uint64_t busy_sum(struct harness *h)
 	return sum;
 }
 
-static struct phase run_phase(struct harness *h, int full, double seconds)
+static struct phase run_phase(struct harness *h, int full, double seconds, struct alternation *alt)
 {
 	struct phase ph = { 0 };
 	h->full = full;
@@ -212,11 +226,23 @@ static struct phase run_phase(struct harness *h, int full, double seconds)
 	uint64_t warm = start + hz / 2, counted_from = 0, base_completions = 0, base_busy = 0;
 	struct rte_mbuf *pkts[DP_BURST], *back[DP_BURST];
 	unsigned back_ring[DP_BURST];
+	uint64_t slice = (uint64_t)((double)hz * DP_SLICE_NS / 1e9), slice_end = warm + slice;
+	uint64_t slice_completions = 0, slice_busy = 0;
 	for (uint64_t now = start; now < end; now = rte_rdtsc()) {
 		if (!counted_from && now >= warm) { /* ignore the first half second */
 			counted_from = now;
-			base_completions = h->completions;
-			base_busy = busy_sum(h);
+			base_completions = slice_completions = h->completions;
+			base_busy = slice_busy = busy_sum(h);
+		}
+		if (alt && counted_from && now >= slice_end) {
+			int on = __atomic_load_n(&h->metrics_on, __ATOMIC_RELAXED);
+			uint64_t busy = busy_sum(h), done = h->completions - slice_completions;
+			if (done && alt->n[on] < DP_MAX_SLICES)
+				alt->cycles[on][alt->n[on]++] = (double)(busy - slice_busy) / (double)done;
+			slice_completions = h->completions;
+			slice_busy = busy;
+			slice_end = now + slice;
+			__atomic_store_n(&h->metrics_on, !on, __ATOMIC_RELAXED);
 		}
 		/* The allotter, on the generator's lcore: every workers follow the
 		 * one configuration. */
@@ -384,6 +410,20 @@ static double rte_sched_cycles(struct harness *h, unsigned iterations)
 
 /* --- set-up ------------------------------------------------------------ */
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Min and median of n slices' figures (sorted in place); 0 for none. */
+static void slice_figures(double *v, unsigned n, double *min, double *median)
+{
+	qsort(v, n, sizeof(*v), by_value);
+	*min = n ? v[0] : 0;
+	*median = n ? v[n / 2] : 0;
+}
+
 static struct fg_config *full_config(struct harness *h)
 {
 	struct fg_settings s;
@@ -503,22 +543,15 @@ int fg_bench_dataplane(int argc, char **argv)
 	h.cfg = full_config(&h);
 	if (!h.cfg)
 		return 1;
-	struct phase fwd = run_phase(&h, 0, duration);
-	/* The fairgate path with Kubernetes' per-(level, schema) metrics
-	 * (flowcontrolMetrics, the default) and without, alternated twice; the
-	 * best phase of each (fewest cycles) is kept.  The switch is made
-	 * between phases; requests still in flight then leave the gauges off by
-	 * themselves, which a benchmark may ignore. */
-	struct phase full = { 0 }, plain = { 0 };
-	for (int round = 0; round < 2; round++)
-		for (int metrics = 1; metrics >= 0; metrics--) {
-			for (unsigned i = 0; i < workers; i++)
-				h.ws.w[i]->apf_metrics = metrics;
-			struct phase ph = run_phase(&h, 1, duration);
-			struct phase *best = metrics ? &full : &plain;
-			if (!best->requests || ph.cycles_per_request < best->cycles_per_request)
-				*best = ph;
-		}
+	struct phase fwd = run_phase(&h, 0, duration, NULL);
+	h.metrics_on = 1; /* the daemon's default */
+	struct phase full = run_phase(&h, 1, duration, NULL);
+	static struct alternation alt;
+	run_phase(&h, 1, duration, &alt);
+	h.metrics_on = 1;
+	double on_min, on_median, off_min, off_median;
+	slice_figures(alt.cycles[1], alt.n[1], &on_min, &on_median);
+	slice_figures(alt.cycles[0], alt.n[0], &off_min, &off_median);
 	double sched = rte_sched_cycles(&h, 200000);
 	double hz = (double)rte_get_tsc_hz();
 	uint64_t handed = 0, forwarded = 0;
@@ -535,13 +568,16 @@ int fg_bench_dataplane(int argc, char **argv)
 		       " \"ratio_requests_per_sec_to_forward_only\": %.3f, \"ratio_cycles_to_rte_sched\": %.3f,\n"
 		       " \"worker_busy_share_full\": %.3f, \"worker_busy_share_forward\": %.3f,\n"
 		       " \"worker_core_capacity_requests_per_sec\": %.0f,\n"
-		       " \"metrics_off_cycles_per_request\": %.1f, \"ratio_cycles_metrics_on_to_off\": %.3f}\n",
+		       " \"metrics_slices\": %u, \"metrics_on_cycles_per_request_min\": %.1f, \"metrics_on_cycles_per_request_median\": %.1f,\n"
+		       " \"metrics_off_cycles_per_request_min\": %.1f, \"metrics_off_cycles_per_request_median\": %.1f,\n"
+		       " \"ratio_cycles_metrics_on_to_off_min\": %.3f, \"ratio_cycles_metrics_on_to_off_median\": %.3f}\n",
 		       flows, workers, cpus, h.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
 		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
 		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request,
-		       plain.cycles_per_request, full.cycles_per_request / plain.cycles_per_request);
+		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median, on_min / off_min,
+		       on_median / off_median);
 	} else {
 		printf("flows %u, %u-byte frames, %u worker lcore(s) + the generator on %ld CPU(s)%s, TSC %.2f GHz\n", flows,
 		       h.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
@@ -553,14 +589,14 @@ int fg_bench_dataplane(int argc, char **argv)
 		printf("fairgate path:  %10.0f requests/s  %8.1f cycles/request (worker busy %.0f%%), %llu rejected\n",
 		       full.requests_per_sec, full.cycles_per_request, full.worker_busy_share * 100,
 		       (unsigned long long)full.rejects);
-		printf("metrics off:    %10.0f requests/s  %8.1f cycles/request (flowcontrolMetrics false)\n",
-		       plain.requests_per_sec, plain.cycles_per_request);
 		printf("rte_sched:                             %8.1f cycles/packet (enqueue + dequeue)\n", sched);
 		printf("ratios: requests/s full / forward-only = %.3f; cycles/request full / rte_sched = %.3f\n",
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched);
 		printf("one worker core's capacity at this cost: %.0f requests/s\n", hz / full.cycles_per_request);
-		printf("metrics cost: cycles/request with / without per-(level, schema) metrics = %.3f (best of 2 each)\n",
-		       full.cycles_per_request / plain.cycles_per_request);
+		printf("metrics on/off, alternating %.0f ms slices (%u each): cycles/request on min %.1f median %.1f, "
+		       "off min %.1f median %.1f; ratio min %.3f, median %.3f\n",
+		       DP_SLICE_NS / 1e6, alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median,
+		       on_min / off_min, on_median / off_median);
 	}
 	for (unsigned i = 0; i < workers; i++) {
 		fg_worker_drain(h.ws.w[i], h.cfg, fg_now_ns());

@@ -13,8 +13,8 @@ t.check(p.returncode == 0, f"fairgate-bench dataplane runs (rc={p.returncode}) {
 text = p.stdout[p.stdout.index("{"):] if "{" in p.stdout else "{}"
 r = json.loads(text)
 for key in ("requests_per_sec", "cycles_per_request", "forward_only_requests_per_sec", "rte_sched_cycles_per_packet",
-            "ratio_requests_per_sec_to_forward_only", "ratio_cycles_to_rte_sched", "metrics_off_cycles_per_request",
-            "ratio_cycles_metrics_on_to_off"):
+            "ratio_requests_per_sec_to_forward_only", "ratio_cycles_to_rte_sched", "metrics_off_cycles_per_request_median",
+            "metrics_on_cycles_per_request_median", "ratio_cycles_metrics_on_to_off_median", "metrics_slices"):
     t.check(r.get(key, 0) > 0, f"{key} reported ({r.get(key)})")
 t.check(r.get("rejected") == 0, "no request rejected on the fairgate path")
 t.check(abs(r["ratio_requests_per_sec_to_forward_only"] - r["requests_per_sec"] / r["forward_only_requests_per_sec"]) < 1e-3,
