@@ -30,4 +30,13 @@ void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_
 /* Free the slots of removed levels once nothing waits or holds seats there. */
 void fg_worker__retire_idle_levels(struct fg_worker *w);
 
+/* Visibility snapshots (common/pending.h, worker_snapshot.c): a bounded
+ * piece of the asked copy; a relaxed load when nothing is asked. */
+void fg_worker__snapshot_step(struct fg_worker *w, uint64_t now);
+static inline void fg_worker__snapshot_poll(struct fg_worker *w, uint64_t now)
+{
+	if (unlikely(w->snap != NULL) && fg_snap_box_pending(w->snap))
+		fg_worker__snapshot_step(w, now);
+}
+
 #endif
