@@ -262,10 +262,11 @@ static bool str_is(const struct fg_snapshot *s, const struct fg_snap_req *r, enu
 }
 
 long fg_pending_order(struct fg_snapshot *const *snaps, unsigned n, const struct fg_pending_query *q,
-		      struct fg_pending_item **out, uint64_t *matched)
+		      struct fg_pending_item **out, struct fg_pending_counts *counts)
 {
 	*out = NULL;
-	*matched = 0;
+	counts->waiting = counts->matched = 0;
+	uint64_t *matched = &counts->matched;
 	long rc = 0;
 	uint32_t **idx = calloc(n ? n : 1, sizeof(*idx));
 	uint32_t *n_idx = calloc(n ? n : 1, sizeof(*n_idx));
@@ -336,6 +337,7 @@ long fg_pending_order(struct fg_snapshot *const *snaps, unsigned n, const struct
 			sift_down(heap, hn, 0);
 		}
 	}
+	counts->waiting = pos;
 	rc = n_out;
 done:
 	if (idx)

@@ -217,15 +217,21 @@ struct fg_pending_item {
 	uint32_t pos_level, pos_queue;
 };
 
+struct fg_pending_counts {
+	uint64_t waiting;  /* waiting requests in the snapshots, duplicates dropped */
+	uint64_t matched;  /* of those, the ones the filters let through (before offset and limit) */
+};
+
 /*
  * The waiting requests of the n snapshots (one per worker, the same level) in
  * dispatch order, duplicates dropped, filtered by q's flowSchema and
  * distinguisher, then cut by offset and limit.  Writes at most q->limit items
- * to out (malloc'd, *out NULL when none) and the count of matching requests
- * before the cut to *matched.  Returns the number of items, or -ENOMEM.
+ * to out (malloc'd, *out NULL when none) and the counts.  Returns the number
+ * of items, or -ENOMEM.  (Snapshots of several levels: positions in a queue
+ * are right, positions in the level mix the levels.)
  */
 long fg_pending_order(struct fg_snapshot *const *snaps, unsigned n, const struct fg_pending_query *q,
-		      struct fg_pending_item **out, uint64_t *matched);
+		      struct fg_pending_item **out, struct fg_pending_counts *counts);
 
 /* A virtual time in seat-ns as Kubernetes prints R: "%d.%08dss". */
 void fg_pending_format_r(uint64_t seat_ns, char *buf, size_t cap);

@@ -31,6 +31,7 @@
 #include "settings.h"
 #include "seatshare.h"
 #include "stats.h"
+#include "visibility.h"
 
 
 /* What the control thread may look at. */
@@ -54,6 +55,7 @@ struct fg_control_view {
 	const char *const *reload_paths; /* the --config files a reload applies, in order */
 	unsigned n_reload_paths;
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
+	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
 };
 
 struct fg_control;

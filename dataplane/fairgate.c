@@ -88,6 +88,7 @@ struct daemon {
 	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control and HTTP threads read them */
 	struct fg_control *ctl;
 	struct fg_http *http;               /* NULL: httpListen off */
+	struct fg_vis *vis;                 /* worker snapshots for dumps and pending requests; outlives the workers' polls */
 	volatile int shutting_down;         /* the control thread reports it */
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
@@ -243,7 +244,7 @@ static int start_http(struct daemon *d)
 		return 0;
 	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
-				     .shutting_down = &d->shutting_down };
+				     .shutting_down = &d->shutting_down, .vis = d->vis };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		return 1;
@@ -265,6 +266,7 @@ static int start_control(struct daemon *d)
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
+		.vis = d->vis,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {
@@ -289,6 +291,11 @@ static int start_control_side(struct daemon *d)
 {
 	for (unsigned i = 0; i < d->workers.n; i++)
 		d->stats[i] = &d->workers.w[i]->stats;
+	/* Snapshot boxes before any worker polls; without them (out of memory)
+	 * the visibility paths and commands are simply absent. */
+	if ((d->vis = fg_vis_create(d->workers.n, d->stats, d->s->max_requests)))
+		for (unsigned i = 0; i < d->workers.n; i++)
+			d->workers.w[i]->snap = fg_vis_box(d->vis, i);
 	cpu_set_t main_cpus, ctl_cpus;
 	bool moved = !pthread_getaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus);
 	control_cpus(d, &ctl_cpus);
@@ -421,6 +428,7 @@ static void teardown(struct daemon *d)
 		reload_fd = -1;
 	}
 	fg_workerset_destroy(&d->workers);
+	fg_vis_free(d->vis); /* no worker polls, no HTTP or control thread asks: lent buffers can go */
 	if (d->rcu_registered) {
 		fg_config_publish(&d->published, NULL);
 		rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */
