@@ -22,13 +22,19 @@ struct fg_snapshot *fg_snapshot_new(const char *level, uint32_t flags, uint32_t 
 	s->cap_reqs = cap_reqs;
 	s->cap_queues = cap_queues;
 	s->cap_strs = (uint32_t)cap_strs;
-	s->reqs = calloc(cap_reqs ? cap_reqs : 1, sizeof(*s->reqs));
-	s->queues = calloc(cap_queues ? cap_queues : 1, sizeof(*s->queues));
+	size_t req_bytes = sizeof(*s->reqs) * (cap_reqs ? cap_reqs : 1), q_bytes = sizeof(*s->queues) * (cap_queues ? cap_queues : 1);
+	s->reqs = malloc(req_bytes);
+	s->queues = malloc(q_bytes);
 	s->strs = malloc(cap_strs ? cap_strs : 1);
 	if (!s->reqs || !s->queues || !s->strs) {
 		fg_snapshot_free(s);
 		return NULL;
 	}
+	/* Written now so that the requester takes the page faults, not the
+	 * worker that fills the buffer (calloc's fresh pages fault on first write). */
+	memset(s->reqs, 0, req_bytes);
+	memset(s->queues, 0, q_bytes);
+	memset(s->strs, 0, cap_strs ? cap_strs : 1);
 	return s;
 }
 

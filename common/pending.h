@@ -57,7 +57,7 @@
 #include "defs.h"
 #include "endpoint.h"
 
-#define FG_SNAP_REQS_PER_POLL 512u    /* requests a worker copies per poll iteration */
+#define FG_SNAP_REQS_PER_POLL 256u    /* requests a worker copies per poll iteration */
 #define FG_SNAP_QUEUES_PER_POLL 4096u /* queues it visits (empty ones included) per poll */
 #define FG_SNAP_SLOTS_PER_POLL 8192u  /* table slots it scans for executing requests per poll */
 #define FG_SNAP_TIMEOUT_NS 1000000000ull /* a worker that has not answered by then: 503 */

@@ -126,7 +126,8 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 			fg_worker_abort_executing(w, cfg, now);
 			break;
 		}
-		if (n == 0 && w->io.ops->wait) {
+		/* A snapshot under way (common/pending.h) is copied a piece per poll: no sleep meanwhile. */
+		if (n == 0 && w->io.ops->wait && !(w->snap && fg_snap_box_pending(w->snap))) {
 			uint64_t next = fg_worker_next_deadline(w);
 			uint64_t sleep = next > now ? next - now : 0;
 			if (sleep > FG_IDLE_WAIT_NS)
