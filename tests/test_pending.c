@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "flowcontrol.h"
 #include "pending.h"
+#include "seatshare.h"
 #include "settings.h"
 #include "test.h"
 #include "trust.h"
@@ -502,6 +503,95 @@ TEST(snapshot_survives_dispatches_between_polls)
 	free(it);
 	fg_snapshot_free(s);
 	wrig_fini(&r);
+}
+
+TEST(two_workers_snapshots_merge_into_one_order)
+{
+	enum { NW = 2, N = 600 };
+	struct pool_io io;
+	pool_init(&io, 4096);
+	struct fg_mesh mesh;
+	CHECK_EQ(fg_mesh_init(&mesh, NW, 64), 0);
+	struct fg_settings st;
+	fg_settings_defaults(&st);
+	struct fg_config *cfg = calloc(1, sizeof(*cfg));
+	cfg->fc = level_config(2, 16, 2, 200);
+	cfg->seat_limit = 2;
+	cfg->generation = 1;
+	cfg->queue_wait_ns = cfg->backend_timeout_ns = 3600000 * MS;
+	cfg->eject_after = 1000;
+	cfg->eject_ns = 1000 * MS;
+	cfg->max_eject_ns = 30000 * MS;
+	cfg->max_extra_latency_ns = (uint64_t)st.max_extra_latency_ns;
+	fg_trust_init(&cfg->trust, &st);
+	cfg->n_backends = 1;
+	fg_endpoint_parse("127.0.0.1:7501", &cfg->backends[0].ep);
+	cfg->n_workers = NW;
+	cfg->board = fg_board_new(cfg->fc, NW);
+	static struct fg_worker w[NW];
+	struct fg_snap_box boxes[NW];
+	memset(boxes, 0, sizeof(boxes));
+	uint64_t now = 1000 * MS;
+	for (unsigned i = 0; i < NW; i++) {
+		CHECK_EQ(fg_worker_init(&w[i], i, (struct fg_io){ &pool_ops, &io }, 2048), 0);
+		CHECK_EQ(fg_worker_join(&w[i], &mesh), 0);
+		CHECK_EQ(fg_worker_configure(&w[i], cfg, now), 0);
+		w[i].snap = &boxes[i];
+	}
+	struct fg_endpoint client;
+	fg_endpoint_parse("127.0.0.1:1001", &client);
+	char user[8];
+	for (uint32_t id = 1; id <= N; id++) {
+		snprintf(user, sizeof(user), "u%u", id % 9);
+		pool_inject(&io, id, user, "ns", client);
+		if (id % 50 == 0)
+			for (unsigned i = 0; i < NW; i++)
+				fg_worker_poll(&w[i], cfg, now);
+	}
+	for (unsigned k = 0; k < 50; k++)
+		for (unsigned i = 0; i < NW; i++)
+			fg_worker_poll(&w[i], cfg, now);
+	uint32_t waiting = w[0].stats.waiting + w[1].stats.waiting;
+	CHECK(waiting >= N - 2 && w[0].stats.waiting > 0 && w[1].stats.waiting > 0);
+	struct fg_snapshot *snaps[NW];
+	for (unsigned i = 0; i < NW; i++) {
+		snaps[i] = fg_snapshot_new("pl", 0, 2048, 2048);
+		boxes[i].buf = snaps[i];
+		__atomic_store_n(&boxes[i].asked, 1, __ATOMIC_RELEASE);
+	}
+	for (unsigned k = 0; k < 100 && (boxes[0].done != 1 || boxes[1].done != 1); k++)
+		for (unsigned i = 0; i < NW; i++)
+			fg_worker_poll(&w[i], cfg, now);
+	CHECK(boxes[0].done == 1 && boxes[1].done == 1);
+	struct fg_pending_query q = { .limit = 100000 };
+	struct fg_pending_item *it;
+	struct fg_pending_counts c;
+	long n = fg_pending_order(snaps, NW, &q, &it, &c);
+	CHECK_EQ(n, (long)waiting);
+	/* Each queue belongs to one worker (q % n), and the merged order keeps
+	 * every queue's own order and is sorted by finish ahead of R. */
+	uint32_t next_pos[16] = { 0 };
+	int64_t last = INT64_MIN;
+	for (long i = 0; i < n; i++) {
+		const struct fg_snapshot *s = snaps[it[i].snap];
+		const struct fg_snap_req *r = &s->reqs[it[i].req];
+		CHECK_EQ(r->queue % NW, s->worker);
+		CHECK_EQ(it[i].pos_queue, next_pos[r->queue]);
+		next_pos[r->queue]++;
+		int64_t ahead = (int64_t)(r->finish - s->levels[r->level].r);
+		CHECK(ahead >= last);
+		last = ahead;
+	}
+	free(it);
+	for (unsigned i = 0; i < NW; i++) {
+		fg_snapshot_free(snaps[i]);
+		w[i].snap = NULL;
+		fg_worker_fini(&w[i]);
+	}
+	struct fg_io ios[NW] = { { &pool_ops, &io }, { &pool_ops, &io } };
+	fg_mesh_fini(&mesh, ios);
+	fg_config_free(cfg);
+	pool_fini(&io);
 }
 
 /* --- the hand-off: a worker that does not answer ---------------------------------- */
