@@ -53,22 +53,11 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *
 
 static enum MHD_Result send_line(struct MHD_Connection *c, unsigned status, const char *line, bool json)
 {
-	char *body;
-	if (json) {
-		/* The JSON error shape of the visibility API; line is already printable. */
-		size_t n = strlen(line) + 96;
-		body = malloc(n);
-		if (body)
-			snprintf(body, n, "{\"kind\":\"Status\",\"status\":\"Failure\",\"code\":%u,\"message\":\"%s\"}\n",
-				 status, line);
-	} else {
-		body = malloc(strlen(line) + 2);
-		if (body)
-			sprintf(body, "%s\n", line);
-	}
-	if (!body)
+	struct fg_vis_answer a;
+	fg_vis_error(&a, status, line, json);
+	if (!a.body)
 		return MHD_NO;
-	return respond(c, status, body, strlen(body), json ? "application/json" : "text/plain; charset=utf-8");
+	return respond(c, a.status, a.body, a.len, json ? "application/json" : "text/plain; charset=utf-8");
 }
 
 struct params {
@@ -86,12 +75,12 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
-/* A key cut short and printable, and JSON-safe: no quote, no backslash. */
+/* A key cut short and printable, for an error line. */
 static void printable_key(char *out, size_t cap, const char *key)
 {
 	size_t n = 0;
 	for (const char *p = key ? key : ""; *p && n + 1 < cap; p++)
-		out[n++] = *p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\' ? *p : '?';
+		out[n++] = *p >= 0x20 && *p < 0x7f ? *p : '?';
 	out[n] = 0;
 }
 
@@ -101,9 +90,8 @@ static enum MHD_Result serve_pending(struct fg_vis *vis, struct MHD_Connection *
 	struct fg_pending_query q;
 	char err[160];
 	if (fg_pending_parse_query(p->kv, p->n, &q, err, sizeof(err))) {
-		char line[200], safe[170];
-		printable_key(safe, sizeof(safe), err);
-		snprintf(line, sizeof(line), "bad request: %s", safe);
+		char line[200];
+		snprintf(line, sizeof(line), "bad request: %s", err); /* err is printable (pending.h) */
 		return send_line(c, MHD_HTTP_BAD_REQUEST, line, true);
 	}
 	struct fg_vis_answer a;

@@ -288,6 +288,11 @@ static void answer_line(struct fg_vis_answer *a, unsigned status, bool json, con
 	a->len = b.len;
 }
 
+void fg_vis_error(struct fg_vis_answer *a, unsigned status, const char *msg, bool json)
+{
+	answer_line(a, status, json, msg);
+}
+
 static void finish(struct fg_vis_answer *a, struct sbuf *b)
 {
 	if (b->oom) {

@@ -51,6 +51,10 @@ struct fg_vis_answer {
 void fg_vis_pending(struct fg_vis *v, const char *level, const struct fg_pending_query *q,
 		    struct fg_vis_answer *a);
 
+/* An error answer: a one-line message (any bytes; escaped), as the
+ * visibility API's JSON Status object or as a text line. */
+void fg_vis_error(struct fg_vis_answer *a, unsigned status, const char *msg, bool json);
+
 enum fg_vis_dump { FG_VIS_DUMP_LEVELS = 0, FG_VIS_DUMP_QUEUES, FG_VIS_DUMP_REQUESTS };
 /* One of Kubernetes' dump_* tables over all workers; json: the same rows as
  * a JSON array of objects keyed by the column names instead. */

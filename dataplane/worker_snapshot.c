@@ -200,8 +200,9 @@ static bool copy_executing(struct fg_worker *w, struct fg_snapshot *s, struct fg
 		b->slots--;
 		const struct fg_req *r = &w->reqs.slots[c->slot];
 		if ((r->state != FG_REQ_EXECUTING && r->state != FG_REQ_HELD) || r->level >= w->n_levels ||
-		    c->row_of_slot[r->level] < 0)
-			continue;
+		    c->row_of_slot[r->level] < 0 ||
+		    strcmp(w->stats.levels[r->level].name, s->levels[c->row_of_slot[r->level]].name))
+			continue; /* not a copied level, or its slot went to another level meanwhile */
 		b->reqs--;
 		struct fg_snap_req *o = new_req(w, s, r, c->slot, (uint16_t)c->row_of_slot[r->level]);
 		if (o) {
