@@ -611,6 +611,16 @@ static bool decimal(const char *s, long long *out)
 	return *s >= '0' && *s <= '9' && !*end && !errno;
 }
 
+/* -o json: the result as the daemon sent it, indented; false for a table. */
+static bool print_json(const char *fmt, json_t *r)
+{
+	if (strcmp(fmt, "json"))
+		return false;
+	json_dumpf(r, stdout, JSON_INDENT(2));
+	printf("\n");
+	return true;
+}
+
 static int cmd_pending(const char *path, int argc, char **argv)
 {
 	const char *fmt = output_format(argc, argv, "table");
@@ -643,10 +653,7 @@ static int cmd_pending(const char *path, int argc, char **argv)
 	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
-	if (!strcmp(fmt, "json")) {
-		json_dumpf(r, stdout, JSON_INDENT(2));
-		printf("\n");
-	} else {
+	if (!print_json(fmt, r)) {
 		json_t *md = json_object_get(r, "metadata"), *it;
 		size_t i;
 		printf("priority level %s: %lld waiting, %lld matched%s\n",
@@ -688,12 +695,8 @@ static int cmd_dump(const char *path, int argc, char **argv)
 	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
-	if (!strcmp(fmt, "json")) {
-		json_dumpf(r, stdout, JSON_INDENT(2));
-		printf("\n");
-	} else {
+	if (!print_json(fmt, r))
 		fputs(json_string_value(json_object_get(r, "table")), stdout);
-	}
 	json_decref(resp);
 	return 0;
 }

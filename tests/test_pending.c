@@ -369,6 +369,27 @@ static void wrig_fini(struct wrig *r)
 	pool_fini(&r->io);
 }
 
+/* One seat: the backend answers the one executing request (the last REQUEST
+ * it was sent) after `took`, and the worker polls. */
+static void answer_running(struct wrig *r, uint64_t took)
+{
+	uint64_t dispatch = 0;
+	for (uint32_t j = r->io.n_sent; j-- > 0;)
+		if (r->io.sent_types[j] == FG_MSG_REQUEST) {
+			dispatch = r->io.sent_ids[j];
+			break;
+		}
+	r->now += took;
+	struct fg_msg m;
+	struct fg_pkt pk;
+	CHECK_EQ(pool_alloc(&r->io, &pk), 0);
+	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch);
+	pk.len = (uint32_t)fg_proto_encode(pk.data, pk.cap, &m);
+	pk.peer = r->backend;
+	r->io.rxq[r->io.rx_tail++] = pk;
+	fg_worker_poll(&r->w, &r->cfg, r->now);
+}
+
 /* Ask for a snapshot of level "pl" and poll until the worker gives it back. */
 static struct fg_snapshot *snapshot(struct wrig *r, uint32_t flags, uint32_t cap, unsigned *polls)
 {
@@ -422,24 +443,8 @@ TEST(snapshot_order_is_the_order_the_worker_dispatches)
 	/* Now let the backend answer each request in exactly the guess (3 ms),
 	 * so no correction moves a finish, and record the dispatch order. */
 	uint32_t first_sent = r.io.n_sent;
-	for (uint32_t k = 0; k <= waiting; k++) {
-		/* The one request executing is the last REQUEST sent to the backend. */
-		uint64_t dispatch = 0;
-		for (uint32_t j = r.io.n_sent; j-- > 0;)
-			if (r.io.sent_types[j] == FG_MSG_REQUEST) {
-				dispatch = r.io.sent_ids[j];
-				break;
-			}
-		r.now += FG_QS_DEFAULT_GUESS_NS;
-		struct fg_msg m;
-		struct fg_pkt pk;
-		CHECK_EQ(pool_alloc(&r.io, &pk), 0);
-		fg_msg_init(&m, FG_MSG_RESPONSE, dispatch);
-		pk.len = (uint32_t)fg_proto_encode(pk.data, pk.cap, &m);
-		pk.peer = r.backend;
-		r.io.rxq[r.io.rx_tail++] = pk;
-		fg_worker_poll(&r.w, &r.cfg, r.now);
-	}
+	for (uint32_t k = 0; k <= waiting; k++)
+		answer_running(&r, FG_QS_DEFAULT_GUESS_NS);
 	/* Client answers carry the client's ids, in completion = dispatch order;
 	 * the first answer is the request that never waited. */
 	uint64_t *order = malloc(sizeof(uint64_t) * (waiting + 1));
@@ -474,23 +479,8 @@ TEST(snapshot_survives_dispatches_between_polls)
 	r.box.buf = s;
 	__atomic_store_n(&r.box.asked, 1, __ATOMIC_RELEASE);
 	unsigned polls = 0;
-	while (r.box.done != 1 && polls++ < 100000) {
-		uint64_t dispatch = 0;
-		for (uint32_t j = r.io.n_sent; j-- > 0;)
-			if (r.io.sent_types[j] == FG_MSG_REQUEST) {
-				dispatch = r.io.sent_ids[j];
-				break;
-			}
-		r.now += 3 * MS;
-		struct fg_msg m;
-		struct fg_pkt pk;
-		CHECK_EQ(pool_alloc(&r.io, &pk), 0);
-		fg_msg_init(&m, FG_MSG_RESPONSE, dispatch);
-		pk.len = (uint32_t)fg_proto_encode(pk.data, pk.cap, &m);
-		pk.peer = r.backend;
-		r.io.rxq[r.io.rx_tail++] = pk;
-		fg_worker_poll(&r.w, &r.cfg, r.now);
-	}
+	while (r.box.done != 1 && polls++ < 100000)
+		answer_running(&r, 3 * MS);
 	CHECK_EQ(r.box.done, 1);
 	struct fg_pending_query q = { .limit = 100000 };
 	struct fg_pending_item *it;
