@@ -251,10 +251,11 @@ static int start_http(struct daemon *d)
 		return 1;
 	}
 	if (!fg_ip_is_loopback(d->s->http.ep.ip))
-		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics and /readyz are "
-			"unauthenticated and reachable from the network (operations.md)\n",
+		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics, /readyz and the "
+			"visibility paths (tenants' names) are unauthenticated and reachable from the network (operations.md)\n",
 			fg_endpoint_format(&d->s->http.ep, ep, sizeof(ep)));
-	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz)\n", fg_http_address(d->http));
+	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz%s)\n", fg_http_address(d->http),
+		d->vis ? ", /debug/api_priority_and_fairness/, /apis/visibility.fairgate.io/" : "");
 	return 0;
 }
 

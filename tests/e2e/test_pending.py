@@ -143,6 +143,9 @@ t.check(code == 200 and "FlowDistingsher" in rl[0] and "UserName" in rl[0] and
         len([ln for ln in rl if ln.startswith(t.TEST_LEVEL + ",")]) == len(users), "dump_requests with details")
 t.check(sum(1 for ln in rl if ln.startswith(t.TEST_LEVEL + ",") and ln.split(",")[3].strip() == "-1") == 2,
         "executing requests at index -1")
+t.check("\x1b" not in body and "\u202e" not in body and "\\x1b" in body, "dump_requests: the hostile name escaped")
+col2 = {len(ln) - len(ln[ln.index(",") + 1:].lstrip(" ")) for ln in rl}
+t.check(len(col2) == 1 and all("\t" not in ln for ln in rl), f"tabwriter: columns aligned with spaces ({col2})")
 code, _, body = get(addr, "/debug/api_priority_and_fairness/dump_queues?x=1")
 t.check(code == 400, "dump_queues takes no parameter")
 p = ctl(d, "dump", "levels", "-o", "json")
