@@ -281,7 +281,8 @@ static void answer_line(struct fg_vis_answer *a, unsigned status, bool json, con
 		put_escaped(&b, msg, strlen(msg), true);
 		sb_put(&b, "}\n", 2);
 	} else {
-		sb_printf(&b, "%s\n", msg);
+		put_escaped(&b, msg, strlen(msg), false);
+		sb_put(&b, "\n", 1);
 	}
 	a->status = b.oom ? 500 : status;
 	a->body = b.p;

@@ -4,6 +4,7 @@
  * it really dispatches in (dataplane/worker_snapshot.c), the hand-off's
  * time-out (control/visibility), and the 100k-request bench (docs/benchmarks.md). */
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -193,6 +194,32 @@ TEST(tabwriter_aligns_like_go)
 	/* Column 1: width 12+1; column 2: at least 8. */
 	CHECK_STR(t, "A,           BB,     C\nlonger-name, 1,      2\n");
 	free(t);
+}
+
+TEST(hostile_bytes_are_escaped_in_json_and_text)
+{
+	/* Invalid UTF-8, ESC, quote, backslash, a bidi override, U+2028, NUL-free
+	 * control bytes, a valid é and a 4-byte character. */
+	const char *hostile = "a\xff\x1b[2J\"\\\xe2\x80\xae\xe2\x80\xa8\x01\x7f\xc3\xa9\xf0\x9f\x98\x80\xc0\xaf\xed\xa0\x80";
+	struct fg_vis_answer a;
+	fg_vis_error(&a, 400, hostile, true);
+	json_error_t jerr;
+	json_t *doc = json_loads(a.body, 0, &jerr);
+	CHECK(doc != NULL);
+	const char *msg = json_string_value(json_object_get(doc, "message"));
+	CHECK(msg && strstr(msg, "\\xff") && strstr(msg, "\xc3\xa9") && strstr(msg, "\xf0\x9f\x98\x80"));
+	/* On the wire (before a JSON reader decodes it) no control or bidi byte. */
+	CHECK(!strchr(a.body, 0x1b) && !strstr(a.body, "\xe2\x80\xae") && !strstr(a.body, "\xe2\x80\xa8"));
+	CHECK(strstr(a.body, "\\u202e") && strstr(a.body, "\\u001b"));
+	CHECK(msg && strstr(msg, "\\xc0\\xaf") && strstr(msg, "\\xed\\xa0\\x80")); /* overlong, surrogate */
+	json_decref(doc);
+	free(a.body);
+	fg_vis_error(&a, 404, hostile, false);
+	CHECK_EQ(a.status, 404);
+	for (const char *p = a.body; *p && p[1]; p++)
+		CHECK((unsigned char)*p >= 0x20 && *p != 0x7f && !(p[0] == '\xe2' && p[1] == '\x80'));
+	CHECK(strchr(a.body, '\n') == a.body + a.len - 1); /* one line */
+	free(a.body);
 }
 
 /* --- a worker on a fast in-memory io --------------------------------------------- */
