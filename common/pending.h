@@ -89,7 +89,8 @@ enum fg_snap_str {
 enum fg_snap_flags {
 	FG_SNAP_DETAILS = 1u,   /* decode each request's attributes */
 	FG_SNAP_EXECUTING = 2u, /* executing requests too (dump_requests) */
-	FG_SNAP_ALL_LEVELS = 4u /* every level (dumps); else the named one */
+	FG_SNAP_ALL_LEVELS = 4u, /* every level (dumps); else the named one */
+	FG_SNAP_ALL_QUEUES = 8u  /* idle queues too (dump_queues): each worker the queues it owns */
 };
 
 /* One runtime level of one worker, as the copy began. */

@@ -105,7 +105,12 @@ static int take(struct fg_vis *v, const char *level, uint32_t flags, struct fg_s
 		uint64_t cap = count + count / 4 + SNAP_SLACK;
 		if (cap > v->max_requests + (uint64_t)SNAP_SLACK)
 			cap = v->max_requests + (uint64_t)SNAP_SLACK; /* re-walks of a queue copy some twice */
-		snaps[i] = fg_snapshot_new(level, flags, (uint32_t)cap, (uint32_t)cap);
+		uint64_t cap_queues = cap; /* a queue listed holds a request, unless idle ones are asked for */
+		if (flags & FG_SNAP_ALL_QUEUES)
+			for (unsigned k = 0; k < FG_MAX_LEVELS; k++)
+				if (__atomic_load_n(&v->stats[i]->levels[k].used, __ATOMIC_ACQUIRE))
+					cap_queues += FG_STAT_GET(v->stats[i]->levels[k].queues);
+		snaps[i] = fg_snapshot_new(level, flags, (uint32_t)cap, (uint32_t)cap_queues);
 		if (!snaps[i]) {
 			snprintf(err, errlen, "out of memory for the snapshot of worker %u", i);
 			rc = -ENOMEM;
@@ -742,6 +747,8 @@ void fg_vis_dump(struct fg_vis *v, enum fg_vis_dump what, bool details, bool jso
 {
 	memset(a, 0, sizeof(*a));
 	uint32_t flags = FG_SNAP_ALL_LEVELS;
+	if (what == FG_VIS_DUMP_QUEUES)
+		flags |= FG_SNAP_ALL_QUEUES;
 	if (what == FG_VIS_DUMP_REQUESTS)
 		flags |= FG_SNAP_EXECUTING | (details ? FG_SNAP_DETAILS : 0);
 	struct fg_snapshot *snaps[FG_MAX_WORKER_CORES] = { 0 };

@@ -130,12 +130,16 @@ static bool copy_queues(struct fg_worker *w, struct fg_snapshot *s, struct fg_sn
 		if (!lv->used || strcmp(w->stats.levels[slot].name, s->levels[c->level].name) || !lv->qs.queues)
 			continue; /* retired (or reused) since the copy began, or no queues */
 		const struct fg_queueset *qs = &lv->qs;
+		unsigned n_workers = w->mesh ? w->mesh->n_workers : 1;
 		for (; c->queue < qs->n_alloc; c->queue++, c->next = FG_REQ_NIL) {
 			if (!b->queues || !b->reqs)
 				return false;
 			b->queues--;
 			const struct fg_qs_queue *q = &qs->queues[c->queue];
-			if (!q->n_waiting && !q->n_executing)
+			/* An idle queue is listed by its owner only (worker.h: q % n), so each once. */
+			bool listed = (s->flags & FG_SNAP_ALL_QUEUES) && c->queue < qs->cfg.queues &&
+				      c->queue % n_workers == w->id;
+			if (!q->n_waiting && !q->n_executing && !listed)
 				continue;
 			const struct fg_qs_req *qr = NULL;
 			if (c->next != FG_REQ_NIL)

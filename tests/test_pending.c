@@ -600,6 +600,27 @@ TEST(two_workers_snapshots_merge_into_one_order)
 		last = ahead;
 	}
 	free(it);
+	/* dump_queues' snapshot: every queue of the level once, from its owner. */
+	for (unsigned i = 0; i < NW; i++) {
+		fg_snapshot_free(snaps[i]);
+		snaps[i] = fg_snapshot_new("", FG_SNAP_ALL_LEVELS | FG_SNAP_ALL_QUEUES, 2048, 4096);
+		boxes[i].buf = snaps[i];
+		__atomic_store_n(&boxes[i].asked, 2, __ATOMIC_RELEASE);
+	}
+	for (unsigned k = 0; k < 100 && (boxes[0].done != 2 || boxes[1].done != 2); k++)
+		for (unsigned i = 0; i < NW; i++)
+			fg_worker_poll(&w[i], cfg, now);
+	unsigned seen[16] = { 0 };
+	for (unsigned i = 0; i < NW; i++)
+		for (uint32_t j = 0; j < snaps[i]->n_queues; j++) {
+			const struct fg_snap_queue *sq = &snaps[i]->queues[j];
+			if (!strcmp(snaps[i]->levels[sq->level].name, "pl") && sq->index < 16) {
+				seen[sq->index]++;
+				CHECK_EQ(sq->index % NW, i);
+			}
+		}
+	for (unsigned k = 0; k < 16; k++)
+		CHECK_EQ(seen[k], 1);
 	for (unsigned i = 0; i < NW; i++) {
 		fg_snapshot_free(snaps[i]);
 		w[i].snap = NULL;

@@ -137,6 +137,7 @@ code, _, body = get(addr, "/debug/api_priority_and_fairness/dump_queues")
 qrows = [ln for ln in body.splitlines() if ln.startswith(t.TEST_LEVEL + ",")]
 t.check(code == 200 and sum(int(r.split(",")[2]) for r in qrows) == n_wait and "ss," in qrows[0],
         "dump_queues: pending requests sum, R in seat-seconds")
+t.check([int(r.split(",")[1]) for r in qrows] == list(range(16)), "dump_queues: every queue of the level, in order")
 code, _, body = get(addr, "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1")
 rl = body.splitlines()
 t.check(code == 200 and "FlowDistingsher" in rl[0] and "UserName" in rl[0] and
