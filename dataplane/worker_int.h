@@ -2,7 +2,8 @@
 /*
  * worker_int — what the files of the worker module share and no one else
  * uses: worker.c (the request life cycle), worker_board.c (the mesh and the
- * board), worker_config.c (following configurations).  Same thread contract
+ * board), worker_config.c (following configurations), worker_snapshot.c
+ * (visibility snapshots, common/pending.h).  Same thread contract
  * as worker.h: each function runs on the worker's own thread.
  */
 #ifndef FG_WORKER_INT_H
