@@ -443,8 +443,8 @@ static void cell_start(struct table *t)
 		sb_put(&t->cells, "\t", 1);
 }
 
-static void cell_printf_(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void cell_printf_(struct table *t, const char *fmt, ...)
+static void cell_printf(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cell_printf(struct table *t, const char *fmt, ...)
 {
 	char buf[128];
 	va_list ap;
@@ -577,15 +577,15 @@ static void dump_levels(struct fg_snapshot *const *snaps, unsigned n, struct tab
 	for (unsigned i = 0; i < k; i++) {
 		const struct fg_snap_level *l = &lv[i];
 		cell_bytes(t, l->name, strnlen(l->name, sizeof(l->name)));
-		cell_printf_(t, "%u", l->active_queues);
-		cell_printf_(t, "%s", l->n_waiting == 0 && l->seats_in_use == 0 ? "true" : "false");
-		cell_printf_(t, "%s", l->live ? "false" : "true");
-		cell_printf_(t, "%u", l->n_waiting);
-		cell_printf_(t, "%u", l->n_executing);
-		cell_printf_(t, "%" PRIu64, l->dispatched);
-		cell_printf_(t, "%" PRIu64, l->rejected);
-		cell_printf_(t, "%" PRIu64, l->timed_out);
-		cell_printf_(t, "0");
+		cell_printf(t, "%u", l->active_queues);
+		cell_printf(t, "%s", l->n_waiting == 0 && l->seats_in_use == 0 ? "true" : "false");
+		cell_printf(t, "%s", l->live ? "false" : "true");
+		cell_printf(t, "%u", l->n_waiting);
+		cell_printf(t, "%u", l->n_executing);
+		cell_printf(t, "%" PRIu64, l->dispatched);
+		cell_printf(t, "%" PRIu64, l->rejected);
+		cell_printf(t, "%" PRIu64, l->timed_out);
+		cell_printf(t, "0");
 		row_end(t);
 	}
 	free(lv);
@@ -632,14 +632,14 @@ static void dump_queues(struct fg_snapshot *const *snaps, unsigned n, struct tab
 		fg_pending_format_r(q->f_prev, r, sizeof(r));
 		fg_pending_format_r(q->work_sum, work, sizeof(work));
 		cell_bytes(t, name, strnlen(name, FG_LEVEL_NAME_MAX));
-		cell_printf_(t, "%" PRIu32, q->index);
-		cell_printf_(t, "%" PRIu32, q->n_waiting);
-		cell_printf_(t, "%" PRIu32, q->n_executing);
-		cell_printf_(t, "%" PRIu32, q->seats_executing);
-		cell_printf_(t, "%s", r);
-		cell_printf_(t, "%" PRIu64, q->initial_seats_sum);
-		cell_printf_(t, "%" PRIu64, q->max_seats_sum);
-		cell_printf_(t, "%s", work);
+		cell_printf(t, "%" PRIu32, q->index);
+		cell_printf(t, "%" PRIu32, q->n_waiting);
+		cell_printf(t, "%" PRIu32, q->n_executing);
+		cell_printf(t, "%" PRIu32, q->seats_executing);
+		cell_printf(t, "%s", r);
+		cell_printf(t, "%" PRIu64, q->initial_seats_sum);
+		cell_printf(t, "%" PRIu64, q->max_seats_sum);
+		cell_printf(t, "%s", work);
 		row_end(t);
 	}
 	free(refs);
@@ -719,15 +719,15 @@ static void dump_requests(struct fg_snapshot *const *snaps, unsigned n, bool det
 		cell_bytes(t, lname, strnlen(lname, FG_LEVEL_NAME_MAX));
 		cell_start(t);
 		put_str(&t->cells, s, r, FG_SNAP_FLOW_SCHEMA, false);
-		cell_printf_(t, "%" PRId64, refs[i].queue);
-		cell_printf_(t, "%" PRId64, refs[i].pos);
+		cell_printf(t, "%" PRId64, refs[i].queue);
+		cell_printf(t, "%" PRId64, refs[i].pos);
 		cell_start(t);
 		put_str(&t->cells, s, r, FG_SNAP_DISTINGUISHER, false);
-		cell_printf_(t, "%s", arrive);
-		cell_printf_(t, "%u", r->initial_seats);
-		cell_printf_(t, "%u", r->final_seats);
-		cell_printf_(t, "%s", lat);
-		cell_printf_(t, "%s", start);
+		cell_printf(t, "%s", arrive);
+		cell_printf(t, "%u", r->initial_seats);
+		cell_printf(t, "%u", r->final_seats);
+		cell_printf(t, "%s", lat);
+		cell_printf(t, "%s", start);
 		if (details) {
 			static const enum fg_snap_str det[] = { FG_SNAP_USER, FG_SNAP_VERB, FG_SNAP_PATH,
 								FG_SNAP_NAMESPACE, FG_SNAP_NAME, FG_SNAP_STR__COUNT,
