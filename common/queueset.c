@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The later of two wrapping virtual times. */
-static inline uint64_t later(uint64_t a, uint64_t b) { return (int64_t)(a - b) >= 0 ? a : b; }
+#define later fg_qs_later
 
 /*
  * What a queue contributes to the rate of R.  A queue with waiting requests
@@ -88,12 +87,12 @@ static void demand_changed(struct fg_queueset *qs, struct contribution before, s
 static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
 {
 	r->guess_ns = qs->guess_ns;
-	r->cost = (uint64_t)r->initial_seats * qs->guess_ns + (uint64_t)r->final_seats * r->extra_latency_ns;
+	r->cost = fg_qs_price(r->initial_seats, r->final_seats, r->extra_latency_ns, qs->guess_ns);
 }
 
 static inline uint64_t head_finish(const struct fg_qs_queue *q)
 {
-	return later(q->f_prev, q->head->arrival_r) + q->head->cost;
+	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, q->head->cost);
 }
 
 /* Put a queue back in dispatch order after its head or F_prev changed. */

@@ -71,6 +71,21 @@ struct fg_qs_config {
 	uint64_t seed;               /* skip-list levels */
 };
 
+/* The ordering rule, shared with the pending-order replay (common/pending.h)
+ * so that both agree: the later of two wrapping virtual times, a request's
+ * cost (priced with the guess current when it reaches the head) and its
+ * virtual finish after its queue's F_prev. */
+static inline uint64_t fg_qs_later(uint64_t a, uint64_t b) { return (int64_t)(a - b) >= 0 ? a : b; }
+static inline uint64_t fg_qs_price(uint32_t initial_seats, uint32_t final_seats, uint64_t extra_latency_ns,
+				   uint64_t guess_ns)
+{
+	return (uint64_t)initial_seats * guess_ns + (uint64_t)final_seats * extra_latency_ns;
+}
+static inline uint64_t fg_qs_virtual_finish(uint64_t f_prev, uint64_t arrival_r, uint64_t cost)
+{
+	return fg_qs_later(f_prev, arrival_r) + cost;
+}
+
 /* A request as the queue set sees it; embed it in the caller's request. */
 struct fg_qs_req {
 	struct fg_qs_req *prev, *next; /* queue links while waiting */

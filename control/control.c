@@ -365,6 +365,82 @@ static char *cmd_version(const struct fg_control_view *view, json_t *req)
 	return ok_response(json_pack("{s:s, s:i}", "version", FG_VERSION, "protocol", 1));
 }
 
+/* A visibility answer as a control answer: the document, or its error line. */
+static char *vis_response(struct fg_vis_answer *a, bool json)
+{
+	char *out;
+	if (a->status != 200) {
+		json_t *doc = json_loadb(a->body, a->len, 0, NULL);
+		const char *msg = json_string_value(json_object_get(doc, "message"));
+		out = error_response("%.*s", msg ? 400 : (int)strcspn(a->body, "\n"), msg ? msg : a->body);
+		json_decref(doc);
+	} else {
+		json_t *doc = json ? json_loadb(a->body, a->len, 0, NULL) : json_pack("{s:s%}", "table", a->body, a->len);
+		out = doc ? ok_response(doc) : error_response("cannot encode the answer");
+	}
+	free(a->body);
+	return out;
+}
+
+/* pending: a level's waiting requests in dispatch order (docs/visibility.md);
+ * the same parameters, bounds and parser as the HTTP query. */
+static char *cmd_pending(const struct fg_control_view *view, json_t *req)
+{
+	const char *level = json_string_value(json_object_get(req, "level"));
+	if (!view->vis)
+		return error_response("pending requests are not available (no snapshot boxes)");
+	if (!level)
+		return error_response("pending needs \"level\"");
+	static const char *const params[] = { "limit", "offset", "flowSchema", "distinguisher", "details" };
+	struct fg_kv kv[5];
+	char nums[2][24];
+	size_t n = 0;
+	for (size_t i = 0; i < 5; i++) {
+		json_t *v = json_object_get(req, params[i]);
+		if (!v)
+			continue;
+		if (i < 2 && json_is_integer(v)) {
+			snprintf(nums[i], sizeof(nums[i]), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+			kv[n++] = (struct fg_kv){ params[i], nums[i] };
+		} else if (i == 4 && json_is_boolean(v)) {
+			kv[n++] = (struct fg_kv){ params[i], json_is_true(v) ? "1" : "0" };
+		} else if (i >= 2 && i < 4 && json_is_string(v)) {
+			kv[n++] = (struct fg_kv){ params[i], json_string_value(v) };
+		} else {
+			return error_response("\"%s\" has the wrong type", params[i]);
+		}
+	}
+	struct fg_pending_query q;
+	char err[160];
+	if (fg_pending_parse_query(kv, n, &q, err, sizeof(err)))
+		return error_response("%s", err);
+	struct fg_vis_answer a;
+	fg_vis_pending(view->vis, level, &q, &a);
+	return a.body ? vis_response(&a, true) : error_response("out of memory");
+}
+
+/* dump: Kubernetes' dump_priority_levels / dump_queues / dump_requests. */
+static char *cmd_dump(const struct fg_control_view *view, json_t *req)
+{
+	static const char *const what[] = { [FG_VIS_DUMP_LEVELS] = "levels", [FG_VIS_DUMP_QUEUES] = "queues",
+					     [FG_VIS_DUMP_REQUESTS] = "requests" };
+	const char *w = json_string_value(json_object_get(req, "what"));
+	const char *format = json_string_value(json_object_get(req, "format"));
+	size_t i = 0;
+	while (w && i < 3 && strcmp(w, what[i]))
+		i++;
+	if (!view->vis)
+		return error_response("dumps are not available (no snapshot boxes)");
+	if (!w || i == 3)
+		return error_response("dump needs \"what\": levels, queues or requests");
+	if (format && strcmp(format, "table") && strcmp(format, "json"))
+		return error_response("\"format\" must be table or json");
+	bool json = format && !strcmp(format, "json");
+	struct fg_vis_answer a;
+	fg_vis_dump(view->vis, (enum fg_vis_dump)i, json_is_true(json_object_get(req, "details")), json, &a);
+	return a.body ? vis_response(&a, json) : error_response("out of memory");
+}
+
 static char *cmd_validate(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, true); }
 static char *cmd_apply_live(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, false); }
 
@@ -376,7 +452,7 @@ static const struct command {
 } commands[] = {
 	{ "status", cmd_status, false },     { "version", cmd_version, false }, { "get", cmd_get, false },
 	{ "explain", cmd_explain, false },   { "validate", cmd_validate, false }, { "apply", cmd_apply_live, true },
-	{ "delete", cmd_delete, true },
+	{ "delete", cmd_delete, true },      { "pending", cmd_pending, false }, { "dump", cmd_dump, false },
 };
 
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
@@ -395,7 +471,7 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
 		out = error_response("request must be an object with a string \"command\"");
 	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
-				     "version)", c);
+				     "version, pending, dump)", c);
 	else if (cmd->mutates && !may_mutate)
 		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
 	else

@@ -16,7 +16,9 @@
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
  * reads worker statistics with relaxed loads (stats.h) and never blocks a
- * worker.  The daemon's signal handler only writes to view.reload_fd (an
+ * worker.  The pending and dump commands wait (at most FG_SNAP_TIMEOUT_NS)
+ * for the workers' snapshots under the visibility mutex it shares with the
+ * HTTP thread only (visibility.h); other connections wait meanwhile.  The daemon's signal handler only writes to view.reload_fd (an
  * eventfd); the reload itself runs on the control thread.
  */
 #ifndef FG_CONTROL_H
@@ -31,6 +33,7 @@
 #include "settings.h"
 #include "seatshare.h"
 #include "stats.h"
+#include "visibility.h"
 
 
 /* What the control thread may look at. */
@@ -55,6 +58,7 @@ struct fg_control_view {
 	unsigned n_reload_paths;
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
+	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
 };
 
 struct fg_control;

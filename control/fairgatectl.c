@@ -53,6 +53,11 @@ static void usage(FILE *f)
 		"                             a live view: levels (seats as bars), requests and rejects per\n"
 		"                             second, the busiest flows, workers; q quits; one line per\n"
 		"                             interval without a terminal\n"
+		"  pending LEVEL [--flow-schema S] [--distinguisher D] [--limit N] [--offset K] [--details]\n"
+		"          [-o table|json]    the level's waiting requests in the order they would be dispatched\n"
+		"                             (docs/visibility.md)\n"
+		"  dump levels|queues|requests [--details] [-o table|json]\n"
+		"                             Kubernetes' APF debug dumps (dump_priority_levels, ...)\n"
 		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
@@ -597,13 +602,112 @@ static int cmd_validate_offline(const char *path, int argc, char **argv)
 	return cmd_validate(argc, argv);
 }
 
+/* A plain decimal for --limit/--offset; the daemon checks the range. */
+static bool decimal(const char *s, long long *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return *s >= '0' && *s <= '9' && !*end && !errno;
+}
+
+/* -o json: the result as the daemon sent it, indented; false for a table. */
+static bool print_json(const char *fmt, json_t *r)
+{
+	if (strcmp(fmt, "json"))
+		return false;
+	json_dumpf(r, stdout, JSON_INDENT(2));
+	printf("\n");
+	return true;
+}
+
+static int cmd_pending(const char *path, int argc, char **argv)
+{
+	const char *fmt = output_format(argc, argv, "table");
+	json_t *req = json_pack("{s:s}", "command", "pending");
+	const char *level = NULL;
+	bool ok = !strcmp(fmt, "table") || !strcmp(fmt, "json");
+	for (int i = 1; i < argc && ok; i++) {
+		const char *a = argv[i];
+		long long n;
+		if ((!strcmp(a, "--flow-schema") || !strcmp(a, "--distinguisher")) && i + 1 < argc)
+			json_object_set_new(req, a[2] == 'f' ? "flowSchema" : "distinguisher", json_string(argv[++i]));
+		else if ((!strcmp(a, "--limit") || !strcmp(a, "--offset")) && i + 1 < argc && decimal(argv[i + 1], &n))
+			json_object_set_new(req, a[2] == 'l' ? "limit" : "offset", json_integer(n)), i++;
+		else if (!strcmp(a, "--details"))
+			json_object_set_new(req, "details", json_true());
+		else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
+			i++;
+		else if (a[0] != '-' && !level)
+			level = a;
+		else
+			ok = false;
+	}
+	if (!ok || !level) {
+		fprintf(stderr, "usage: fairgatectl pending LEVEL [--flow-schema S] [--distinguisher D] [--limit N] "
+				"[--offset K] [--details] [-o table|json]\n");
+		json_decref(req);
+		return 2;
+	}
+	json_object_set_new(req, "level", json_string(level));
+	json_t *resp, *r = fg_ctl_request(path, req, &resp);
+	if (!r)
+		return 1;
+	if (!print_json(fmt, r)) {
+		json_t *md = json_object_get(r, "metadata"), *it;
+		size_t i;
+		printf("priority level %s: %lld waiting, %lld matched%s\n",
+		       json_string_value(json_object_get(md, "priorityLevel")), geti(md, "waiting"), geti(md, "matched"),
+		       json_is_true(json_object_get(md, "complete")) ? "" : " (incomplete: a buffer filled up)");
+		printf("%8s %6s %6s %-28s %-24s %5s %9s %20s %s\n", "POSITION", "QUEUE", "INQ", "FLOWSCHEMA",
+		       "DISTINGUISHER", "SEATS", "WAITED", "REQUEST-ID", "CLIENT");
+		json_array_foreach(json_object_get(r, "items"), i, it)
+			printf("%8lld %6lld %6lld %-28.28s %-24.24s %5lld %8.3fs %20lld %s\n",
+			       geti(it, "positionInPriorityLevel"), geti(it, "queue"), geti(it, "positionInQueue"),
+			       json_string_value(json_object_get(it, "flowSchema")),
+			       json_string_value(json_object_get(it, "distinguisher")), geti(it, "initialSeats"),
+			       json_real_value(json_object_get(it, "waitedSeconds")), geti(it, "requestId"),
+			       json_string_value(json_object_get(it, "client")));
+	}
+	json_decref(resp);
+	return 0;
+}
+
+static int cmd_dump(const char *path, int argc, char **argv)
+{
+	const char *fmt = output_format(argc, argv, "table");
+	const char *what = argc >= 2 ? argv[1] : "";
+	bool details = false, ok = !strcmp(fmt, "table") || !strcmp(fmt, "json");
+	for (int i = 2; i < argc && ok; i++) {
+		if (!strcmp(argv[i], "--details"))
+			details = true;
+		else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc)
+			i++;
+		else
+			ok = false;
+	}
+	if (!ok || (strcmp(what, "levels") && strcmp(what, "queues") && strcmp(what, "requests"))) {
+		fprintf(stderr, "usage: fairgatectl dump levels|queues|requests [--details] [-o table|json]\n");
+		return 2;
+	}
+	json_t *req = json_pack("{s:s, s:s, s:s, s:b}", "command", "dump", "what", what, "format", fmt, "details",
+				details);
+	json_t *resp, *r = fg_ctl_request(path, req, &resp);
+	if (!r)
+		return 1;
+	if (!print_json(fmt, r))
+		fputs(json_string_value(json_object_get(r, "table")), stdout);
+	json_decref(resp);
+	return 0;
+}
+
 static const struct command {
 	const char *name;
 	int (*run)(const char *socket_path, int argc, char **argv);
 } commands[] = {
 	{ "status", cmd_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
-	{ "version", cmd_version }, { "top", cmd_top },
+	{ "version", cmd_version }, { "top", cmd_top }, { "pending", cmd_pending }, { "dump", cmd_dump },
 };
 
 int main(int argc, char **argv)

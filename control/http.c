@@ -21,6 +21,7 @@
 #include "expfmt.h"
 #include "flowcontrol.h"
 #include "metrics_apf.h"
+#include "http_debug.h"
 #include "proto.h"
 
 struct fg_http {
@@ -414,6 +415,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_data_size = 0;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: only GET and HEAD\n", "GET, HEAD");
+	if (h->view.vis && fg_http_debug_route(url)) /* their own query parameters (http_debug.h) */
+		return fg_http_debug_serve(h->view.vis, c, url);
 	bool metrics = !strcmp(url, "/metrics"), healthz = !strcmp(url, "/healthz"), readyz = !strcmp(url, "/readyz");
 	if (!metrics && !healthz && !readyz)
 		return reply(c, MHD_HTTP_NOT_FOUND, "not found: the paths are /metrics, /healthz and /readyz\n", NULL);

@@ -16,6 +16,11 @@
  * a scrape's size is bounded by FG_MAX_LEVELS, FG_APF_PAIRS,
  * FG_MAX_WORKER_CORES and FG_MAX_BACKENDS (metrics_apf.h).
  *
+ * With a visibility object (view.vis), also the APF debug dumps and the
+ * pendingrequests paths of control/http_debug.h, which take their own query
+ * parameters and wait a bounded time for worker snapshots under a mutex
+ * shared with the control thread only (control/visibility.h).
+ *
  * Thread contract: fg_http_start/stop are called by main (stop before the
  * worker statistics and the configuration slot go).  The HTTP thread only
  * reads: worker statistics with relaxed loads (stats.h), the allotter's
@@ -36,6 +41,7 @@
 #include "config.h"
 #include "endpoint.h"
 #include "stats.h"
+#include "visibility.h"
 
 #define FG_HTTP_MAX_CONNECTIONS 64u      /* at once; more wait in the listen backlog */
 #define FG_HTTP_TIMEOUT_S 5u             /* a connection idle this long is closed */
@@ -51,6 +57,7 @@ struct fg_http_view {
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
 	volatile int *shutting_down;              /* set by the workers at the first stop signal */
 	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
+	struct fg_vis *vis;                       /* worker snapshots (visibility.h); NULL: no debug paths */
 };
 
 struct fg_http;

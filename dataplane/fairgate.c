@@ -88,6 +88,7 @@ struct daemon {
 	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control and HTTP threads read them */
 	struct fg_control *ctl;
 	struct fg_http *http;               /* NULL: httpListen off */
+	struct fg_vis *vis;                 /* worker snapshots for dumps and pending requests; outlives the workers' polls */
 	volatile int shutting_down;         /* the control thread reports it */
 	struct fg_config_changes changes;   /* the control thread counts, /metrics shows */
 	unsigned workers_done;              /* workers past their own drain */
@@ -129,7 +130,8 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 			fg_worker_abort_executing(w, cfg, now);
 			break;
 		}
-		if (n == 0 && w->io.ops->wait) {
+		/* A snapshot under way (common/pending.h) is copied a piece per poll: no sleep meanwhile. */
+		if (n == 0 && w->io.ops->wait && !(w->snap && fg_snap_box_pending(w->snap))) {
 			uint64_t next = fg_worker_next_deadline(w);
 			uint64_t sleep = next > now ? next - now : 0;
 			if (sleep > FG_IDLE_WAIT_NS)
@@ -247,16 +249,17 @@ static int start_http(struct daemon *d)
 		return 0;
 	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
-				     .shutting_down = &d->shutting_down, .changes = &d->changes };
+				     .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
 		fprintf(stderr, "fairgate: %s\n", errbuf);
 		return 1;
 	}
 	if (!fg_ip_is_loopback(d->s->http.ep.ip))
-		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics and /readyz are "
-			"unauthenticated and reachable from the network (operations.md)\n",
+		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics, /readyz and the "
+			"visibility paths (tenants' names) are unauthenticated and reachable from the network (operations.md)\n",
 			fg_endpoint_format(&d->s->http.ep, ep, sizeof(ep)));
-	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz)\n", fg_http_address(d->http));
+	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz%s)\n", fg_http_address(d->http),
+		d->vis ? ", /debug/api_priority_and_fairness/, /apis/visibility.fairgate.io/" : "");
 	return 0;
 }
 
@@ -269,7 +272,7 @@ static int start_control(struct daemon *d)
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
-		.changes = &d->changes,
+		.changes = &d->changes, .vis = d->vis,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {
@@ -294,6 +297,11 @@ static int start_control_side(struct daemon *d)
 {
 	for (unsigned i = 0; i < d->workers.n; i++)
 		d->stats[i] = &d->workers.w[i]->stats;
+	/* Snapshot boxes before any worker polls; without them (out of memory)
+	 * the visibility paths and commands are simply absent. */
+	if ((d->vis = fg_vis_create(d->workers.n, d->stats, d->s->max_requests)))
+		for (unsigned i = 0; i < d->workers.n; i++)
+			d->workers.w[i]->snap = fg_vis_box(d->vis, i);
 	cpu_set_t main_cpus, ctl_cpus;
 	bool moved = !pthread_getaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus);
 	control_cpus(d, &ctl_cpus);
@@ -426,6 +434,7 @@ static void teardown(struct daemon *d)
 		reload_fd = -1;
 	}
 	fg_workerset_destroy(&d->workers);
+	fg_vis_free(d->vis); /* no worker polls, no HTTP or control thread asks: lent buffers can go */
 	if (d->rcu_registered) {
 		fg_config_publish(&d->published, NULL);
 		rcu_thread_offline(); /* rcu_barrier waits for a grace period: not from an online reader */

@@ -798,6 +798,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_worker_handle(w, cfg, &pkts[i], now);
 	fg_worker_expire(w, cfg, now);
 	fg_worker_dispatch(w, cfg, now);
+	fg_worker__snapshot_poll(w, now);
 	if (unlikely(w->n_reserve < FG_ANSWER_RESERVE))
 		refill_reserve(w);
 	if (w->io.ops->tick)

@@ -30,6 +30,7 @@
 #include "nonce.h"
 #include "config.h"
 #include "io.h"
+#include "pending.h"
 #include "queueset.h"
 #include "reqtable.h"
 #include "retryafter.h"
@@ -129,6 +130,7 @@ struct fg_worker {
 	uint32_t n_reserve;          /* buffers kept for answers fairgate owes when the pool runs dry */
 	struct fg_pkt reserve[FG_ANSWER_RESERVE];
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
+	struct fg_snap_box *snap;    /* visibility snapshots asked by the control side (pending.h); NULL: none */
 	struct fg_worker_stats stats;
 };
 

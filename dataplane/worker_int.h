@@ -2,7 +2,8 @@
 /*
  * worker_int — what the files of the worker module share and no one else
  * uses: worker.c (the request life cycle), worker_board.c (the mesh and the
- * board), worker_config.c (following configurations).  Same thread contract
+ * board), worker_config.c (following configurations), worker_snapshot.c
+ * (visibility snapshots, common/pending.h).  Same thread contract
  * as worker.h: each function runs on the worker's own thread.
  */
 #ifndef FG_WORKER_INT_H
@@ -39,5 +40,14 @@ static inline void fg_worker__publish_backend(struct fg_worker *w, uint32_t b)
 
 /* Free the slots of removed levels once nothing waits or holds seats there. */
 void fg_worker__retire_idle_levels(struct fg_worker *w);
+
+/* Visibility snapshots (common/pending.h, worker_snapshot.c): a bounded
+ * piece of the asked copy; a relaxed load when nothing is asked. */
+void fg_worker__snapshot_step(struct fg_worker *w, uint64_t now);
+static inline void fg_worker__snapshot_poll(struct fg_worker *w, uint64_t now)
+{
+	if (unlikely(w->snap != NULL) && fg_snap_box_pending(w->snap))
+		fg_worker__snapshot_step(w, now);
+}
 
 #endif

@@ -64,6 +64,14 @@ try:
     scrape = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", f"http://{http}/metrics").stdout
     t.check(all(f'fairgate_worker_rx_packets_total{{worker="{w}"}}' in scrape for w in range(WORKERS)),
             f"/metrics has the rx counters of all {WORKERS} worker(s)")
+    # Visibility snapshots from busy-polling DPDK workers (docs/visibility.md).
+    pend = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", "-w", " %{http_code}",
+              f"http://{http}/apis/visibility.fairgate.io/v1/prioritylevels/{t.TEST_LEVEL}/pendingrequests").stdout
+    t.check(pend.endswith(" 200") and '"kind":"PendingRequestsSummary"' in pend,
+            f"pendingrequests answered by all {WORKERS} DPDK worker(s) ({pend[-60:]!r})")
+    dump = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5",
+              f"http://{http}/debug/api_priority_and_fairness/dump_priority_levels").stdout
+    t.check(dump.startswith("PriorityLevelName,") and f"\n{t.TEST_LEVEL}," in dump, "dump_priority_levels in DPDK mode")
     neigh = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout
     t.check("lladdr" in neigh, "fairgate answered ARP for its address")
 
