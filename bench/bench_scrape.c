@@ -52,13 +52,12 @@ static void fill(struct fg_worker_stats *s, unsigned w)
 		snprintf(level, sizeof(level), "priority-level-%03u", p % FG_MAX_LEVELS);
 		snprintf(schema, sizeof(schema), "flow-schema-%03u", p);
 		struct fg_apf_pair *x = &s->apf.pairs[fg_apf_pair(&s->apf, level, schema)];
-		x->dispatched = 1000 * p + w;
+		x->no_accommodation = 1000 * p + w;
 		for (int r = 1; r < FG_REJECT__COUNT; r++)
 			x->rejected[r] = (uint64_t)r;
 		for (unsigned b = 0; b <= FG_APF_WAIT_BOUNDS; b++)
-			x->wait[0].bucket[b] = x->wait[1].bucket[b] = x->execution.bucket[b] = b + 1;
-		for (unsigned b = 0; b <= FG_APF_COUNT_BOUNDS; b++)
-			x->queue_length.bucket[b] = x->seats.bucket[b] = b + 1;
+			for (int k = 0; k < FG_APF__HISTS; k++)
+				x->bucket[b][k] = b <= FG_APF_COUNT_BOUNDS || k <= FG_APF_EXECUTION ? b + 1 : 0;
 	}
 	s->n_backends = FG_MAX_BACKENDS;
 	for (unsigned b = 0; b < FG_MAX_BACKENDS; b++)

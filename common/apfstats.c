@@ -52,3 +52,11 @@ uint16_t fg_apf_pair(struct fg_apf_stats *s, const char *level, const char *sche
 	__atomic_store_n(&s->pairs[i].used, 1, __ATOMIC_RELEASE);
 	return i;
 }
+
+uint64_t fg_apf_hist_count(const struct fg_apf_pair *p, enum fg_apf_hist h)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i <= FG_APF_WAIT_BOUNDS; i++)
+		n += __atomic_load_n(&p->bucket[i][h], __ATOMIC_RELAXED);
+	return n;
+}

@@ -27,6 +27,7 @@
 #define FG_APFSTATS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "defs.h"
@@ -44,31 +45,39 @@ extern const uint64_t fg_apf_duration_bounds_ns[FG_APF_WAIT_BOUNDS];
 extern const uint32_t fg_apf_queue_length_bounds[FG_APF_COUNT_BOUNDS];
 extern const uint32_t fg_apf_seats_bounds[FG_APF_COUNT_BOUNDS];
 
-struct fg_apf_duration_hist {
-	uint64_t bucket[FG_APF_WAIT_BOUNDS + 1];
-	uint64_t sum_ns;
+/* A pair's histograms. */
+enum fg_apf_hist {
+	FG_APF_WAIT_REJECTED,   /* request_wait_duration_seconds{execute="false"} */
+	FG_APF_WAIT_DISPATCHED, /* ...{execute="true"}: its count is the dispatched requests */
+	FG_APF_EXECUTION,       /* request_execution_seconds */
+	FG_APF_QUEUE_LENGTH,    /* request_queue_length_after_enqueue */
+	FG_APF_SEATS,           /* work_estimated_seats */
+	FG_APF__HISTS
 };
 
-struct fg_apf_count_hist {
-	uint64_t bucket[FG_APF_COUNT_BOUNDS + 1];
-	uint64_t sum;
-};
-
+/*
+ * Laid out for the fast path: a request's figures land on few cache lines
+ * — the gauges and every histogram's sum on the first, and bucket i of all
+ * histograms side by side (a request dispatched at once, 1 seat, answered
+ * within 5 ms touches rows 0 and 1 only).  Names, rejects and the lookup
+ * key are cold.  Count histograms use the first FG_APF_COUNT_BOUNDS + 1
+ * rows.
+ */
 struct fg_apf_pair {
+	uint32_t inqueue, inqueue_seats;       /* gauges: waiting */
+	uint32_t executing, executing_seats;   /* gauges: executing (seats until released) */
+	uint64_t sum[FG_APF__HISTS];           /* ns for durations */
+	uint64_t no_accommodation;             /* heads that waited for seats (once per head) */
+	uint64_t bucket[FG_APF_WAIT_BOUNDS + 1][FG_APF__HISTS];
+	uint64_t rejected[FG_REJECT__COUNT];   /* fairgate's own rejects (never a backend's) */
 	uint64_t key;                          /* hash of the names (owner's lookup) */
 	char level[FG_APF_NAME_MAX];
 	char schema[FG_APF_NAME_MAX];
-	uint64_t dispatched;
-	uint64_t no_accommodation;             /* heads that waited for seats (once per head) */
-	uint64_t rejected[FG_REJECT__COUNT];   /* fairgate's own rejects (never a backend's) */
-	uint32_t inqueue, inqueue_seats;       /* gauges: waiting */
-	uint32_t executing, executing_seats;   /* gauges: executing (seats until released) */
-	struct fg_apf_duration_hist wait[2];   /* [execute]: 0 rejected, 1 dispatched */
-	struct fg_apf_duration_hist execution;
-	struct fg_apf_count_hist queue_length;
-	struct fg_apf_count_hist seats;
 	uint8_t used;                          /* published last (release) */
 };
+/* Not aligned (the statistics are calloc'ed, and a wider alignment would be a
+ * lie to the sanitizers): the hot part is 64 contiguous bytes, then rows. */
+_Static_assert(offsetof(struct fg_apf_pair, bucket) == FG_CACHE_LINE, "gauges and sums take 64 bytes");
 
 struct fg_apf_stats {
 	uint32_t n_used;                       /* owner only: entries taken */
@@ -83,6 +92,9 @@ void fg_apf_init(struct fg_apf_stats *s);
  * only; O(pairs) — called when following a configuration. */
 uint16_t fg_apf_pair(struct fg_apf_stats *s, const char *level, const char *schema);
 
+/* Observations in histogram h: its count (a reader: relaxed loads). */
+uint64_t fg_apf_hist_count(const struct fg_apf_pair *p, enum fg_apf_hist h);
+
 static inline void fg_apf_add(uint64_t *field, uint64_t n)
 {
 	__atomic_store_n(field, *field + n, __ATOMIC_RELAXED);
@@ -93,23 +105,25 @@ static inline void fg_apf_gauge(uint32_t *field, int32_t delta)
 	__atomic_store_n(field, *field + (uint32_t)delta, __ATOMIC_RELAXED);
 }
 
-static inline void fg_apf_observe_ns(struct fg_apf_duration_hist *h, uint64_t ns)
+/* A duration into FG_APF_WAIT_* or FG_APF_EXECUTION. */
+static inline void fg_apf_observe_ns(struct fg_apf_pair *p, enum fg_apf_hist h, uint64_t ns)
 {
 	unsigned i = 0;
 	while (i < FG_APF_WAIT_BOUNDS && ns > fg_apf_duration_bounds_ns[i]) /* short waits leave first */
 		i++;
-	fg_apf_add(&h->bucket[i], 1);
-	fg_apf_add(&h->sum_ns, ns);
+	fg_apf_add(&p->bucket[i][h], 1);
+	fg_apf_add(&p->sum[h], ns);
 }
 
-static inline void fg_apf_observe_count(struct fg_apf_count_hist *h, const uint32_t bounds[FG_APF_COUNT_BOUNDS],
-					uint32_t v)
+/* A count into FG_APF_QUEUE_LENGTH or FG_APF_SEATS. */
+static inline void fg_apf_observe_count(struct fg_apf_pair *p, enum fg_apf_hist h, uint32_t v)
 {
+	const uint32_t *bounds = h == FG_APF_SEATS ? fg_apf_seats_bounds : fg_apf_queue_length_bounds;
 	unsigned i = 0;
 	while (i < FG_APF_COUNT_BOUNDS && v > bounds[i])
 		i++;
-	fg_apf_add(&h->bucket[i], 1);
-	fg_apf_add(&h->sum, v);
+	fg_apf_add(&p->bucket[i][h], 1);
+	fg_apf_add(&p->sum[h], v);
 }
 
 #endif

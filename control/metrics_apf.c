@@ -31,29 +31,15 @@ struct pair_sum {
 	uint64_t dispatched, no_accommodation;
 	uint64_t rejected[FG_REJECT__COUNT];
 	uint64_t inqueue, inqueue_seats, executing, executing_seats;
-	struct fg_apf_duration_hist wait[2], execution;
-	struct fg_apf_count_hist queue_length, seats;
+	uint64_t bucket[FG_APF__HISTS][FG_APF_WAIT_BOUNDS + 1]; /* one row per histogram, for the writer */
+	uint64_t sum[FG_APF__HISTS];
+	uint64_t count[FG_APF__HISTS];
 };
-
-static void add_duration(struct fg_apf_duration_hist *to, const struct fg_apf_duration_hist *h)
-{
-	for (unsigned i = 0; i <= FG_APF_WAIT_BOUNDS; i++)
-		to->bucket[i] += FG_STAT_GET(h->bucket[i]);
-	to->sum_ns += FG_STAT_GET(h->sum_ns);
-}
-
-static void add_count(struct fg_apf_count_hist *to, const struct fg_apf_count_hist *h)
-{
-	for (unsigned i = 0; i <= FG_APF_COUNT_BOUNDS; i++)
-		to->bucket[i] += FG_STAT_GET(h->bucket[i]);
-	to->sum += FG_STAT_GET(h->sum);
-}
 
 static void add_pair(struct pair_sum *s, const struct fg_apf_pair *p)
 {
 	s->level = p->level;
 	s->schema = p->schema;
-	s->dispatched += FG_STAT_GET(p->dispatched);
 	s->no_accommodation += FG_STAT_GET(p->no_accommodation);
 	for (int r = 0; r < FG_REJECT__COUNT; r++)
 		s->rejected[r] += FG_STAT_GET(p->rejected[r]);
@@ -62,26 +48,22 @@ static void add_pair(struct pair_sum *s, const struct fg_apf_pair *p)
 	s->inqueue_seats += FG_STAT_GET(p->inqueue_seats);
 	s->executing += FG_STAT_GET(p->executing);
 	s->executing_seats += FG_STAT_GET(p->executing_seats);
-	add_duration(&s->wait[0], &p->wait[0]);
-	add_duration(&s->wait[1], &p->wait[1]);
-	add_duration(&s->execution, &p->execution);
-	add_count(&s->queue_length, &p->queue_length);
-	add_count(&s->seats, &p->seats);
-}
-
-static uint64_t hist_total(const uint64_t *bucket, unsigned n)
-{
-	uint64_t t = 0;
-	for (unsigned i = 0; i <= n; i++)
-		t += bucket[i];
-	return t;
+	for (int h = 0; h < FG_APF__HISTS; h++) {
+		for (unsigned i = 0; i <= FG_APF_WAIT_BOUNDS; i++) {
+			uint64_t c = FG_STAT_GET(p->bucket[i][h]);
+			s->bucket[h][i] += c;
+			s->count[h] += c;
+		}
+		s->sum[h] += FG_STAT_GET(p->sum[h]);
+	}
+	s->dispatched = s->count[FG_APF_WAIT_DISPATCHED];
 }
 
 /* The "(other)" pair is shown only once something was counted there. */
 static bool worth_showing(const struct pair_sum *s)
 {
-	return strcmp(s->level, FG_APF_OTHER) || hist_total(s->seats.bucket, FG_APF_COUNT_BOUNDS) ||
-	       s->inqueue || s->executing || s->executing_seats;
+	return strcmp(s->level, FG_APF_OTHER) || s->count[FG_APF_SEATS] || s->inqueue || s->executing ||
+	       s->executing_seats;
 }
 
 /* One family: each pair's value of one field. */
@@ -124,22 +106,18 @@ static const struct {
 	  FG_EXPFMT_GAUGE, F_EXECUTING_SEATS },
 };
 
-static void write_durations(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *l, unsigned n,
-			    const struct fg_apf_duration_hist *h)
+/* Histogram h of a pair, with its bounds (seconds for durations). */
+static void write_hist(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *l, unsigned n,
+		       const struct pair_sum *s, enum fg_apf_hist h)
 {
 	double bounds[FG_APF_WAIT_BOUNDS];
-	for (unsigned i = 0; i < FG_APF_WAIT_BOUNDS; i++)
-		bounds[i] = (double)fg_apf_duration_bounds_ns[i] / NS_PER_S;
-	fg_expfmt_histogram(e, name, l, n, bounds, h->bucket, FG_APF_WAIT_BOUNDS, (double)h->sum_ns / NS_PER_S);
-}
-
-static void write_counts(struct fg_expfmt *e, const char *name, const struct fg_expfmt_label *l, unsigned n,
-			 const uint32_t *bounds_in, const struct fg_apf_count_hist *h)
-{
-	double bounds[FG_APF_COUNT_BOUNDS];
-	for (unsigned i = 0; i < FG_APF_COUNT_BOUNDS; i++)
-		bounds[i] = bounds_in[i];
-	fg_expfmt_histogram(e, name, l, n, bounds, h->bucket, FG_APF_COUNT_BOUNDS, (double)h->sum);
+	bool duration = h <= FG_APF_EXECUTION;
+	unsigned nb = duration ? FG_APF_WAIT_BOUNDS : FG_APF_COUNT_BOUNDS;
+	for (unsigned i = 0; i < nb; i++)
+		bounds[i] = duration ? (double)fg_apf_duration_bounds_ns[i] / NS_PER_S
+			: h == FG_APF_SEATS ? fg_apf_seats_bounds[i] : fg_apf_queue_length_bounds[i];
+	fg_expfmt_histogram(e, name, l, n, bounds, s->bucket[h], nb,
+			    duration ? (double)s->sum[h] / NS_PER_S : (double)s->sum[h]);
 }
 
 static void write_pairs(struct fg_expfmt *e, const struct pair_sum *sums, size_t n)
@@ -169,26 +147,26 @@ static void write_pairs(struct fg_expfmt *e, const struct pair_sum *sums, size_t
 			struct fg_expfmt_label l[3] = { { "priority_level", sums[i].level },
 							{ "flow_schema", sums[i].schema },
 							{ "execute", x ? "true" : "false" } };
-			write_durations(e, wait, l, 3, &sums[i].wait[x]);
+			write_hist(e, wait, l, 3, &sums[i], x ? FG_APF_WAIT_DISPATCHED : FG_APF_WAIT_REJECTED);
 		}
 	const char *exec = "fairgate_flowcontrol_request_execution_seconds";
 	fg_expfmt_family(e, exec, FG_EXPFMT_HISTOGRAM, "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem");
 	for (size_t i = 0; i < n; i++) {
 		struct fg_expfmt_label l[3] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema },
 						{ "type", "regular" } };
-		write_durations(e, exec, l, 3, &sums[i].execution);
+		write_hist(e, exec, l, 3, &sums[i], FG_APF_EXECUTION);
 	}
 	const char *qlen = "fairgate_flowcontrol_request_queue_length_after_enqueue";
 	fg_expfmt_family(e, qlen, FG_EXPFMT_HISTOGRAM, "Length of queue in the API Priority and Fairness subsystem, as seen by each request after it is enqueued");
 	for (size_t i = 0; i < n; i++) {
 		struct fg_expfmt_label l[2] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema } };
-		write_counts(e, qlen, l, 2, fg_apf_queue_length_bounds, &sums[i].queue_length);
+		write_hist(e, qlen, l, 2, &sums[i], FG_APF_QUEUE_LENGTH);
 	}
 	const char *seats = "fairgate_flowcontrol_work_estimated_seats";
 	fg_expfmt_family(e, seats, FG_EXPFMT_HISTOGRAM, "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness");
 	for (size_t i = 0; i < n; i++) {
 		struct fg_expfmt_label l[2] = { { "priority_level", sums[i].level }, { "flow_schema", sums[i].schema } };
-		write_counts(e, seats, l, 2, fg_apf_seats_bounds, &sums[i].seats);
+		write_hist(e, seats, l, 2, &sums[i], FG_APF_SEATS);
 	}
 }
 

@@ -39,7 +39,8 @@ static inline struct fg_apf_pair *apf_pair(struct fg_worker *w, uint16_t pair)
 static inline void apf_waited(struct fg_worker *w, const struct fg_req *r, bool execute, uint64_t now)
 {
 	if (w->apf_metrics)
-		fg_apf_observe_ns(&apf_pair(w, r->pair)->wait[execute], now - r->arrival_ns);
+		fg_apf_observe_ns(apf_pair(w, r->pair), execute ? FG_APF_WAIT_DISPATCHED : FG_APF_WAIT_REJECTED,
+				  now - r->arrival_ns);
 }
 
 /* A request was classified: its pair, and its estimate observed. */
@@ -49,7 +50,7 @@ static inline uint16_t apf_classified(struct fg_worker *w, const struct fg_fc_ma
 		return 0;
 	uint16_t pair = w->pair_of_schema[match->schema];
 	uint32_t seats = work->initial_seats > work->final_seats ? work->initial_seats : work->final_seats;
-	fg_apf_observe_count(&apf_pair(w, pair)->seats, fg_apf_seats_bounds, seats ? seats : 1);
+	fg_apf_observe_count(apf_pair(w, pair), FG_APF_SEATS, seats ? seats : 1);
 	return pair;
 }
 
@@ -208,10 +209,18 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
 	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
-	if (w->apf_metrics) {
-		FG_STAT_SET(w->stats.levels[slot].current_r, qs->r);
-		FG_STAT_SET(w->stats.levels[slot].r_wraps, qs->stats.epochs);
-	}
+}
+
+/* The levels' virtual time, for /metrics: every FG_VIRTUAL_TIME_PUBLISH_NS
+ * rather than per request (a scrape comes at most once a second). */
+static void publish_virtual_times(struct fg_worker *w, uint64_t now)
+{
+	w->virtual_times_due = now + FG_VIRTUAL_TIME_PUBLISH_NS;
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used) {
+			FG_STAT_SET(w->stats.levels[i].current_r, w->levels[i].qs.r);
+			FG_STAT_SET(w->stats.levels[i].r_wraps, w->levels[i].qs.stats.epochs);
+		}
 }
 
 static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_req *r)
@@ -295,7 +304,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, r->pair);
 		fg_apf_gauge(&p->executing, -1);
-		fg_apf_observe_ns(&p->execution, now - r->qs.dispatch_ns);
+		fg_apf_observe_ns(p, FG_APF_EXECUTION, now - r->qs.dispatch_ns);
 	}
 	uint64_t release = fg_qs_finish(level_qs(w, r), &r->qs, now);
 	if (release && answered) {
@@ -345,7 +354,6 @@ static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, r->pair);
-		fg_apf_add(&p->dispatched, 1);
 		fg_apf_gauge(&p->executing, 1);
 		fg_apf_gauge(&p->executing_seats, (int32_t)r->qs.seats);
 		FG_STAT_SET(w->stats.levels[r->level].dispatch_r, level_qs(w, r)->r);
@@ -466,7 +474,7 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	}
 	if (reason) {
 		if (w->apf_metrics) /* Kubernetes observes the refused ones too, with no wait */
-			fg_apf_observe_ns(&apf_pair(w, pair)->wait[0], 0);
+			fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
 		reject_request(w, cfg, pkt, hdr->request_id, flow, level, pair, reason, now);
 		return;
 	}
@@ -493,8 +501,7 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 		struct fg_apf_pair *p = apf_pair(w, pair);
 		fg_apf_gauge(&p->inqueue, 1);
 		fg_apf_gauge(&p->inqueue_seats, (int32_t)r->qs.seats);
-		fg_apf_observe_count(&p->queue_length, fg_apf_queue_length_bounds,
-				     level_qs(w, r)->queues[r->qs.queue].n_waiting);
+		fg_apf_observe_count(p, FG_APF_QUEUE_LENGTH, level_qs(w, r)->queues[r->qs.queue].n_waiting);
 	}
 	publish_level(w, r);
 	/* Dispatch at once, so that the next arrival's queue-full test sees the
@@ -590,7 +597,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			FG_STAT_ADD(w->stats.levels[slot].received, 1);
 			uint16_t pair = apf_classified(w, &match, &work);
 			if (w->apf_metrics)
-				fg_apf_observe_ns(&apf_pair(w, pair)->wait[0], 0);
+				fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
 			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, pair, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
@@ -801,6 +808,8 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	fg_worker__snapshot_poll(w, now);
 	if (unlikely(w->n_reserve < FG_ANSWER_RESERVE))
 		refill_reserve(w);
+	if (unlikely(now >= w->virtual_times_due) && w->apf_metrics)
+		publish_virtual_times(w, now);
 	if (w->io.ops->tick)
 		w->io.ops->tick(w->io.ctx, now);
 	flush(w);

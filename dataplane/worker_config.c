@@ -216,8 +216,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		uint32_t seats = cfg->backends[b].seats;
 		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
 	}
-	for (uint32_t b = 0; b < cfg->n_backends; b++)
+	for (uint32_t b = 0; b < cfg->n_backends; b++) {
 		fg_worker__publish_backend(w, b);
+		FG_STAT_SET(w->stats.backends[b].capacity, w->pool.b[b].capacity);
+	}
 	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);
 	w->board = cfg->board;
 	w->config_generation = cfg->generation;

@@ -28,13 +28,13 @@ uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t fl
 /* Release at once the seats that answered requests of these runtime levels
  * still hold for their extra latency (the level shrank or went away). */
 void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now);
-/* Backend b's figures into the statistics (after its pool entry changed). */
+/* Backend b's seats and state into the statistics (after a dispatch or an
+ * end; its capacity goes there when a configuration is followed). */
 static inline void fg_worker__publish_backend(struct fg_worker *w, uint32_t b)
 {
 	const struct fg_backend *be = &w->pool.b[b];
 	struct fg_backend_stats *s = &w->stats.backends[b];
 	FG_STAT_SET(s->outstanding, be->outstanding);
-	FG_STAT_SET(s->capacity, be->capacity);
 	FG_STAT_SET(s->state, be->state);
 }
 
