@@ -180,6 +180,13 @@ int fg_fc_level_index(const struct fg_fc_config *c, const char *name);
  */
 json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *r);
 
+/* For each schema ahead of the one r matches, in matching order: why it
+ * did not match — {flowSchema, priorityLevel, reason}, the reason naming the
+ * first part of each rule that failed ("request has no namespace and the
+ * rule lacks clusterScope"), at most FG_FC_WHY_MAX - 1 bytes.  Slow path. */
+#define FG_FC_WHY_MAX 512u
+json_t *fg_fc_explain_why(const struct fg_fc_config *c, const struct fg_fc_request *r);
+
 /* A request from an "explain" JSON object: user, groups, namespace, verb,
  * apiGroup, resource, subresource, name, path (strings point into obj; groups
  * into the caller's array of `cap`).  0 or -EINVAL with a message. */

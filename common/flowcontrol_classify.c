@@ -7,6 +7,7 @@
 #include "flowcontrol_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,8 @@ json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *
 	json_t *o = json_pack("{s:s, s:s, s:s%, s:s}", "flowSchema", c->schema_names[m.schema], "priorityLevel", l->name,
 			      "distinguisher", m.distinguisher.ptr ? m.distinguisher.ptr : "", (size_t)m.distinguisher.len,
 			      "flowHash", hash);
+	json_object_set_new(o, "priorityLevelType",
+			    json_string(l->exempt ? "Exempt" : l->reject ? "Limited (Reject)" : "Limited (Queue)"));
 	if (l->queues) {
 		struct fg_dealer d;
 		uint32_t cards[FG_DEALER_MAX_HAND];
@@ -158,6 +161,102 @@ json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *
 		}
 	}
 	return o;
+}
+
+/* --- why a schema did not match (explain --why; not on the fast path) ---- */
+
+struct why {
+	char *p;
+	size_t len, cap;
+};
+
+static void why_add(struct why *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_add(struct why *w, const char *fmt, ...)
+{
+	if (w->len + 1 >= w->cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(w->p + w->len, w->cap - w->len, fmt, ap);
+	va_end(ap);
+	w->len = n < 0 ? w->len : w->len + (size_t)n < w->cap ? w->len + (size_t)n : w->cap - 1;
+}
+
+/* The first check of a resource rule the request fails. */
+static void why_resource(const struct cres *x, const struct fg_fc_request *r, struct why *w)
+{
+	if (!clist_has(&x->verbs, r->verb.ptr, r->verb.len))
+		why_add(w, "verb \"%.*s\" is not in verbs", (int)r->verb.len, r->verb.ptr);
+	else if (!clist_has(&x->groups, r->api_group.ptr, r->api_group.len))
+		why_add(w, "apiGroup \"%.*s\" is not in apiGroups", (int)r->api_group.len, r->api_group.ptr);
+	else if (!resource_matches(&(struct cres){ .verbs = x->verbs, .groups = x->groups, .resources = x->resources,
+						  .namespaces = { .any = true }, .cluster_scope = true }, r))
+		why_add(w, "resource \"%.*s%s%.*s\" is not in resources", (int)r->resource.len, r->resource.ptr,
+			r->subresource.len ? "/" : "", (int)r->subresource.len, r->subresource.ptr);
+	else if (!r->ns.len)
+		why_add(w, "request has no namespace and the rule lacks clusterScope");
+	else
+		why_add(w, "namespace \"%.*s\" is not in namespaces", (int)r->ns.len, r->ns.ptr);
+}
+
+static void why_nonresource(const struct cnonres *x, const struct fg_fc_request *r, struct why *w)
+{
+	if (!clist_has(&x->verbs, r->verb.ptr, r->verb.len))
+		why_add(w, "verb \"%.*s\" is not in verbs", (int)r->verb.len, r->verb.ptr);
+	else
+		why_add(w, "path \"%.*s\" is not in nonResourceURLs", (int)r->path.len, r->path.ptr);
+}
+
+/* Why rule cr does not match r (it does not: the caller checked). */
+static void why_rule(const struct crule *cr, const struct fg_fc_request *r, struct why *w)
+{
+	bool subject = false;
+	for (uint32_t k = 0; k < cr->n_subjects && !subject; k++)
+		subject = subject_matches(&cr->subjects[k], r);
+	if (!subject) {
+		why_add(w, "no subject matches user \"%.*s\"", (int)r->user.len, r->user.ptr);
+		if (r->n_groups)
+			why_add(w, " or its %u group%s", r->n_groups, r->n_groups == 1 ? "" : "s");
+		return;
+	}
+	bool nonresource = r->path.ptr != NULL;
+	uint32_t n = nonresource ? cr->n_nonres : cr->n_res;
+	if (!n) {
+		why_add(w, nonresource ? "no nonResourceRules (a non-resource request)"
+				       : "no resourceRules (a resource request)");
+		return;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		if (n > 1)
+			why_add(w, "%s%s[%u]: ", k ? "; " : "", nonresource ? "nonResourceRules" : "resourceRules", k);
+		if (nonresource)
+			why_nonresource(&cr->nonres[k], r, w);
+		else
+			why_resource(&cr->res[k], r, w);
+	}
+}
+
+json_t *fg_fc_explain_why(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	struct fg_fc_match m;
+	fg_fc_classify(c, r, &m);
+	json_t *arr = json_array();
+	char text[FG_FC_WHY_MAX];
+	for (uint32_t i = 0; i < c->n_schemas && i != m.schema; i++) {
+		const struct fg_fc_schema *s = c->schemas[i];
+		struct why w = { text, 0, sizeof(text) };
+		text[0] = 0;
+		if (!s->n_rules)
+			why_add(&w, "no rules");
+		for (uint32_t k = 0; k < s->n_rules; k++) {
+			if (s->n_rules > 1)
+				why_add(&w, "%srules[%u]: ", k ? "; " : "", k);
+			why_rule(&s->rules[k], r, &w);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "flowSchema", c->schema_names[i], "priorityLevel",
+						     c->levels[c->schema_level[i]].name, "reason", text));
+	}
+	return arr;
 }
 
 int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,

@@ -168,6 +168,8 @@ static void flow_write(struct fg_flow_stats *f, uint64_t hash, uint16_t level, c
 	FG_STAT_SET(f->dispatched, 0);
 	FG_STAT_SET(f->responded, 0);
 	FG_STAT_SET(f->rejected, 0);
+	for (int r = 0; r < FG_REJECT__COUNT; r++)
+		FG_STAT_SET(f->rejected_by[r], 0);
 	__atomic_store_n(&f->seq, seq + 2, __ATOMIC_RELEASE);
 	__atomic_store_n(&f->hash, hash, __ATOMIC_RELEASE);
 }
@@ -243,6 +245,8 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 		out->dispatched = FG_STAT_GET(f->dispatched);
 		out->responded = FG_STAT_GET(f->responded);
 		out->rejected = FG_STAT_GET(f->rejected);
+		for (int r = 0; r < FG_REJECT__COUNT; r++)
+			out->rejected_by[r] = FG_STAT_GET(f->rejected_by[r]);
 		out->waiting = (int32_t)FG_STAT_GET(f->waiting);
 		out->executing = (int32_t)FG_STAT_GET(f->executing);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -284,6 +288,8 @@ unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, str
 			t->dispatched += FG_STAT_GET(l->dispatched);
 			t->responded += FG_STAT_GET(l->responded);
 			t->rejected += FG_STAT_GET(l->rejected);
+			for (int r = 0; r < FG_REJECT__COUNT; r++)
+				t->rejected_by[r] += FG_STAT_GET(l->rejected_by[r]);
 		}
 	}
 	return count;

@@ -69,6 +69,7 @@ struct fg_flow_stats {
 	};
 	uint64_t received, dispatched, responded, rejected;
 	uint32_t waiting, executing;
+	uint64_t rejected_by[FG_REJECT__COUNT]; /* rejected, by reason ("why was I rejected") */
 };
 
 /* One flow as fg_stats_flow_read() copied it. */
@@ -77,6 +78,7 @@ struct fg_flow_snapshot {
 	char name[FG_FLOW_NAME_MAX];
 	uint16_t level;
 	uint64_t received, dispatched, responded, rejected;
+	uint64_t rejected_by[FG_REJECT__COUNT];
 	int32_t waiting, executing;
 };
 
@@ -88,6 +90,7 @@ struct fg_level_stats {
 	char name[FG_LEVEL_NAME_MAX];
 	uint32_t limit, queues;
 	uint64_t received, dispatched, responded, rejected;
+	uint64_t rejected_by[FG_REJECT__COUNT];
 	uint32_t waiting, executing, seats_in_use;
 	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
 	 * at the last dispatch, and how often it wrapped (flowcontrolMetrics). */
@@ -219,6 +222,7 @@ struct fg_level_total {
 	bool live;
 	uint64_t seats_in_use, waiting, executing;
 	uint64_t received, dispatched, responded, rejected;
+	uint64_t rejected_by[FG_REJECT__COUNT];
 };
 
 /* The levels of n workers summed by name, in the order the first worker that

@@ -345,10 +345,21 @@ static char *cmd_explain(const struct fg_control_view *view, json_t *req)
 	char msg[160];
 	if (fg_fc_request_from_json_alloc(json_object_get(req, "request"), &r, &groups, msg, sizeof(msg)))
 		return error_response("%s", msg);
+	json_t *why = json_object_get(req, "why");
+	if (why && !json_is_boolean(why)) {
+		free(groups);
+		return error_response("\"why\" must be true or false");
+	}
 	rcu_thread_online();
-	json_t *result = fg_fc_explain(rcu_dereference(*view->config_ptr)->fc, &r);
+	const struct fg_fc_config *fc = rcu_dereference(*view->config_ptr)->fc;
+	json_t *result = fg_fc_explain(fc, &r);
+	if (json_is_true(why))
+		json_object_set_new(result, "why", fg_fc_explain_why(fc, &r));
 	rcu_thread_offline();
 	free(groups);
+	json_t *state = fg_status_level_json(view, json_string_value(json_object_get(result, "priorityLevel")));
+	if (state)
+		json_object_set_new(result, "priorityLevelState", state);
 	return ok_response(result);
 }
 

@@ -25,6 +25,7 @@
 #include "flowcontrol.h"
 #include "ctlclient.h"
 #include "readfile.h"
+#include "statusview.h"
 #include "top.h"
 
 static void usage(FILE *f)
@@ -33,9 +34,10 @@ static void usage(FILE *f)
 		"usage: fairgatectl [--socket PATH] COMMAND [options]\n"
 		"\n"
 		"commands:\n"
-		"  status [-o table|json] [--watch SECONDS] [--count N]\n"
-		"                 levels, flows and counters of the running daemon;\n"
-		"                 --watch repeats every SECONDS (requests/s from the deltas)\n"
+		"  status [-o table|json] [--watch SECONDS] [--count N] [--level LEVEL] [--flow TEXT]\n"
+		"         [--sort name|received|rejected|waiting|executing|responded|rate|reject-rate] [--top N]\n"
+		"                             levels, flows (with their rejects by reason) and counters of the\n"
+		"                             running daemon; --watch repeats every SECONDS (rates from the deltas)\n"
 		"  apply -f FILE|- [--strict] add or replace FlowSchemas and PriorityLevelConfigurations;\n"
 		"                             unknown fields are warnings, errors with --strict\n"
 		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
@@ -46,9 +48,10 @@ static void usage(FILE *f)
 		"  validate -f FILE|- [--strict]\n"
 		"                             offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
-		"          [--resource R] [--subresource S] [--name N] [--path P] [-o table|json]\n"
+		"          [--resource R] [--subresource S] [--name N] [--path P] [--why] [-o table|json]\n"
 		"                             where a request goes; with -f offline on that file\n"
 		"                             (plus the mandatory objects), else the daemon's configuration\n"
+		"                             and the level's state now; --why: why each schema ahead did not match\n"
 		"  top [--interval SECONDS] [--count N]\n"
 		"                             a live view: levels (seats as bars), requests and rejects per\n"
 		"                             second, the busiest flows, workers; q quits; one line per\n"
@@ -74,128 +77,6 @@ static int read_all(const char *path, char **out, size_t *len)
 }
 
 static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
-
-struct prev_flow { char key[160]; long long received, rejected; };
-
-/* Print the status table; rates come from the previous sample when given. */
-static void print_table(json_t *st, struct prev_flow *prev, size_t *n_prev, double dt)
-{
-	json_t *c = json_object_get(st, "counters");
-	printf("fairgate %s  io=%s  listen=%s  up %.0fs  config gen %lld%s\n",
-	       json_string_value(json_object_get(st, "version")), json_string_value(json_object_get(st, "io")),
-	       json_string_value(json_object_get(st, "listen")), json_real_value(json_object_get(st, "uptimeSeconds")),
-	       geti(st, "configGeneration"), json_is_true(json_object_get(st, "shuttingDown")) ? "  SHUTTING DOWN" : "");
-	printf("requests %lld  responded %lld  rejected %lld  malformed %lld  unmatched responses %lld\n",
-	       geti(c, "requestsReceived"), geti(c, "responded"), geti(c, "rejectedTotal"), geti(c, "malformed"),
-	       geti(c, "responsesUnmatched"));
-	json_t *lv;
-	size_t i;
-	printf("\n%-20s %8s %8s %10s %10s\n", "PRIORITY LEVEL", "SEATS", "LIMIT", "WAITING", "EXECUTING");
-	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv)
-		printf("%-20s %8lld %8lld %10lld %10lld\n", json_string_value(json_object_get(lv, "name")),
-		       geti(lv, "seatsInUse"), geti(lv, "seatLimit"), geti(lv, "waiting"), geti(lv, "executing"));
-	printf("\n%-20s %-34s %9s %9s %9s %10s %10s %10s\n", "PRIORITY LEVEL", "FLOW", "REQ/S", "REJ/S",
-	       "WAITING", "EXECUTING", "RESPONDED", "REJECTED");
-	size_t n_new = 0;
-	struct prev_flow next[256];
-	json_array_foreach(json_object_get(st, "flows"), i, lv) {
-		char key[160];
-		const char *level = json_string_value(json_object_get(lv, "priorityLevel"));
-		const char *flow = json_string_value(json_object_get(lv, "flow"));
-		snprintf(key, sizeof(key), "%s/%s/%lld", level, flow, geti(lv, "worker"));
-		long long recv = geti(lv, "received"), rej = geti(lv, "rejected");
-		double rps = 0, jps = 0;
-		for (size_t k = 0; prev && k < *n_prev; k++)
-			if (!strcmp(prev[k].key, key) && dt > 0) {
-				rps = (double)(recv - prev[k].received) / dt;
-				jps = (double)(rej - prev[k].rejected) / dt;
-			}
-		if (n_new < sizeof(next) / sizeof(next[0])) {
-			snprintf(next[n_new].key, sizeof(next[n_new].key), "%s", key);
-			next[n_new].received = recv;
-			next[n_new++].rejected = rej;
-		}
-		printf("%-20s %-34.34s %9.1f %9.1f %9lld %10lld %10lld %10lld\n", level, flow[0] ? flow : "(none)",
-		       rps, jps, geti(lv, "waiting"), geti(lv, "executing"), geti(lv, "responded"), rej);
-	}
-	if (prev) {
-		memcpy(prev, next, n_new * sizeof(next[0]));
-		*n_prev = n_new;
-	}
-	json_t *rej = json_object_get(c, "rejected");
-	const char *reason;
-	json_t *v;
-	printf("\nrejects:");
-	json_object_foreach(rej, reason, v)
-		printf(" %s=%lld", reason, (long long)json_integer_value(v));
-	printf("\n");
-}
-
-static int cmd_status(const char *path, int argc, char **argv)
-{
-	const char *format = "table";
-	double watch = 0;
-	long count = -1;
-	static const struct option opts[] = { { "output", required_argument, 0, 'o' },
-		{ "watch", required_argument, 0, 'w' }, { "count", required_argument, 0, 'n' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:w:n:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o': format = optarg; break;
-		case 'w': watch = atof(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (strcmp(format, "table") && strcmp(format, "json")) {
-		fprintf(stderr, "fairgatectl: -o must be table or json\n");
-		return 2;
-	}
-	if (watch < 0 || (watch > 0 && watch < 0.1)) {
-		fprintf(stderr, "fairgatectl: --watch must be at least 0.1 seconds\n");
-		return 2;
-	}
-	struct prev_flow *prev = calloc(256, sizeof(*prev));
-	size_t n_prev = 0;
-	struct timespec last = { 0, 0 };
-	int rc = 0;
-	for (long iter = 0; count < 0 || iter < count; iter++) {
-		char err[512] = "";
-		json_t *resp = fg_ctl_call(path, "{\"command\":\"status\"}", err, sizeof(err));
-		json_t *st = fg_ctl_result(resp, err, sizeof(err));
-		if (!st) {
-			fprintf(stderr, "fairgatectl: %s\n", err);
-			json_decref(resp);
-			rc = 1;
-			break;
-		}
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		double dt = iter ? (double)(now.tv_sec - last.tv_sec) + (double)(now.tv_nsec - last.tv_nsec) / 1e9 : 0;
-		last = now;
-		if (!strcmp(format, "json")) {
-			json_dumpf(st, stdout, JSON_INDENT(2));
-			printf("\n");
-		} else {
-			if (watch > 0 && isatty(STDOUT_FILENO))
-				printf("\033[H\033[2J"); /* redraw in place on a terminal */
-			else if (watch > 0 && iter)
-				printf("\n");
-			print_table(st, prev, &n_prev, dt);
-		}
-		fflush(stdout);
-		json_decref(resp);
-		if (watch <= 0)
-			break;
-		struct timespec ts = { (time_t)watch, (long)((watch - (double)(time_t)watch) * 1e9) };
-		nanosleep(&ts, NULL);
-	}
-	free(prev);
-	return rc;
-}
 
 /* --- YAML output (block style; strings JSON-quoted, which YAML accepts) --- */
 
@@ -466,8 +347,10 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		{ "verb", required_argument, 0, 'v' }, { "api-group", required_argument, 0, 'a' },
 		{ "resource", required_argument, 0, 'r' }, { "subresource", required_argument, 0, 's' },
 		{ "name", required_argument, 0, 'N' }, { "path", required_argument, 0, 'p' },
-		{ "output", required_argument, 0, 'o' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "output", required_argument, 0, 'o' }, { "why", no_argument, 0, 'W' },
+		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	const char *file = NULL, *fmt = "table";
+	bool why = false;
 	json_t *rq = json_object(), *groups = json_array();
 	int opt;
 	optind = 1;
@@ -476,6 +359,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		switch (opt) {
 		case 'f': file = optarg; break;
 		case 'o': fmt = optarg; break;
+		case 'W': why = true; break;
 		case 'g': json_array_append_new(groups, json_string(optarg)); break;
 		case 'u': key = "user"; break;
 		case 'n': key = "namespace"; break;
@@ -508,15 +392,19 @@ static int cmd_explain(const char *path, int argc, char **argv)
 			char msg[160];
 			if (fg_fc_request_from_json_alloc(rq, &r, &gs, msg, sizeof(msg)))
 				fprintf(stderr, "fairgatectl explain: %s\n", msg);
-			else
+			else {
 				result = fg_fc_explain(fc, &r);
+				if (why)
+					json_object_set_new(result, "why", fg_fc_explain_why(fc, &r));
+			}
 			free(gs);
 			fg_fc_config_free(fc);
 			fg_fc_set_free(set);
 		}
 		json_decref(rq);
 	} else {
-		json_t *r = fg_ctl_request(path, json_pack("{s:s, s:o}", "command", "explain", "request", rq), &resp);
+		json_t *r = fg_ctl_request(path, json_pack("{s:s, s:o, s:b}", "command", "explain", "request", rq, "why", why),
+					   &resp);
 		result = json_incref(r);
 	}
 	if (!result) {
@@ -531,9 +419,24 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		const char *k;
 		json_t *v;
 		json_object_foreach(result, k, v) {
-			printf("%-14s ", k);
+			if (!strcmp(k, "why") || !strcmp(k, "priorityLevelState"))
+				continue;
+			printf("%-17s ", k);
 			yaml_scalar(v);
 			printf("\n");
+		}
+		json_t *state = json_object_get(result, "priorityLevelState");
+		if (state) /* the daemon's: the level as it runs now */
+			printf("%-17s seats %lld/%lld in use, %lld waiting, %lld executing\n", "priorityLevelState",
+			       geti(state, "seatsInUse"), geti(state, "seatLimit"), geti(state, "waiting"),
+			       geti(state, "executing"));
+		size_t i;
+		json_array_foreach(json_object_get(result, "why"), i, v) {
+			if (!i)
+				printf("schemas ahead of the match, and why each did not match:\n");
+			printf("  %s (%s): %s\n", json_string_value(json_object_get(v, "flowSchema")),
+			       json_string_value(json_object_get(v, "priorityLevel")),
+			       json_string_value(json_object_get(v, "reason")));
 		}
 	}
 	json_decref(result);
@@ -705,7 +608,7 @@ static const struct command {
 	const char *name;
 	int (*run)(const char *socket_path, int argc, char **argv);
 } commands[] = {
-	{ "status", cmd_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
+	{ "status", fg_ctl_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
 	{ "version", cmd_version }, { "top", cmd_top }, { "pending", cmd_pending }, { "dump", cmd_dump },
 };

@@ -12,6 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* {reason: count} of the reasons that occurred. */
+static json_t *reasons_json(const uint64_t by[FG_REJECT__COUNT])
+{
+	json_t *o = json_object();
+	for (int r = 1; r < FG_REJECT__COUNT; r++)
+		if (by[r])
+			json_object_set_new(o, fg_reject_reason_name(r), json_integer((json_int_t)by[r]));
+	return o;
+}
+
 static json_t *flows_json(const struct fg_control_view *v)
 {
 	json_t *arr = json_array();
@@ -27,8 +37,10 @@ static json_t *flows_json(const struct fg_control_view *v)
 				"received", (json_int_t)f.received, "dispatched", (json_int_t)f.dispatched,
 				"responded", (json_int_t)f.responded, "rejected", (json_int_t)f.rejected,
 				"waiting", (json_int_t)f.waiting, "executing", (json_int_t)f.executing, "worker", (int)w);
-			if (row) /* names are valid UTF-8 by construction: defensive */
+			if (row) { /* names are valid UTF-8 by construction: defensive */
+				json_object_set_new(row, "rejectedBy", reasons_json(f.rejected_by));
 				json_array_append_new(arr, row);
+			}
 		}
 	}
 	return arr;
@@ -41,14 +53,29 @@ static json_t *levels_json(const struct fg_control_view *v)
 	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
 	unsigned n = t ? fg_stats_levels_total(v->worker_stats, v->n_workers, t, FG_MAX_LEVELS) : 0;
 	for (unsigned i = 0; i < n; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "name",
 			t[i].name, "seatLimit", (int)t[i].limit, "queues", (int)t[i].queues, "live", t[i].live,
 			"seatsInUse", (json_int_t)t[i].seats_in_use, "waiting", (json_int_t)t[i].waiting,
 			"executing", (json_int_t)t[i].executing, "received", (json_int_t)t[i].received,
 			"dispatched", (json_int_t)t[i].dispatched, "responded", (json_int_t)t[i].responded,
-			"rejected", (json_int_t)t[i].rejected));
+			"rejected", (json_int_t)t[i].rejected, "rejectedBy", reasons_json(t[i].rejected_by)));
 	free(t);
 	return arr;
+}
+
+json_t *fg_status_level_json(const struct fg_control_view *v, const char *name)
+{
+	struct fg_level_total *t = name ? calloc(FG_MAX_LEVELS, sizeof(*t)) : NULL;
+	unsigned n = t ? fg_stats_levels_total(v->worker_stats, v->n_workers, t, FG_MAX_LEVELS) : 0;
+	json_t *o = NULL;
+	for (unsigned i = 0; i < n && !o; i++)
+		if (!strcmp(t[i].name, name))
+			o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:o}", "seatLimit", (int)t[i].limit, "seatsInUse",
+				      (json_int_t)t[i].seats_in_use, "waiting", (json_int_t)t[i].waiting, "executing",
+				      (json_int_t)t[i].executing, "rejected", (json_int_t)t[i].rejected, "rejectedBy",
+				      reasons_json(t[i].rejected_by));
+	free(t);
+	return o;
 }
 
 /* Per worker: what crossed between workers, and the seat grants applied. */

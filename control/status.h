@@ -10,4 +10,8 @@ struct fg_control_view;
 
 json_t *fg_status_json(const struct fg_control_view *view);
 
+/* One level as the workers run it now (seats, waiting, executing, rejects by
+ * reason), or NULL when no worker runs a level of that name. */
+json_t *fg_status_level_json(const struct fg_control_view *view, const char *name);
+
 #endif

@@ -134,8 +134,11 @@ static void count_reject(struct fg_worker *w, uint32_t flow, uint32_t level, enu
 {
 	FG_STAT_ADD(w->stats.rejected[reason], 1);
 	FG_STAT_ADD(w->stats.flows[flow].rejected, 1);
-	if (level < FG_MAX_LEVELS)
+	FG_STAT_ADD(w->stats.flows[flow].rejected_by[reason], 1);
+	if (level < FG_MAX_LEVELS) {
 		FG_STAT_ADD(w->stats.levels[level].rejected, 1);
+		FG_STAT_ADD(w->stats.levels[level].rejected_by[reason], 1);
+	}
 }
 
 /* The retry-after a REJECT outside any level carries. */
