@@ -140,7 +140,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		errno = 0;
 		unsigned long long v = strtoull(text, &end, 10);
 		if (errno || *end || end == text || *text == '-' || *text == '+' || *text == ' ')
-			return reason(why, whylen, "must be an integer");
+			return reason(why, whylen, "must be a whole number in [%" PRId64 ", %" PRId64 "]", row->lo, row->hi);
 		if ((long long)v < row->lo || (long long)v > row->hi)
 			return reason(why, whylen, "must be in [%" PRId64 ", %" PRId64 "], got %s", row->lo, row->hi, text);
 		*(uint32_t *)field(row, s) = (uint32_t)v;
@@ -187,7 +187,9 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 	}
 	case FG_SET_ENDPOINT:
 		if (fg_endpoint_parse(text, (struct fg_endpoint *)field(row, s)))
-			return reason(why, whylen, "must be \"IPv4:PORT\"");
+			return reason(why, whylen, strchr(text, ':') != strrchr(text, ':')
+					  ? "must be \"IPv4:PORT\": IPv4 only (IPv6 is not supported yet)"
+					  : "must be \"IPv4:PORT\"");
 		return 0;
 	case FG_SET_OPT_LISTEN: {
 		struct fg_opt_listen *l = field(row, s);
@@ -197,7 +199,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		}
 		struct fg_endpoint ep;
 		if (fg_endpoint_parse_bind(text, &ep))
-			return reason(why, whylen, "must be \"IPv4:PORT\" (port 0: any free port) or \"off\"");
+			return reason(why, whylen, "must be \"IPv4:PORT\" (port 0: any free port; IPv4 only) or \"off\"");
 		l->on = true;
 		l->ep = ep;
 		return 0;

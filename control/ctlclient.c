@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -27,6 +28,23 @@ static int send_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* Why the socket could not be reached, and what to try. */
+static void unreachable(const char *path, int e, char *err, size_t errlen)
+{
+	struct stat st;
+	if (e == EACCES && !stat(path, &st))
+		snprintf(err, errlen,
+			 "cannot reach fairgate at %s: permission denied (the socket is mode %03o, owner %u, group %u; "
+			 "you are uid %u: the daemon's controlSocketGroup and controlSocketMode decide who may connect)",
+			 path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)geteuid());
+	else if (e == ENOENT || e == ECONNREFUSED)
+		snprintf(err, errlen,
+			 "cannot reach fairgate at %s: %s (is it running? another socket: --socket PATH or "
+			 "FAIRGATE_SOCKET)", path, strerror(e));
+	else
+		snprintf(err, errlen, "cannot reach fairgate at %s: %s", path, strerror(e));
+}
+
 /* Send one request line, read one response line.  NULL + message on error.
  * A daemon that refuses the connection (too many clients, idle timeout)
  * writes why and closes: that line is read and returned even when writing
@@ -37,7 +55,7 @@ json_t *fg_ctl_call(const char *path, const char *request, char *err, size_t err
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		snprintf(err, errlen, "cannot reach fairgate at %s: %s", path, strerror(errno));
+		unreachable(path, errno, err, errlen);
 		if (fd >= 0)
 			close(fd);
 		return NULL;

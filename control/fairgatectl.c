@@ -64,6 +64,7 @@ static void usage(FILE *f)
 		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
+		"  --version      this fairgatectl's version (`version` asks the daemon)\n"
 		"exit status: 0 ok, 1 error (daemon error, unreachable, invalid configuration), 2 usage\n",
 		FG_DEFAULT_CONTROL_SOCKET);
 }
@@ -626,7 +627,12 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("fairgatectl %s (protocol 1)\n", FG_VERSION);
+			return 0;
 		} else {
+			fprintf(stderr, "fairgatectl: unknown option \"%s\"%s\n", argv[i],
+				!strcmp(argv[i], "--socket") ? " (it needs a PATH)" : "");
 			usage(stderr);
 			return 2;
 		}

@@ -321,6 +321,11 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	if (rc)
 		return rc == FG_ARGS_DONE ? -1 : 2;
 	d->s = &d->args.settings;
+	if (d->s->io == FG_IO_SOCKET && argc - own_argc > 1) {
+		fprintf(stderr, "fairgate: \"%s\" and the rest after \"--\" are DPDK EAL arguments, for --io dpdk only\n",
+			argv[own_argc + 1]);
+		return 2;
+	}
 	struct fg_errors errs = { .len = 0 };
 	struct fg_fc_config *fc = fg_fc_compile(d->args.objects, d->s->seat_limit, &errs);
 	if (!fc) {

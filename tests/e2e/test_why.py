@@ -106,5 +106,27 @@ try:
             f"--why as a table ({p.stdout.strip()[-200:]})")
 finally:
     os.unlink(f.name)
+# The CLI's own mistakes: its version, an unknown option, a daemon it cannot reach and why.
+p = subprocess.run([t.FAIRGATECTL, "--version"], capture_output=True, text=True, timeout=30)
+t.check(p.returncode == 0 and p.stdout.startswith("fairgatectl "), f"fairgatectl --version ({p.stdout.strip()})")
+p = subprocess.run([t.FAIRGATECTL, "--bogus", "status"], capture_output=True, text=True, timeout=30)
+t.check(p.returncode == 2 and '"--bogus"' in p.stderr, "an unknown global option is named, exit 2")
+p = subprocess.run([t.FAIRGATECTL, "--socket", "/nonexistent.sock", "status"], capture_output=True, text=True, timeout=30)
+t.check(p.returncode == 1 and "FAIRGATE_SOCKET" in p.stderr, f"unreachable: the hint names --socket/FAIRGATE_SOCKET ({p.stderr.strip()})")
+if os.geteuid() == 0:
+    # A peer that may not connect is told the socket's mode and owner.
+    p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "status"], capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: (os.setgroups([]), os.setgid(65534), os.setuid(65534)))
+    mode = os.stat(d.sock).st_mode & 0o7777
+    if mode & 0o006:
+        print(f"SKIP the permission hint: the socket is open to everyone (mode {mode:03o})")
+    else:
+        t.check(p.returncode == 1 and "permission denied" in p.stderr and "controlSocketGroup" in p.stderr,
+                f"no permission: the hint shows the socket's mode and owner ({p.stderr.strip()})")
+# The daemon refuses what it cannot honour, naming what it expects.
+for args, want in ((["--listen", "[::1]:7400"], "IPv4 only"), (["--workers", "x"], "whole number in [1, 64]"),
+                   (["--queue-wait", "15"], "duration"), (["--", "-l", "0"], "for --io dpdk only")):
+    p = subprocess.run([t.FAIRGATE, "--check"] + args, capture_output=True, text=True, timeout=30)
+    t.check(p.returncode == 2 and want in p.stderr, f"fairgate {' '.join(args)}: exit 2, {want!r} ({p.stderr.strip()[:200]})")
 d.stop()
 t.finish()
