@@ -155,6 +155,7 @@ struct fg_worker_stats {
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 	uint32_t n_backends;                   /* backends[] entries in the followed configuration */
 	struct fg_backend_stats backends[FG_MAX_BACKENDS];
+	uint8_t apf_metrics;                   /* flowcontrolMetrics: apf and the levels' R are kept */
 	struct fg_apf_stats apf;               /* per (level, schema): flowcontrolMetrics */
 };
 

@@ -773,6 +773,7 @@ static void reload(struct fg_control *ctl)
 		if (rc) {
 			fprintf(stderr, "fairgate: SIGHUP: --config %s: %s; nothing changed\n", v->reload_paths[n],
 				fg_read_file_strerror(rc));
+			count_change(v, false);
 			goto out;
 		}
 		texts[n].data = buf;

@@ -459,7 +459,8 @@ struct fg_http *fg_http_start(const struct fg_endpoint *ep, const struct fg_http
 				  (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
 				  (unsigned int)FG_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
 				  (unsigned int)FG_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				  (size_t)FG_HTTP_CONNECTION_MEMORY, MHD_OPTION_END);
+				  (size_t)FG_HTTP_CONNECTION_MEMORY, MHD_OPTION_THREAD_POOL_SIZE,
+				  (unsigned int)FG_HTTP_THREADS, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(errbuf, errlen, "cannot serve HTTP on %s (httpListen): %s", want,
 			 errno ? strerror(errno) : "libmicrohttpd refused to start");

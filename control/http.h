@@ -2,8 +2,9 @@
 /*
  * http — the HTTP endpoint (setting httpListen): GET/HEAD of /healthz,
  * /readyz and /metrics (Prometheus text format 0.0.4; docs/metrics.md lists
- * every metric), served by libmicrohttpd from its own internal polling
- * thread, one thread for every connection.
+ * every metric), served by libmicrohttpd from a pool of FG_HTTP_THREADS
+ * internal polling threads (each serves its connections; any may run any
+ * handler, so handlers keep no state between requests).
  *
  * Invariants: every input is bounded by libmicrohttpd's options —
  * FG_HTTP_MAX_CONNECTIONS connections at once, FG_HTTP_TIMEOUT_S without
@@ -22,7 +23,7 @@
  * shared with the control thread only (control/visibility.h).
  *
  * Thread contract: fg_http_start/stop are called by main (stop before the
- * worker statistics and the configuration slot go).  The HTTP thread only
+ * worker statistics and the configuration slot go).  The HTTP threads only
  * reads: worker statistics with relaxed loads (stats.h), the allotter's
  * statistics the same way, *shutting_down, and the published configuration
  * under RCU — it registers with liburcu QSBR on its first request, stays
@@ -46,6 +47,9 @@
 #define FG_HTTP_MAX_CONNECTIONS 64u      /* at once; more wait in the listen backlog */
 #define FG_HTTP_TIMEOUT_S 5u             /* a connection idle this long is closed */
 #define FG_HTTP_CONNECTION_MEMORY 32768u /* bytes per connection: request line, headers, buffers */
+/* Threads serving connections: a snapshot query waiting on the workers (up
+ * to a second) leaves the others free for /metrics and the probes. */
+#define FG_HTTP_THREADS 4u
 #define FG_HTTP_STALL_NS 1000000000ull   /* /readyz: a worker whose heartbeat is older is stalled */
 _Static_assert(FG_IDLE_WAIT_NS * 10 < FG_HTTP_STALL_NS, "an idle worker beats well within the stall limit");
 

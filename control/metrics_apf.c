@@ -172,12 +172,12 @@ static void write_pairs(struct fg_expfmt *e, const struct pair_sum *sums, size_t
 
 void fg_metrics_flowcontrol(struct fg_expfmt *e, struct fg_worker_stats *const *ws, unsigned n_workers)
 {
+	if (!n_workers || !FG_STAT_GET(ws[0]->apf_metrics))
+		return;
 	size_t cap = (size_t)n_workers * FG_APF_PAIRS, n = 0;
 	struct pair_ref *refs = malloc(cap * sizeof(*refs));
-	struct pair_sum *sums = calloc(cap ? cap : 1, sizeof(*sums));
-	if (!refs || !sums) {
-		free(refs);
-		free(sums);
+	struct pair_sum *sums = NULL;
+	if (!refs) {
 		fg_expfmt_family(e, "fairgate_flowcontrol_dispatched_requests_total", FG_EXPFMT_COUNTER,
 				 "(no memory for the per-schema metrics in this scrape)");
 		return;
@@ -190,6 +190,13 @@ void fg_metrics_flowcontrol(struct fg_expfmt *e, struct fg_worker_stats *const *
 			refs[n++].p = p;
 		}
 	qsort(refs, n, sizeof(*refs), by_names);
+	sums = calloc(n ? n : 1, sizeof(*sums)); /* at most one sum per pair seen */
+	if (!sums) {
+		free(refs);
+		fg_expfmt_family(e, "fairgate_flowcontrol_dispatched_requests_total", FG_EXPFMT_COUNTER,
+				 "(no memory for the per-schema metrics in this scrape)");
+		return;
+	}
 	size_t n_sums = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (i && by_names(&refs[i - 1], &refs[i]))
@@ -210,6 +217,8 @@ void fg_metrics_flowcontrol(struct fg_expfmt *e, struct fg_worker_stats *const *
 
 void fg_metrics_virtual_time(struct fg_expfmt *e, struct fg_worker_stats *const *ws, unsigned n_workers)
 {
+	if (!n_workers || !FG_STAT_GET(ws[0]->apf_metrics)) /* flowcontrolMetrics false: none of the set */
+		return;
 	static const struct {
 		const char *name, *help;
 	} fam[] = {

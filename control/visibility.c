@@ -85,8 +85,21 @@ static int take(struct fg_vis *v, const char *level, uint32_t flags, struct fg_s
 		size_t errlen)
 {
 	int rc = 0;
-	pthread_mutex_lock(&v->mu);
+	/* One deadline for the wait for the lock and for the workers: a query
+	 * answers within FG_SNAP_TIMEOUT_NS, busy (503) if another holds it. */
 	uint64_t deadline = fg_now_ns() + FG_SNAP_TIMEOUT_NS;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until); /* pthread_mutex_timedlock's clock */
+	until.tv_sec += (time_t)(FG_SNAP_TIMEOUT_NS / 1000000000u);
+	until.tv_nsec += (long)(FG_SNAP_TIMEOUT_NS % 1000000000u);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&v->mu, &until)) {
+		snprintf(err, errlen, "another snapshot query is under way; try again");
+		return -ETIMEDOUT;
+	}
 	/* A worker that timed out last time may still hold that buffer. */
 	for (unsigned i = 0; i < v->n; i++) {
 		while (!returned(v, i) && fg_now_ns() < deadline)
@@ -347,7 +360,11 @@ static void pending_item(struct sbuf *b, struct fg_snapshot *const *snaps, const
 	const struct fg_snap_req *r = &s->reqs[it->req];
 	char ip[INET_ADDRSTRLEN] = "", fin[48];
 	inet_ntop(AF_INET, &r->client.ip, ip, sizeof(ip));
-	fg_pending_format_r(r->finish - s->levels[r->level].r, fin, sizeof(fin));
+	/* Signed: a head blocked for seats falls behind R while R moves on. */
+	uint64_t ahead = r->finish - s->levels[r->level].r;
+	bool behind = (int64_t)ahead < 0;
+	fin[0] = '-';
+	fg_pending_format_r(behind ? 0 - ahead : ahead, fin + behind, sizeof(fin) - 1);
 	double waited = s->now_ns > r->arrival_ns ? (double)(s->now_ns - r->arrival_ns) / 1e9 : 0;
 	sb_printf(b, "{\"positionInPriorityLevel\":%" PRIu32 ",\"positionInQueue\":%" PRIu32 ",\"queue\":%" PRIu32
 		  ",\"worker\":%u,\"flowSchema\":", it->pos_level, it->pos_queue, r->queue, s->worker);

@@ -299,8 +299,6 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 		FG_STAT_ADD(w->stats.backend_ejections, 1);
 		FG_STAT_ADD(bs->ejections, 1);
 	}
-	if (!answered)
-		FG_STAT_ADD(bs->timeouts, 1);
 	fg_worker__publish_backend(w, r->backend);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
@@ -721,6 +719,7 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		give_up_held(w, cfg, w->held.head, FG_REJECT_NO_BACKEND, now);
 	while (w->executing.head != FG_REQ_NIL && w->reqs.slots[w->executing.head].deadline_ns <= now) {
 		uint32_t slot = w->executing.head;
+		FG_STAT_ADD(w->stats.backends[w->reqs.slots[slot].backend].timeouts, 1); /* not shutdown aborts */
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT, now);
 		leave_executing(w, slot, now, false);
 	}
@@ -776,14 +775,15 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 
 /* What the other workers handed over: requests for this worker's queues,
  * answers for its requests.  A burst per ring per poll. */
-static void take_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+static unsigned take_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
-	unsigned n_workers = w->mesh->n_workers;
+	unsigned n_workers = w->mesh->n_workers, taken = 0;
 	struct fg_handoff hs[FG_RX_BURST];
 	for (unsigned from = 0; from < n_workers; from++) {
 		if (from == w->id)
 			continue;
 		unsigned n = fg_spsc_pop(&w->mesh->rings[from * n_workers + w->id], hs, FG_RX_BURST, sizeof(hs[0]));
+		taken += n;
 		for (unsigned i = 0; i < n; i++) {
 			if (hs[i].cfg_level == FG_HANDOFF_ANSWER)
 				handle_answer(w, cfg, &hs[i].pkt, &hs[i].hdr, now);
@@ -791,6 +791,7 @@ static void take_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint
 				take_over(w, cfg, &hs[i], now);
 		}
 	}
+	return taken;
 }
 
 unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
@@ -800,8 +801,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_worker_configure(w, cfg, now);
 	if (w->board && likely(w->config_generation == cfg->generation))
 		fg_worker__follow_grants(w, now);
-	if (w->mesh)
-		take_handoffs(w, cfg, now);
+	unsigned taken = w->mesh ? take_handoffs(w, cfg, now) : 0;
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);
 	for (unsigned i = 0; i < n; i++)
@@ -816,7 +816,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (w->io.ops->tick)
 		w->io.ops->tick(w->io.ctx, now);
 	flush(w);
-	return n;
+	return n + taken;
 }
 
 void fg_worker_poll_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)

@@ -164,8 +164,8 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 /* Dispatch waiting requests in fair order while seats are free. */
 void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
-/* One poll-loop step: rx burst, handle, expire, dispatch, flush.
- * Returns the number of datagrams received. */
+/* One poll-loop step: hand-offs, rx burst, handle, expire, dispatch, flush.
+ * Returns the datagrams received plus the hand-offs taken (0: idle). */
 unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
 /* Shutdown, stage 1: stop admitting, answer everything waiting with

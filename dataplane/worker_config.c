@@ -194,6 +194,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	w->level_of_cfg = map;
 	w->n_level_map = fc->n_levels;
 	w->apf_metrics = apf;
+	FG_STAT_SET(w->stats.apf_metrics, apf);
 	for (uint32_t i = 0; apf && i < fc->n_schemas; i++)
 		pairs[i] = fg_apf_pair(&w->stats.apf, fc->levels[fc->schema_level[i]].name, fc->schema_names[i]);
 	free(w->pair_of_schema);
