@@ -58,6 +58,14 @@ static void usage(FILE *f)
 		"                             (docs/visibility.md)\n"
 		"  dump levels|queues|requests [--details] [-o table|json]\n"
 		"                             Kubernetes' APF debug dumps (dump_priority_levels, ...)\n"
+		"  backend list [-o table|json]\n"
+		"                             each backend: address, administrative state, health, seats, MAC\n"
+		"  backend drain|disable|enable ADDR:PORT\n"
+		"                             live: drain (no new dispatches, in-flight ones finish), disable\n"
+		"                             (the same, and its timeouts no longer eject it), enable\n"
+		"  backend add ADDR:PORT[@MAC][,seats=N] | backend remove ADDR:PORT\n"
+		"                             change the backends list live (until a reload or restart:\n"
+		"                             put it in the --config file too)\n"
 		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
@@ -76,6 +84,30 @@ static int read_all(const char *path, char **out, size_t *len)
 static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
 
 struct prev_flow { char key[160]; long long received, rejected; };
+
+static const char *gets_or(json_t *o, const char *k, const char *dflt)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : dflt;
+}
+
+/* The status document's backendPool as a table. */
+static void print_backends(json_t *st)
+{
+	json_t *b;
+	size_t i;
+	printf("%-21s %-9s %-8s %-24s %11s %8s %9s %-24s %s\n", "BACKEND", "ADMIN", "STATE", "EJECTED-UNTIL",
+	       "SEATS/CAP", "TIMEOUTS", "EJECTIONS", "LAST-CHANGE", "MAC");
+	json_array_foreach(json_object_get(st, "backendPool"), i, b) {
+		char seats[32], mac[40];
+		snprintf(seats, sizeof(seats), "%lld/%lld", geti(b, "outstandingSeats"), geti(b, "capacitySeats"));
+		snprintf(mac, sizeof(mac), "%s%s%s", gets_or(b, "mac", "-"), json_object_get(b, "macSource") ? " " : "",
+			 gets_or(b, "macSource", ""));
+		printf("%-21s %-9s %-8s %-24s %11s %8lld %9lld %-24s %s\n", gets_or(b, "address", "?"),
+		       gets_or(b, "admin", "?"), gets_or(b, "state", "?"), gets_or(b, "ejectedUntil", "-"), seats,
+		       geti(b, "timeouts"), geti(b, "ejections"), gets_or(b, "lastChange", "-"), mac);
+	}
+}
 
 /* Print the status table; rates come from the previous sample when given. */
 static void print_table(json_t *st, struct prev_flow *prev, size_t *n_prev, double dt)
@@ -128,7 +160,8 @@ static void print_table(json_t *st, struct prev_flow *prev, size_t *n_prev, doub
 	printf("\nrejects:");
 	json_object_foreach(rej, reason, v)
 		printf(" %s=%lld", reason, (long long)json_integer_value(v));
-	printf("\n");
+	printf("\n\n");
+	print_backends(st);
 }
 
 static int cmd_status(const char *path, int argc, char **argv)
@@ -701,10 +734,54 @@ static int cmd_dump(const char *path, int argc, char **argv)
 	return 0;
 }
 
+/* backend list | drain|disable|enable|remove ADDR:PORT | add ADDR:PORT[@MAC][,seats=N] */
+static int cmd_backend(const char *path, int argc, char **argv)
+{
+	static const char *const actions[] = { "drain", "disable", "enable", "add", "remove" };
+	const char *act = argc >= 2 ? argv[1] : "";
+	if (!strcmp(act, "list")) {
+		const char *fmt = output_format(argc, argv, "table");
+		bool ok = (argc == 2 || (argc == 4 && (!strcmp(argv[2], "-o") || !strcmp(argv[2], "--output")))) &&
+			  (!strcmp(fmt, "table") || !strcmp(fmt, "json"));
+		if (!ok) {
+			fprintf(stderr, "usage: fairgatectl backend list [-o table|json]\n");
+			return 2;
+		}
+		json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s}", "command", "status"), &resp);
+		if (!r)
+			return 1;
+		if (!strcmp(fmt, "json"))
+			print_json(fmt, json_object_get(r, "backendPool"));
+		else
+			print_backends(r);
+		json_decref(resp);
+		return 0;
+	}
+	size_t k = 0;
+	while (k < sizeof(actions) / sizeof(actions[0]) && strcmp(act, actions[k]))
+		k++;
+	if (k == sizeof(actions) / sizeof(actions[0]) || argc != 3 || strlen(argv[2]) >= FG_BACKEND_SPEC_MAX) {
+		fprintf(stderr, "usage: fairgatectl backend list [-o table|json]\n"
+				"       fairgatectl backend drain|disable|enable|remove ADDR:PORT\n"
+				"       fairgatectl backend add ADDR:PORT[@MAC][,seats=N]\n");
+		return 2;
+	}
+	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s, s:s, s:s}", "command", "backend", "action", act,
+							 "address", argv[2]), &resp);
+	if (!r)
+		return 1;
+	print_warnings(r);
+	printf("backend %s: %s (configuration generation %lld)\n", gets_or(r, "backend", argv[2]), act,
+	       (long long)json_integer_value(json_object_get(r, "generation")));
+	json_decref(resp);
+	return 0;
+}
+
 static const struct command {
 	const char *name;
 	int (*run)(const char *socket_path, int argc, char **argv);
 } commands[] = {
+	{ "backend", cmd_backend },
 	{ "status", cmd_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
 	{ "version", cmd_version }, { "top", cmd_top }, { "pending", cmd_pending }, { "dump", cmd_dump },

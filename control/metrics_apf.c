@@ -300,6 +300,8 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, outstanding) },
 		{ "fairgate_backend_capacity_seats", "The backend's capacity (seats=N), over the workers; 0: no limit.",
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, capacity) },
+		{ "fairgate_backend_dispatched_total", "Requests sent to the backend.", FG_EXPFMT_COUNTER,
+		  offsetof(struct fg_backend_total, dispatched) },
 		{ "fairgate_backend_timeouts_total", "Requests the backend did not answer within backendTimeout.",
 		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, timeouts) },
 		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,

@@ -125,6 +125,7 @@ static json_t *backends_json(const struct fg_control_view *v, const struct fg_co
 					"capacitySeats", (json_int_t)t.capacity, "timeouts", (json_int_t)t.timeouts,
 					"ejections", (json_int_t)t.ejections);
 		json_object_set_new(row, "admin", json_string(admin_word(bc->admin, t.outstanding)));
+		json_object_set_new(row, "dispatched", json_integer((json_int_t)t.dispatched));
 		json_object_set_new(row, "ejectedUntil", t.in_state[1] ? wall_time(t.until_ns) : json_null());
 		json_object_set_new(row, "lastChange", wall_time(t.last_change_ns));
 		if (v->settings->io == FG_IO_DPDK) {

@@ -336,6 +336,7 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
+	FG_STAT_ADD(w->stats.backends[b].dispatched, 1);
 	fg_worker__publish_backend(w, b, now);
 	send_pkt(w, &pkt, false);
 }

@@ -160,6 +160,7 @@ static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, ui
 		struct fg_backend_stats *bs = &w->stats.backends[b];
 		if (fresh) { /* another backend: its counters start again */
 			FG_STAT_SET(bs->timeouts, 0);
+			FG_STAT_SET(bs->dispatched, 0);
 			FG_STAT_SET(bs->ejections, 0);
 			FG_STAT_SET(bs->state, FG_BACKEND_UP);
 			FG_STAT_SET(bs->admin, FG_BACKEND_ENABLED);
