@@ -129,10 +129,14 @@ static json_t *backends_json(const struct fg_control_view *v, const struct fg_co
 		json_object_set_new(row, "ejectedUntil", t.in_state[1] ? wall_time(t.until_ns) : json_null());
 		json_object_set_new(row, "lastChange", wall_time(t.last_change_ns));
 		if (v->settings->io == FG_IO_DPDK) {
-			const uint8_t *m = bc->ep.mac;
+			/* static: given as @MAC; arp: learned; arp-asking: not answered yet. */
+			uint8_t m[6];
+			memcpy(m, bc->ep.mac, sizeof(m));
+			int learned = bc->static_mac || !v->backend_mac ? -1 : v->backend_mac(v->backend_mac_ctx, bc->ep.ip, m);
 			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-			json_object_set_new(row, "mac", bc->static_mac ? json_string(mac) : json_null());
-			json_object_set_new(row, "macSource", json_string(bc->static_mac ? "static" : "arp"));
+			json_object_set_new(row, "mac", bc->static_mac || learned == 1 ? json_string(mac) : json_null());
+			json_object_set_new(row, "macSource", json_string(bc->static_mac ? "static"
+									  : learned == 1 ? "arp" : "arp-asking"));
 		}
 		json_array_append_new(arr, row);
 	}

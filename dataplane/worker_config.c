@@ -169,6 +169,8 @@ static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, ui
 		}
 	}
 	fg_backendpool_set_count(&w->pool, n);
+	if (w->io.ops->follow_backends)
+		w->io.ops->follow_backends(w->io.ctx, cfg->backends, n);
 	/* Each worker takes an even part of a backend's capacity. */
 	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
 	for (uint32_t b = 0; b < n; b++) {
