@@ -45,12 +45,17 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		}
 	}
-	if (admin != b->admin && admin == FG_BACKEND_ENABLED && b->state != FG_BACKEND_UP) {
-		/* Enabled again: a fresh start, as an operator expects of "enable". */
+	if (admin != b->admin && admin == FG_BACKEND_ENABLED) {
+		/* Enabled again: a fresh start, as an operator expects of "enable"
+		 * (the other workers' ejection too: each clears it as it follows). */
 		b->state = FG_BACKEND_UP;
 		b->eject_ns = 0;
 		b->consecutive_timeouts = 0;
 		b->probe_in_flight = false;
+		if (p->shared) {
+			__atomic_store_n(&p->shared[i].down_until, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
+		}
 	}
 	b->admin = admin;
 	return fresh;

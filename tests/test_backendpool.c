@@ -174,6 +174,14 @@ TEST(slot_following_another_address_starts_afresh)
 	CHECK_EQ(a.b[0].ejections, 0);
 	CHECK_EQ(shared[0].down_until, 0);
 	CHECK_EQ(fg_backendpool_pick(&a, 1, 200 * MS), 0);
+	/* Enabled again after an ejection shared by another worker: usable at once. */
+	CHECK(fg_backendpool_follow(&b, 0, 2, 7501, FG_BACKEND_DISABLED));
+	fg_backendpool_set_count(&b, 1);
+	__atomic_store_n(&shared[0].down_until, 9000 * MS, __ATOMIC_RELAXED);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 300 * MS), FG_BACKEND_NONE);
+	CHECK(!fg_backendpool_follow(&b, 0, 2, 7501, FG_BACKEND_ENABLED));
+	CHECK_EQ(shared[0].down_until, 0);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 300 * MS), 0);
 	fg_backendpool_set_count(&a, 0);
 	CHECK_EQ(fg_backendpool_pick(&a, 1, 200 * MS), FG_BACKEND_NONE);
 	CHECK(!fg_backendpool_usable(&a, 200 * MS));
