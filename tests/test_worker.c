@@ -756,6 +756,23 @@ TEST(per_flow_statistics)
 	rig_fini(&r);
 }
 
+/* Shut the worker down (everything still owed is answered), count the last
+ * answers, and return how many requests 1..next_id-1 did not get exactly one. */
+static unsigned shut_down_and_count_bad_answers(struct rig *r, uint8_t *answers, uint64_t next_id)
+{
+	fg_worker_drain(&r->w, &r->cfg, r->now);
+	fg_worker_abort_executing(&r->w, &r->cfg, r->now);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	while (next_sent(r, &m, &to))
+		if (m.hdr.type != FG_MSG_REQUEST && m.hdr.request_id < next_id)
+			answers[m.hdr.request_id]++;
+	unsigned bad = 0;
+	for (uint64_t id = 1; id < next_id; id++)
+		bad += answers[id] != 1;
+	return bad;
+}
+
 /* Random arrivals, completions, time-outs and garbage on a virtual clock:
  * the accounting invariant holds after every step and every request gets
  * exactly one answer. */
@@ -805,17 +822,7 @@ TEST(randomized_exactly_once)
 			}
 		}
 	}
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
-	struct fg_msg m;
-	struct fg_endpoint to;
-	while (next_sent(&r, &m, &to))
-		if (m.hdr.type != FG_MSG_REQUEST && m.hdr.request_id < next_id)
-			answers[m.hdr.request_id]++;
-	unsigned bad = 0;
-	for (uint64_t id = 1; id < next_id; id++)
-		bad += answers[id] != 1;
-	CHECK_EQ(bad, 0);
+	CHECK_EQ(shut_down_and_count_bad_answers(&r, answers, next_id), 0);
 	CHECK(r.w.stats.rejected[FG_REJECT_TIME_OUT] + r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT] > 0);
 	check_invariant(&r);
 	rig_fini(&r);
@@ -2151,17 +2158,7 @@ TEST(backends_added_and_removed_under_random_load)
 			}
 		}
 	}
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
-	struct fg_msg m;
-	struct fg_endpoint to;
-	while (next_sent(&r, &m, &to))
-		if (m.hdr.type != FG_MSG_REQUEST && m.hdr.request_id < next_id)
-			answers[m.hdr.request_id]++;
-	unsigned bad = 0;
-	for (uint64_t id = 1; id < next_id; id++)
-		bad += answers[id] != 1;
-	CHECK_EQ(bad, 0);
+	CHECK_EQ(shut_down_and_count_bad_answers(&r, answers, next_id), 0);
 	/* The test reached what it is about. */
 	CHECK(adds > FG_MAX_BACKENDS);      /* slots were reused */
 	CHECK(removes > 20 && admin_changes > 20);
