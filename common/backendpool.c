@@ -25,7 +25,7 @@ void fg_backendpool_set_ejection(struct fg_backendpool *p, uint32_t eject_after,
 {
 	p->eject_after = eject_after ? eject_after : 1;
 	p->base_eject_ns = eject_ns;
-	p->max_eject_ns = max_eject_ns;
+	p->max_eject_ns = max_eject_ns > eject_ns ? max_eject_ns : eject_ns;
 }
 
 bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, uint16_t port, uint8_t admin)

@@ -381,6 +381,11 @@ static char *cmd_backend(const struct fg_control_view *view, json_t *req)
 		return error_response("out of memory");
 	char addr[64];
 	struct fg_errors warnings = { .len = 0 };
+	uint32_t enabled = 0;
+	for (uint32_t i = 0; i < next.n_backends; i++)
+		enabled += next.backends[i].admin == FG_BACKEND_ENABLED;
+	if (!enabled)
+		fg_errors_add(&warnings, "backends", "none is enabled now: new requests are answered no-backend");
 	json_t *extra = json_pack("{s:s, s:s}", "backend", fg_endpoint_format(&ep, addr, sizeof(addr)), "action",
 				  actions[act]);
 	char *out = commit(view, candidate, &next, 0, false, &warnings, extra);

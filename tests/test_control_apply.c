@@ -162,6 +162,15 @@ TEST(backend_command_keeps_slots_and_refuses_bad_input)
 	CHECK(slot_is(r.config, 1, "127.0.0.1:7502", FG_BACKEND_DRAIN));
 	CHECK(slot_is(r.config, 2, "127.0.0.1:7503", FG_BACKEND_ENABLED) && !r.config->backends[2].seats);
 	CHECK(slot_is(r.config, 3, "127.0.0.1:7504", FG_BACKEND_ENABLED));
+	/* Disabling the last enabled ones: done, with a warning. */
+	j = line(&r, "{\"command\":\"backend\",\"action\":\"disable\",\"address\":\"127.0.0.1:7503\"}", true);
+	CHECK_EQ(json_array_size(json_object_get(json_object_get(j, "result"), "warnings")), 0);
+	json_decref(j);
+	j = line(&r, "{\"command\":\"backend\",\"action\":\"disable\",\"address\":\"127.0.0.1:7504\"}", true);
+	const char *w = json_string_value(json_array_get(json_object_get(json_object_get(j, "result"), "warnings"), 0));
+	CHECK(w && strstr(w, "none is enabled now"));
+	json_decref(j);
+	CHECK(slot_is(r.config, 3, "127.0.0.1:7504", FG_BACKEND_DISABLED));
 
 	uint64_t gen = r.config->generation;
 	static const struct { const char *line, *error; bool admin; } bad[] = {
