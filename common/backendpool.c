@@ -4,6 +4,12 @@
 
 #include <string.h>
 
+const char *fg_backend_admin_name(unsigned admin)
+{
+	static const char *const names[FG_BACKEND_ADMIN__COUNT] = { "enabled", "drain", "disabled", "removed" };
+	return admin < FG_BACKEND_ADMIN__COUNT ? names[admin] : "?";
+}
+
 void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
 			 uint64_t max_eject_ns)
 {
@@ -19,22 +25,54 @@ void fg_backendpool_set_ejection(struct fg_backendpool *p, uint32_t eject_after,
 {
 	p->eject_after = eject_after ? eject_after : 1;
 	p->base_eject_ns = eject_ns;
-	p->max_eject_ns = max_eject_ns;
+	p->max_eject_ns = max_eject_ns > eject_ns ? max_eject_ns : eject_ns;
 }
 
-void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n)
+bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, uint16_t port, uint8_t admin)
 {
-	if (n != p->n) {
-		struct fg_backend_shared *shared = p->shared;
-		fg_backendpool_init(p, n, p->eject_after, p->base_eject_ns, p->max_eject_ns);
-		p->shared = shared;
+	if (i >= FG_MAX_BACKENDS)
+		return false;
+	struct fg_backend *b = &p->b[i];
+	bool fresh = i >= p->n || b->ip != ip || b->port != port;
+	if (fresh) {
+		memset(b, 0, sizeof(*b));
+		b->ip = ip;
+		b->port = port;
+		/* Every pool following the slot clears the same: what the
+		 * previous address earned does not eject the new one. */
+		if (p->shared) {
+			__atomic_store_n(&p->shared[i].down_until, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
+		}
 	}
+	if (admin != b->admin && admin == FG_BACKEND_ENABLED) {
+		/* Enabled again: a fresh start, as an operator expects of "enable"
+		 * (the other workers' ejection too: each clears it as it follows). */
+		b->state = FG_BACKEND_UP;
+		b->eject_ns = 0;
+		b->consecutive_timeouts = 0;
+		b->probe_in_flight = false;
+		if (p->shared) {
+			__atomic_store_n(&p->shared[i].down_until, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
+		}
+	}
+	b->admin = admin;
+	return fresh;
+}
+
+void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n)
+{
+	n = n > FG_MAX_BACKENDS ? FG_MAX_BACKENDS : n;
+	for (uint32_t i = n; i < p->n; i++)
+		memset(&p->b[i], 0, sizeof(p->b[i]));
+	p->n = n;
 }
 
 /* Another worker ejected backend i: eject it here too, for the same time. */
 static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, struct fg_backend *b, uint64_t now)
 {
-	if (!p->shared || b->state != FG_BACKEND_UP)
+	if (!p->shared || b->state != FG_BACKEND_UP || b->admin != FG_BACKEND_ENABLED)
 		return;
 	uint64_t until = __atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED);
 	if (now < until) {
@@ -72,6 +110,8 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 	uint32_t best = FG_BACKEND_NONE;
 	for (uint32_t i = 0; i < p->n; i++) {
 		struct fg_backend *b = &p->b[i];
+		if (b->admin != FG_BACKEND_ENABLED)
+			continue;
 		follow_shared(p, i, b, now);
 		if (!available(b, now))
 			continue;
@@ -97,6 +137,8 @@ bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now)
 {
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct fg_backend *b = &p->b[i];
+		if (b->admin != FG_BACKEND_ENABLED)
+			continue;
 		if (b->state == FG_BACKEND_UP && p->shared &&
 		    now < __atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED))
 			continue; /* another worker ejected it */
@@ -113,6 +155,10 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		return;
 	struct fg_backend *b = &p->b[i];
 	b->outstanding -= seats < b->outstanding ? seats : b->outstanding;
+	/* Taken out of service: what it still answers or not says nothing the
+	 * pool acts on (enable starts it afresh). */
+	if (b->admin == FG_BACKEND_DISABLED || b->admin == FG_BACKEND_REMOVED)
+		return;
 	if (answered) {
 		b->consecutive_timeouts = 0;
 		if (p->shared && __atomic_load_n(&p->shared[i].timeouts, __ATOMIC_RELAXED))

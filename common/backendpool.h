@@ -14,6 +14,15 @@
  * over all of them and a backend one of them ejects counts as ejected for
  * all (each then probes it once when the time is up).  Time is passed in.
  *
+ * Backends sit in stable slots (the configuration keeps a backend's slot
+ * for as long as its address stays listed, settings.h), so a request in
+ * flight keeps its backend across configuration generations.  A slot has
+ * an administrative state besides its health: only an enabled backend is
+ * picked; a draining one finishes what it has and keeps its health
+ * accounting; a disabled or removed one finishes what it has and its
+ * timeouts neither eject it nor count towards an ejection.  A slot that
+ * comes to name another address starts afresh (fg_backendpool_follow).
+ *
  * Thread contract: owned by one worker.
  */
 #ifndef FG_BACKENDPOOL_H
@@ -28,9 +37,21 @@
 
 enum fg_backend_state { FG_BACKEND_UP = 0, FG_BACKEND_EJECTED, FG_BACKEND_PROBING };
 
+/* What the operator wants of a backend (fairgatectl backend, control.md);
+ * REMOVED marks the slot of a backend no longer listed, kept so that the
+ * answers of requests in flight there are still taken. */
+enum fg_backend_admin { FG_BACKEND_ENABLED = 0, FG_BACKEND_DRAIN, FG_BACKEND_DISABLED, FG_BACKEND_REMOVED };
+#define FG_BACKEND_ADMIN__COUNT 4
+
+/* "enabled", "drain", "disabled", "removed" (status, metrics, control). */
+const char *fg_backend_admin_name(unsigned admin);
+
 struct fg_backend {
 	uint8_t state;
+	uint8_t admin;               /* enum fg_backend_admin */
 	bool probe_in_flight;
+	uint16_t port;               /* the address this slot names (network order) */
+	uint32_t ip;
 	uint32_t outstanding;        /* seats of requests executing there */
 	uint32_t capacity;           /* most seats at once (0: no limit) */
 	uint32_t consecutive_timeouts;
@@ -64,9 +85,14 @@ void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_af
 void fg_backendpool_set_ejection(struct fg_backendpool *p, uint32_t eject_after, uint64_t eject_ns,
 				 uint64_t max_eject_ns);
 
-/* Keep the state of the first n backends when the list is unchanged in size;
- * reset otherwise. */
-void fg_backendpool_resize(struct fg_backendpool *p, uint32_t n);
+/* Slot i names backend ip:port (network order) with this administrative
+ * state.  Returns true when the slot named another address (or none): its
+ * state starts afresh, outstanding seats included, so the caller must first
+ * end the requests in flight there.  Slots at or past n are emptied the
+ * same way (fg_backendpool_set_count). */
+bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, uint16_t port, uint8_t admin);
+/* The number of slots in use (at most FG_MAX_BACKENDS). */
+void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n);
 
 /* This worker's part of backend i's capacity (0: no limit). */
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats);

@@ -40,6 +40,7 @@
 #define FG_LEVEL_NAME_MAX 64u
 
 #define FG_MAX_BACKENDS 64u
+#define FG_BACKEND_SPEC_MAX 96u /* "ADDR:PORT[@MAC][,seats=N]" as text, its terminator included */
 #define FG_MAX_BACKEND_SEATS 1000000u     /* a backend's capacity, seats=N */
 #define FG_MAX_SEAT_LIMIT 1000000u
 #define FG_MAX_MAX_REQUESTS (1u << 24)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* settings — defaults, FairgateSettings JSON, validation, compilation. */
 #include "settings.h"
+#include "backendpool.h"
 #include "seatshare.h"
 #include "settings_table.h"
 
@@ -71,8 +72,8 @@ int fg_settings_add_backend(struct fg_settings *s, const char *spec)
 		return -ENOSPC;
 	struct fg_backend_cfg b = { 0 };
 	/* ADDR:PORT[@MAC][,seats=N] */
-	char buf[96];
-	size_t len = strlen(spec);
+	char buf[FG_BACKEND_SPEC_MAX];
+	size_t len = strnlen(spec, sizeof(buf));
 	if (len >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, spec, len + 1);
@@ -148,6 +149,22 @@ out:
 	return 0;
 }
 
+int fg_settings_find_backend(const struct fg_settings *s, const struct fg_endpoint *ep)
+{
+	for (uint32_t i = 0; i < s->n_backends; i++)
+		if (fg_endpoint_same_addr(&s->backends[i].ep, ep))
+			return (int)i;
+	return -1;
+}
+
+void fg_settings_keep_backend_admin(struct fg_settings *next, const struct fg_settings *cur)
+{
+	for (uint32_t i = 0; i < next->n_backends; i++) {
+		int k = fg_settings_find_backend(cur, &next->backends[i].ep);
+		next->backends[i].admin = k < 0 ? FG_BACKEND_ENABLED : cur->backends[k].admin;
+	}
+}
+
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 {
 	unsigned before = errs->count;
@@ -164,6 +181,15 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 			snprintf(path, sizeof(path), "spec.backends[%u]", i);
 			fg_errors_add(errs, path, "must differ from spec.listen (fairgate would send requests to itself)");
 		}
+	for (uint32_t i = 0; i < s->n_backends; i++) {
+		/* Backends are told apart by address (answers, slots, fairgatectl backend). */
+		int first = fg_settings_find_backend(s, &s->backends[i].ep);
+		if (first >= 0 && (uint32_t)first < i) {
+			char path[64];
+			snprintf(path, sizeof(path), "spec.backends[%u]", i);
+			fg_errors_add(errs, path, "the same address as spec.backends[%d]", first);
+		}
+	}
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (s->backends[i].seats && s->backends[i].seats < s->workers) {
 			char path[64];
@@ -203,6 +229,46 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 		return NULL;
 	}
 	return c;
+}
+
+void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev)
+{
+	if (!prev)
+		return;
+	struct fg_backend_cfg listed[FG_MAX_BACKENDS];
+	uint32_t n_listed = next->n_backends, n = prev->n_backends;
+	bool placed[FG_MAX_BACKENDS] = { false }, taken[FG_MAX_BACKENDS] = { false };
+	memcpy(listed, next->backends, sizeof(listed[0]) * n_listed);
+	memcpy(next->backends, prev->backends, sizeof(next->backends[0]) * n);
+	for (uint32_t j = 0; j < n; j++)
+		next->backends[j].admin = FG_BACKEND_REMOVED;
+	for (uint32_t i = 0; i < n_listed; i++)
+		for (uint32_t j = 0; j < n && !placed[i]; j++)
+			if (!taken[j] && fg_endpoint_same_addr(&prev->backends[j].ep, &listed[i].ep)) {
+				next->backends[j] = listed[i];
+				placed[i] = taken[j] = true;
+			}
+	/* New ones: never used slots first, so removed ones keep taking the
+	 * answers in flight as long as they can.  There is always a slot:
+	 * n_listed <= FG_MAX_BACKENDS and every listed one matched at most one. */
+	uint32_t reuse = 0;
+	for (uint32_t i = 0; i < n_listed; i++) {
+		if (placed[i])
+			continue;
+		uint32_t j = n;
+		if (n < FG_MAX_BACKENDS) {
+			n++;
+		} else {
+			while (reuse < n && taken[reuse])
+				reuse++;
+			j = reuse;
+		}
+		if (j >= FG_MAX_BACKENDS) /* cannot happen (above); defensive */
+			break;
+		next->backends[j] = listed[i];
+		taken[j] = true;
+	}
+	next->n_backends = n;
 }
 
 void fg_config_free(struct fg_config *c)

@@ -21,6 +21,8 @@
 struct fg_backend_cfg {
 	struct fg_endpoint ep;
 	bool static_mac; /* DPDK mode: ep.mac given; otherwise resolved by ARP */
+	uint8_t admin;   /* enum fg_backend_admin (backendpool.h): set by `fairgatectl backend`, not by files;
+			  * kept by address across changes (fg_settings_keep_backend_admin) */
 	uint32_t seats;  /* capacity: the most seats executing there at once (0: no limit) */
 };
 
@@ -99,6 +101,13 @@ int fg_settings_apply_json(struct fg_settings *s, const uint8_t *buf, size_t len
 /* Parse "A.B.C.D:PORT[@aa:bb:cc:dd:ee:ff][,seats=N]" and append a backend.  0 or -EINVAL/-ENOSPC. */
 int fg_settings_add_backend(struct fg_settings *s, const char *spec);
 
+/* The index of the backend at ep's address (ip and port), or -1. */
+int fg_settings_find_backend(const struct fg_settings *s, const struct fg_endpoint *ep);
+
+/* A new backends list (an apply, a reload) keeps the administrative state
+ * (drain, disabled) of the backends cur already had at the same address. */
+void fg_settings_keep_backend_admin(struct fg_settings *next, const struct fg_settings *cur);
+
 /* Cross-field checks after all sources are applied.  0 or -EINVAL. */
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
 
@@ -107,6 +116,15 @@ struct fg_fc_config;
 /* Build the dispatch configuration workers read, taking ownership of fc.
  * NULL on allocation failure (fc is freed). */
 struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_config *fc, uint64_t generation);
+/* Give next's backends the slots they had in prev (the configuration in
+ * force): a backend keeps its slot while its address stays listed, so
+ * requests in flight keep naming it (backendpool.h); a backend no longer
+ * listed leaves its slot marked FG_BACKEND_REMOVED, so that the answers of
+ * requests in flight there are still taken; a new one takes a never used
+ * slot, else the lowest removed one (whose requests still in flight are
+ * then answered backend-timeout by the workers).  next->n_backends becomes
+ * the number of slots, removed ones included. */
+void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev);
 /* Free a configuration built by fg_settings_compile (not yet published, or
  * after its grace period). */
 void fg_config_free(struct fg_config *c);

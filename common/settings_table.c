@@ -24,11 +24,11 @@ const struct fg_setting fg_settings_table[] = {
 	  "`socket` (kernel UDP, recvmmsg/sendmmsg) or `dpdk`", io_names },
 	{ "listen", "listen", FG_SET_ENDPOINT, FIELD(listen), 0, 0, false,
 	  "where clients send; in DPDK mode also fairgate's IPv4 address on the port" },
-	{ "backends", "backend", FG_SET_BACKENDS, FIELD(backends), 0, FG_MAX_BACKENDS, false,
+	{ "backends", "backend", FG_SET_BACKENDS, FIELD(backends), 0, FG_MAX_BACKENDS, true,
 	  "`ADDR:PORT`, optionally `@MAC` (DPDK mode: a static MAC instead of ARP) and `,seats=N` (the backend's "
 	  "capacity: at most N seats executing there at once, 1-1000000, at least the number of workers; none: no "
-	  "limit); at most 64; the flag is repeated, and flags replace the file's list; capacities change live, "
-	  "addresses need a restart" },
+	  "limit); at most 64, each address once; the flag is repeated, and flags replace the file's list; the list "
+	  "changes live (requests in flight at a removed backend are still answered by it; operations.md)" },
 	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 0, 0, false,
 	  "the control interface (control.md)" },
 	{ "httpListen", "http", FG_SET_OPT_LISTEN, FIELD(http), 0, 0, false,

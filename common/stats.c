@@ -340,7 +340,13 @@ void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32
 		t->capacity += FG_STAT_GET(x->capacity);
 		t->timeouts += FG_STAT_GET(x->timeouts);
 		t->ejections += FG_STAT_GET(x->ejections);
+		t->dispatched += FG_STAT_GET(x->dispatched);
 		uint8_t state = FG_STAT_GET(x->state);
 		t->in_state[state < 3 ? state : 1]++; /* 1: ejected (backendpool.h) */
+		uint64_t until = FG_STAT_GET(x->until_ns), changed = FG_STAT_GET(x->last_change_ns);
+		if (state == 1 && until > t->until_ns)
+			t->until_ns = until;
+		if (changed > t->last_change_ns)
+			t->last_change_ns = changed;
 	}
 }

@@ -102,7 +102,11 @@ struct fg_backend_stats {
 	uint32_t outstanding;          /* seats executing there */
 	uint32_t capacity;             /* this worker's part; 0: no limit */
 	uint8_t state;                 /* enum fg_backend_state */
+	uint8_t admin;                 /* enum fg_backend_admin, as this worker follows it */
+	uint64_t dispatched;           /* requests sent there */
 	uint64_t timeouts, ejections;
+	uint64_t until_ns;             /* ejected: until when (the worker's clock) */
+	uint64_t last_change_ns;       /* the state or admin state last changed (the worker's clock) */
 };
 
 struct fg_worker_stats {
@@ -211,8 +215,10 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
  * workers see it in each state (enum fg_backend_state: up, ejected,
  * probing).  Any thread (relaxed reads). */
 struct fg_backend_total {
-	uint64_t outstanding, capacity, timeouts, ejections;
+	uint64_t outstanding, capacity, timeouts, ejections, dispatched;
 	unsigned in_state[3];
+	uint64_t until_ns;       /* the latest ejection end among the workers that see it ejected */
+	uint64_t last_change_ns; /* the latest change any worker saw (the workers' clock); 0: none */
 };
 void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32_t b, struct fg_backend_total *t);
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <urcu-qsbr.h>
 
+#include "backendpool.h"
 #include "clock.h"
 #include "defs.h"
 #include "readfile.h"
@@ -222,8 +223,10 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	rcu_thread_online();
 	uint64_t generation = rcu_dereference(*view->config_ptr)->generation + 1;
 	struct fg_config *next = fg_settings_compile(&settings, fc, generation);
-	if (next)
+	if (next) {
+		fg_config_keep_backend_slots(next, rcu_dereference(*view->config_ptr));
 		fg_config_publish(view->config_ptr, next);
+	}
 	rcu_thread_offline();
 	if (!next) {
 		fg_fc_set_free(candidate);
@@ -275,6 +278,7 @@ static char *apply_texts(const struct fg_control_view *view, const struct apply_
 		}
 		applied += k;
 	}
+	fg_settings_keep_backend_admin(&settings, view->settings);
 	return commit(view, candidate, &settings, applied, dry, &warnings, NULL);
 }
 
@@ -321,6 +325,70 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 	struct fg_errors warnings = { .len = 0 };
 	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory(name));
 	char *out = commit(view, candidate, NULL, 1, false, &warnings, extra);
+	json_decref(extra);
+	return out;
+}
+
+/* backend drain|disable|enable|remove ADDR:PORT, or add ADDR:PORT[@MAC][,seats=N]:
+ * a change of the settings' backends list (or of one's administrative
+ * state), published as the next generation like an apply. */
+static char *cmd_backend(const struct fg_control_view *view, json_t *req)
+{
+	static const char *const actions[] = { "enable", "drain", "disable", NULL /* not an action */, "add",
+					       "remove" };
+	/* The first three actions are the administrative states of the same number. */
+	enum { ACT_ENABLE = FG_BACKEND_ENABLED, ACT_DRAIN = FG_BACKEND_DRAIN, ACT_DISABLE = FG_BACKEND_DISABLED,
+	       ACT_ADD = FG_BACKEND_ADMIN__COUNT, ACT_REMOVE, ACT__COUNT };
+	_Static_assert(FG_BACKEND_ENABLED == 0 && FG_BACKEND_DRAIN == 1 && FG_BACKEND_DISABLED == 2,
+		       "actions[] follows enum fg_backend_admin");
+	const char *a = json_string_value(json_object_get(req, "action"));
+	unsigned act = 0;
+	while (a && act < ACT__COUNT && (!actions[act] || strcmp(a, actions[act])))
+		act++;
+	if (!a || act == ACT__COUNT)
+		return error_response("backend needs \"action\": enable, drain, disable, add or remove");
+	json_t *jaddr = json_object_get(req, "address");
+	const char *spec = json_string_value(jaddr);
+	if (!spec || json_string_length(jaddr) >= FG_BACKEND_SPEC_MAX)
+		return error_response("backend %s needs \"address\": ADDR:PORT%s (at most %u characters)", actions[act],
+				      act == ACT_ADD ? "[@MAC][,seats=N]" : "", FG_BACKEND_SPEC_MAX - 1);
+	struct fg_settings next = *view->settings;
+	struct fg_endpoint ep;
+	int at;
+	if (act == ACT_ADD) {
+		int rc = fg_settings_add_backend(&next, spec);
+		if (rc == -ENOSPC)
+			return error_response("too many backends (at most %u)", FG_MAX_BACKENDS);
+		if (rc)
+			return error_response("bad backend \"%.95s\": expected ADDR:PORT[@MAC][,seats=N] (seats 1-%u)",
+					      spec, FG_MAX_BACKEND_SEATS);
+		ep = next.backends[next.n_backends - 1].ep;
+		if (fg_settings_find_backend(view->settings, &ep) >= 0)
+			return error_response("backend %.95s is already listed", spec);
+	} else {
+		if (fg_endpoint_parse(spec, &ep))
+			return error_response("bad backend address \"%.95s\": expected ADDR:PORT", spec);
+		if ((at = fg_settings_find_backend(&next, &ep)) < 0)
+			return error_response("no backend %.95s (status lists them)", spec);
+		if (act == ACT_REMOVE) /* the others keep their order (get, --help-settings) */
+			memmove(&next.backends[at], &next.backends[at + 1],
+				sizeof(next.backends[0]) * (--next.n_backends - (uint32_t)at));
+		else
+			next.backends[at].admin = (uint8_t)act;
+	}
+	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	if (!candidate)
+		return error_response("out of memory");
+	char addr[64];
+	struct fg_errors warnings = { .len = 0 };
+	uint32_t enabled = 0;
+	for (uint32_t i = 0; i < next.n_backends; i++)
+		enabled += next.backends[i].admin == FG_BACKEND_ENABLED;
+	if (!enabled)
+		fg_errors_add(&warnings, "backends", "none is enabled now: new requests are answered no-backend");
+	json_t *extra = json_pack("{s:s, s:s}", "backend", fg_endpoint_format(&ep, addr, sizeof(addr)), "action",
+				  actions[act]);
+	char *out = commit(view, candidate, &next, 0, false, &warnings, extra);
 	json_decref(extra);
 	return out;
 }
@@ -464,6 +532,7 @@ static const struct command {
 	{ "status", cmd_status, false },     { "version", cmd_version, false }, { "get", cmd_get, false },
 	{ "explain", cmd_explain, false },   { "validate", cmd_validate, false }, { "apply", cmd_apply_live, true },
 	{ "delete", cmd_delete, true },      { "pending", cmd_pending, false }, { "dump", cmd_dump, false },
+	{ "backend", cmd_backend, true },
 };
 
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
@@ -482,7 +551,7 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
 		out = error_response("request must be an object with a string \"command\"");
 	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
-				     "version, pending, dump)", c);
+				     "version, pending, dump, backend)", c);
 	else if (cmd->mutates && !may_mutate)
 		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
 	else

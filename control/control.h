@@ -59,6 +59,10 @@ struct fg_control_view {
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
 	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
+	/* DPDK mode: what ARP taught about a backend's address (1 learned, 0
+	 * asking, -1 not asked; dataplane/dpdk_io.h), for status; NULL otherwise. */
+	int (*backend_mac)(const void *ctx, uint32_t ip, uint8_t mac[6]);
+	const void *backend_mac_ctx;
 };
 
 struct fg_control;

@@ -61,6 +61,14 @@ static void usage(FILE *f)
 		"                             (docs/visibility.md)\n"
 		"  dump levels|queues|requests [--details] [-o table|json]\n"
 		"                             Kubernetes' APF debug dumps (dump_priority_levels, ...)\n"
+		"  backend list [-o table|json]\n"
+		"                             each backend: address, administrative state, health, seats, MAC\n"
+		"  backend drain|disable|enable ADDR:PORT\n"
+		"                             live: drain (no new dispatches, in-flight ones finish), disable\n"
+		"                             (the same, and its timeouts no longer eject it), enable\n"
+		"  backend add ADDR:PORT[@MAC][,seats=N] | backend remove ADDR:PORT\n"
+		"                             change the backends list live (until a reload or restart:\n"
+		"                             put it in the --config file too)\n"
 		"  version                    the daemon's version\n"
 		"\n"
 		"  --socket PATH  control socket (default %s, or $FAIRGATE_SOCKET)\n"
@@ -605,10 +613,55 @@ static int cmd_dump(const char *path, int argc, char **argv)
 	return 0;
 }
 
+/* backend list | drain|disable|enable|remove ADDR:PORT | add ADDR:PORT[@MAC][,seats=N] */
+static int cmd_backend(const char *path, int argc, char **argv)
+{
+	static const char *const actions[] = { "drain", "disable", "enable", "add", "remove" };
+	const char *act = argc >= 2 ? argv[1] : "";
+	if (!strcmp(act, "list")) {
+		const char *fmt = output_format(argc, argv, "table");
+		bool ok = (argc == 2 || (argc == 4 && (!strcmp(argv[2], "-o") || !strcmp(argv[2], "--output")))) &&
+			  (!strcmp(fmt, "table") || !strcmp(fmt, "json"));
+		if (!ok) {
+			fprintf(stderr, "usage: fairgatectl backend list [-o table|json]\n");
+			return 2;
+		}
+		json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s}", "command", "status"), &resp);
+		if (!r)
+			return 1;
+		if (!strcmp(fmt, "json"))
+			print_json(fmt, json_object_get(r, "backendPool"));
+		else
+			fg_ctl_print_backends(r);
+		json_decref(resp);
+		return 0;
+	}
+	size_t k = 0;
+	while (k < sizeof(actions) / sizeof(actions[0]) && strcmp(act, actions[k]))
+		k++;
+	if (k == sizeof(actions) / sizeof(actions[0]) || argc != 3 || strlen(argv[2]) >= FG_BACKEND_SPEC_MAX) {
+		fprintf(stderr, "usage: fairgatectl backend list [-o table|json]\n"
+				"       fairgatectl backend drain|disable|enable|remove ADDR:PORT\n"
+				"       fairgatectl backend add ADDR:PORT[@MAC][,seats=N]\n");
+		return 2;
+	}
+	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s, s:s, s:s}", "command", "backend", "action", act,
+							 "address", argv[2]), &resp);
+	if (!r)
+		return 1;
+	print_warnings(r);
+	const char *name = json_string_value(json_object_get(r, "backend"));
+	printf("backend %s: %s (configuration generation %lld)\n", name ? name : argv[2], act,
+	       (long long)json_integer_value(json_object_get(r, "generation")));
+	json_decref(resp);
+	return 0;
+}
+
 static const struct command {
 	const char *name;
 	int (*run)(const char *socket_path, int argc, char **argv);
 } commands[] = {
+	{ "backend", cmd_backend },
 	{ "status", fg_ctl_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
 	{ "version", cmd_version }, { "top", cmd_top }, { "pending", cmd_pending }, { "dump", cmd_dump },

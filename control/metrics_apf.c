@@ -309,6 +309,8 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, outstanding) },
 		{ "fairgate_backend_capacity_seats", "The backend's capacity (seats=N), over the workers; 0: no limit.",
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, capacity) },
+		{ "fairgate_backend_dispatched_total", "Requests sent to the backend.", FG_EXPFMT_COUNTER,
+		  offsetof(struct fg_backend_total, dispatched) },
 		{ "fairgate_backend_timeouts_total", "Requests the backend did not answer within backendTimeout.",
 		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, timeouts) },
 		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,
@@ -318,15 +320,26 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		fg_expfmt_family(e, fam[f].name, fam[f].type, fam[f].help);
 		for (uint32_t b = 0; b < n; b++) {
 			struct fg_expfmt_label l = { "backend", addr[b] };
-			fg_expfmt_u64(e, fam[f].name, &l, 1, *(const uint64_t *)((const char *)&t[b] + fam[f].offset));
+			if (cfg->backends[b].admin != FG_BACKEND_REMOVED)
+				fg_expfmt_u64(e, fam[f].name, &l, 1,
+					      *(const uint64_t *)((const char *)&t[b] + fam[f].offset));
 		}
 	}
 	const char *st = "fairgate_backend_state";
 	fg_expfmt_family(e, st, FG_EXPFMT_GAUGE, "Workers that see the backend in each state (up, ejected, probing).");
 	for (uint32_t b = 0; b < n; b++)
-		for (int s = 0; s < 3; s++) {
+		for (int s = 0; s < 3 && cfg->backends[b].admin != FG_BACKEND_REMOVED; s++) {
 			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "state", state_names[s] } };
 			fg_expfmt_u64(e, st, l, 2, t[b].in_state[s]);
+		}
+	/* Removed backends are left out: their slots linger only for answers in flight. */
+	const char *adm = "fairgate_backend_admin_state";
+	fg_expfmt_family(e, adm, FG_EXPFMT_GAUGE,
+			 "1 for the backend's administrative state (enabled, drain, disabled; fairgatectl backend).");
+	for (uint32_t b = 0; b < n; b++)
+		for (unsigned a = 0; a < FG_BACKEND_REMOVED && cfg->backends[b].admin != FG_BACKEND_REMOVED; a++) {
+			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "admin", fg_backend_admin_name(a) } };
+			fg_expfmt_u64(e, adm, l, 2, cfg->backends[b].admin == a);
 		}
 	free(addr);
 	free(t);

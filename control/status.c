@@ -4,13 +4,16 @@
 
 #include <urcu-qsbr.h>
 
+#include "backendpool.h"
 #include "clock.h"
 #include "control.h"
 #include "defs.h"
 #include "proto.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* {reason: count} of the reasons that occurred. */
 static json_t *reasons_json(const uint64_t by[FG_REJECT__COUNT])
@@ -101,22 +104,68 @@ static json_t *workers_json(const struct fg_control_view *v)
 	return arr;
 }
 
-/* Each configured backend over the workers (metrics_apf.h has the same). */
+/* A time on the workers' clock (monotonic, clock.h) as UTC RFC 3339, or null. */
+static json_t *wall_time(uint64_t mono_ns)
+{
+	if (!mono_ns)
+		return json_null();
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t now = fg_now_ns();
+	int64_t wall_ns = (int64_t)rt.tv_sec * (int64_t)FG_NS_PER_SEC + rt.tv_nsec - ((int64_t)now - (int64_t)mono_ns);
+	time_t secs = (time_t)(wall_ns / (int64_t)FG_NS_PER_SEC);
+	struct tm tm;
+	char buf[40];
+	gmtime_r(&secs, &tm);
+	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(wall_ns % (int64_t)FG_NS_PER_SEC / (int64_t)FG_NS_PER_MS));
+	return json_string(buf);
+}
+
+/* The administrative state as an operator reads it: a drain shows whether
+ * it is done. */
+static const char *admin_word(uint8_t admin, uint64_t outstanding)
+{
+	if (admin == FG_BACKEND_DRAIN)
+		return outstanding ? "draining" : "drained";
+	return fg_backend_admin_name(admin);
+}
+
+/* Each configured backend over the workers (metrics_apf.h has the same);
+ * a removed one while requests are still in flight there. */
 static json_t *backends_json(const struct fg_control_view *v, const struct fg_config *cfg)
 {
 	static const char *const states[] = { "up", "ejected", "probing" };
 	json_t *arr = json_array();
 	for (uint32_t b = 0; b < cfg->n_backends; b++) {
+		const struct fg_backend_cfg *bc = &cfg->backends[b];
 		struct fg_backend_total t;
 		fg_stats_backend_total(v->worker_stats, v->n_workers, b, &t);
-		char addr[64];
-		fg_endpoint_format(&cfg->backends[b].ep, addr, sizeof(addr));
+		if (bc->admin == FG_BACKEND_REMOVED && !t.outstanding)
+			continue;
+		char addr[64], mac[24];
+		fg_endpoint_format(&bc->ep, addr, sizeof(addr));
 		/* One word when the workers agree; else the worst state seen. */
 		const char *state = states[t.in_state[1] ? 1 : t.in_state[2] ? 2 : 0];
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I}", "address", addr, "state", state,
-						     "workersUp", (int)t.in_state[0], "outstandingSeats",
-						     (json_int_t)t.outstanding, "capacitySeats", (json_int_t)t.capacity,
-						     "timeouts", (json_int_t)t.timeouts, "ejections", (json_int_t)t.ejections));
+		json_t *row = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I}", "address", addr, "state", state,
+					"workersUp", (int)t.in_state[0], "outstandingSeats", (json_int_t)t.outstanding,
+					"capacitySeats", (json_int_t)t.capacity, "timeouts", (json_int_t)t.timeouts,
+					"ejections", (json_int_t)t.ejections);
+		json_object_set_new(row, "admin", json_string(admin_word(bc->admin, t.outstanding)));
+		json_object_set_new(row, "dispatched", json_integer((json_int_t)t.dispatched));
+		json_object_set_new(row, "ejectedUntil", t.in_state[1] ? wall_time(t.until_ns) : json_null());
+		json_object_set_new(row, "lastChange", wall_time(t.last_change_ns));
+		if (v->settings->io == FG_IO_DPDK) {
+			/* static: given as @MAC; arp: learned; arp-asking: not answered yet. */
+			uint8_t m[6];
+			memcpy(m, bc->ep.mac, sizeof(m));
+			int learned = bc->static_mac || !v->backend_mac ? -1 : v->backend_mac(v->backend_mac_ctx, bc->ep.ip, m);
+			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+			json_object_set_new(row, "mac", bc->static_mac || learned == 1 ? json_string(mac) : json_null());
+			json_object_set_new(row, "macSource", json_string(bc->static_mac ? "static"
+									  : learned == 1 ? "arp" : "arp-asking"));
+		}
+		json_array_append_new(arr, row);
 	}
 	return arr;
 }
@@ -145,7 +194,9 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	rcu_thread_online();
 	struct fg_config *cfg = rcu_dereference(*v->config_ptr);
 	json_int_t generation = (json_int_t)cfg->generation;
-	json_int_t n_backends = (json_int_t)cfg->n_backends;
+	json_int_t n_backends = 0;
+	for (uint32_t b = 0; b < cfg->n_backends; b++)
+		n_backends += cfg->backends[b].admin != FG_BACKEND_REMOVED;
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
 	json_t *backends = backends_json(v, cfg);
 	rcu_thread_offline();

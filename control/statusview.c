@@ -158,6 +158,27 @@ static void print_flows(json_t *st, json_t *prev, double dt, const struct option
 	free(rows);
 }
 
+void fg_ctl_print_backends(json_t *st)
+{
+	json_t *b;
+	size_t i;
+	int w = 7;
+	json_array_foreach(json_object_get(st, "backendPool"), i, b)
+		w = width_of(gets_(b, "address"), w);
+	printf("\n%-*s %-9s %-8s %-24s %11s %8s %9s %-24s %s\n", w, "BACKEND", "ADMIN", "STATE", "EJECTED-UNTIL",
+	       "SEATS/CAP", "TIMEOUTS", "EJECTIONS", "LAST-CHANGE", "MAC");
+	json_array_foreach(json_object_get(st, "backendPool"), i, b) {
+		char seats[32], mac[48];
+		snprintf(seats, sizeof(seats), "%lld/%lld", geti(b, "outstandingSeats"), geti(b, "capacitySeats"));
+		const char *src = gets_(b, "macSource");
+		snprintf(mac, sizeof(mac), "%s%s%s", json_object_get(b, "mac") ? gets_(b, "mac") : "-", *src ? " " : "", src);
+		printf("%-*s %-9s %-8s %-24s %11s %8lld %9lld %-24s %s\n", w, gets_(b, "address"), gets_(b, "admin"),
+		       gets_(b, "state"), json_object_get(b, "ejectedUntil") ? gets_(b, "ejectedUntil") : "-", seats,
+		       geti(b, "timeouts"), geti(b, "ejections"),
+		       json_object_get(b, "lastChange") ? gets_(b, "lastChange") : "-", mac);
+	}
+}
+
 static void print_table(json_t *st, json_t *prev, double dt, const struct options *o)
 {
 	json_t *c = json_object_get(st, "counters");
@@ -175,6 +196,7 @@ static void print_table(json_t *st, json_t *prev, double dt, const struct option
 	json_object_foreach(json_object_get(c, "rejected"), reason, v)
 		printf(" %s=%lld", reason, (long long)json_integer_value(v));
 	printf("\n");
+	fg_ctl_print_backends(st);
 }
 
 static void usage_error(const char *fmt, const char *arg)

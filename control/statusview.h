@@ -13,6 +13,11 @@
 #define FG_STATUS_MAX_TOP 1000000L  /* --top */
 #define FG_STATUS_MAX_WATCH_S 3600.0 /* --watch */
 
+#include <jansson.h>
+
+/* The status document's backendPool as a table (also `backend list`). */
+void fg_ctl_print_backends(json_t *status);
+
 /* The `status` command: argv[0] is "status".  Exit status (fairgatectl.c). */
 int fg_ctl_status(const char *socket_path, int argc, char **argv);
 

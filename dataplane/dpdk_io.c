@@ -77,12 +77,26 @@ struct fg_dpdk_io {
 	int eal_ready, port_started;
 };
 
+/* Any lane reads the table while lane 0 adds to it (backends added live,
+ * dio_follow_backends): an entry is written before the count that shows it
+ * (release/acquire), and an entry taken over for another address loses its
+ * MAC before it gets the new address. */
 static struct arp_entry *arp_find(struct fg_dpdk_io *d, uint32_t ip)
 {
-	for (unsigned i = 0; i < d->n_arp; i++)
-		if (d->arp[i].ip == ip)
+	unsigned n = __atomic_load_n(&d->n_arp, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		if (__atomic_load_n(&d->arp[i].ip, __ATOMIC_ACQUIRE) == ip)
 			return &d->arp[i];
 	return NULL;
+}
+
+/* Whether ip is a listed backend's that needs ARP (not removed, no static MAC). */
+static bool arp_needed(const struct fg_backend_cfg *b, uint32_t n, uint32_t ip)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (b[i].ep.ip == ip && !b[i].static_mac && b[i].admin != FG_BACKEND_REMOVED)
+			return true;
+	return false;
 }
 
 static void queue_tx(struct fg_dpdk_lane *l, struct rte_mbuf *m, bool answer);
@@ -275,6 +289,56 @@ static void dio_free(void *ctx, struct fg_pkt *p)
 	p->handle = NULL;
 }
 
+/* Backends added live are asked for like those of the start (lane 0 only:
+ * the one writer of the table).  A full table gives up the entry of an
+ * address no backend needs any more: removed backends get no requests. */
+static void dio_follow_backends(void *ctx, const struct fg_backend_cfg *b, uint32_t n)
+{
+	struct fg_dpdk_lane *l = ctx;
+	struct fg_dpdk_io *d = l->d;
+	if (l != &d->lanes[0])
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t ip = b[i].ep.ip;
+		if (!arp_needed(b, n, ip) || arp_find(d, ip))
+			continue;
+		struct arp_entry *e = NULL;
+		if (d->n_arp < FG_MAX_BACKENDS) {
+			e = &d->arp[d->n_arp];
+			*e = (struct arp_entry){ .ip = ip, .asking = 1 };
+			__atomic_store_n(&d->n_arp, d->n_arp + 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		/* A resolved entry first: no lane learns into it any more (handle_arp). */
+		for (int pass = 0; pass < 2 && !e; pass++)
+			for (unsigned k = 0; k < d->n_arp && !e; k++)
+				if (!arp_needed(b, n, d->arp[k].ip) &&
+				    (pass || (__atomic_load_n(&d->arp[k].mac_known, __ATOMIC_RELAXED) & ARP_KNOWN)))
+					e = &d->arp[k];
+		if (!e) /* at most FG_MAX_BACKENDS addresses are needed: defensive */
+			continue;
+		__atomic_store_n(&e->asking, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->mac_known, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&e->ip, ip, __ATOMIC_RELEASE);
+		__atomic_store_n(&e->asking, 1, __ATOMIC_RELAXED);
+	}
+	l->next_arp_ns = 0; /* ask now */
+}
+
+int fg_dpdk_io_backend_mac(const void *dio, uint32_t ip, uint8_t mac[6])
+{
+	struct fg_dpdk_io *d = (struct fg_dpdk_io *)dio;
+	const struct arp_entry *e = arp_find(d, ip);
+	if (!e)
+		return -1;
+	uint64_t v = __atomic_load_n(&e->mac_known, __ATOMIC_RELAXED);
+	if (!(v & ARP_KNOWN))
+		return 0;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)(v >> (8 * i));
+	return 1;
+}
+
 /* ARP requests for unresolved backends: lane 0 asks for everyone. */
 static void dio_tick(void *ctx, uint64_t now)
 {
@@ -303,6 +367,7 @@ static uint64_t dio_pool_size(void *ctx)
 static const struct fg_io_ops dpdk_ops = {
 	.rx = dio_rx, .tx = dio_tx, .flush = dio_flush, .alloc = dio_alloc, .free = dio_free,
 	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size,
+	.follow_backends = dio_follow_backends,
 };
 
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return fg_dpdk_io_lane(d, 0); }

@@ -34,6 +34,10 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d);
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
 struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);
+/* What ARP taught about a backend's address ip: 1 and its MAC, 0 still
+ * asking, -1 not asked (a static MAC, or not a backend's).  Any thread
+ * (status reads it); d is a struct fg_dpdk_io. */
+int fg_dpdk_io_backend_mac(const void *d, uint32_t ip, uint8_t mac[6]);
 
 /* Start loading a received burst (each mbuf's header, then the first
  * FG_DPDK_PREFETCH_BYTES of its frame) so that the cache misses of a burst

@@ -273,6 +273,7 @@ static int start_control(struct daemon *d)
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 		.changes = &d->changes, .vis = d->vis,
+		.backend_mac = d->dio ? fg_dpdk_io_backend_mac : NULL, .backend_mac_ctx = d->dio,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {

@@ -14,6 +14,8 @@
 
 #include "pkt.h"
 
+struct fg_backend_cfg;
+
 struct fg_io_ops {
 	unsigned (*rx)(void *ctx, struct fg_pkt *pkts, unsigned max);
 	void (*tx)(void *ctx, struct fg_pkt *pkt); /* to pkt->peer */
@@ -30,6 +32,10 @@ struct fg_io_ops {
 	uint64_t (*in_use)(void *ctx);
 	/* Buffers the pool holds in all (metrics); may be NULL. */
 	uint64_t (*pool_size)(void *ctx);
+	/* The worker followed a configuration with these backends (slots,
+	 * removed ones included): resolve new ones (ARP in DPDK mode); may be
+	 * NULL. */
+	void (*follow_backends)(void *ctx, const struct fg_backend_cfg *b, uint32_t n);
 };
 
 struct fg_io {

@@ -299,7 +299,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 		FG_STAT_ADD(w->stats.backend_ejections, 1);
 		FG_STAT_ADD(bs->ejections, 1);
 	}
-	fg_worker__publish_backend(w, r->backend);
+	fg_worker__publish_backend(w, r->backend, now);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
 	if (w->apf_metrics) {
@@ -337,7 +337,8 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->pkt.handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
-	fg_worker__publish_backend(w, b);
+	FG_STAT_ADD(w->stats.backends[b].dispatched, 1);
+	fg_worker__publish_backend(w, b, now);
 	send_pkt(w, &pkt, false);
 }
 
@@ -725,6 +726,19 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 	}
 	struct lingering_done done = { w, now };
 	fg_wheel_expire(&w->lingering, &w->reqs, now, lingering_over, &done);
+}
+
+void fg_worker__end_at_backend(struct fg_worker *w, const struct fg_config *cfg, uint32_t b, uint64_t now)
+{
+	uint32_t slot = w->executing.head;
+	while (slot != FG_REQ_NIL) {
+		uint32_t next = w->reqs.slots[slot].next; /* leave_executing unlinks slot */
+		if (w->reqs.slots[slot].backend == b) {
+			reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT, now);
+			leave_executing(w, slot, now, false);
+		}
+		slot = next;
+	}
 }
 
 /* A head that must wait for seats counts once in no_accommodation (the

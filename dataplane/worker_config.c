@@ -3,8 +3,8 @@
  * worker_config — a worker following a configuration generation: levels
  * matched by name and reconfigured in place, new ones created, removed ones
  * lingering until idle (KEP "Reaction to Configuration Changes"), the
- * backend pool resized, and with several workers the new board joined.  See
- * worker.h.
+ * backends followed slot by slot, and with several workers the new board
+ * joined.  See worker.h.
  */
 #include "worker.h"
 #include "worker_int.h"
@@ -140,6 +140,47 @@ static int prepare_levels(struct fg_worker *w, const struct fg_fc_config *fc, st
 	return 0;
 }
 
+/* Backends by slot (the configuration keeps an address's slot, settings.h):
+ * a slot that names another address now, or none, first ends what is in
+ * flight there — answers from the old address could no longer be matched —
+ * and starts afresh, counters included.  Nothing here can fail. */
+static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
+{
+	uint32_t n = cfg->n_backends < FG_MAX_BACKENDS ? cfg->n_backends : FG_MAX_BACKENDS;
+	for (uint32_t b = n; b < w->pool.n; b++)
+		if (w->pool.b[b].outstanding)
+			fg_worker__end_at_backend(w, cfg, b, now);
+	for (uint32_t b = 0; b < n; b++) {
+		const struct fg_endpoint *ep = &cfg->backends[b].ep;
+		struct fg_backend *be = &w->pool.b[b];
+		bool fresh = b >= w->pool.n || be->ip != ep->ip || be->port != ep->port;
+		if (fresh && b < w->pool.n && be->outstanding)
+			fg_worker__end_at_backend(w, cfg, b, now);
+		fg_backendpool_follow(&w->pool, b, ep->ip, ep->port, cfg->backends[b].admin);
+		struct fg_backend_stats *bs = &w->stats.backends[b];
+		if (fresh) { /* another backend: its counters start again */
+			FG_STAT_SET(bs->timeouts, 0);
+			FG_STAT_SET(bs->dispatched, 0);
+			FG_STAT_SET(bs->ejections, 0);
+			FG_STAT_SET(bs->state, FG_BACKEND_UP);
+			FG_STAT_SET(bs->admin, FG_BACKEND_ENABLED);
+			FG_STAT_SET(bs->until_ns, 0);
+			FG_STAT_SET(bs->last_change_ns, now);
+		}
+	}
+	fg_backendpool_set_count(&w->pool, n);
+	if (w->io.ops->follow_backends)
+		w->io.ops->follow_backends(w->io.ctx, cfg->backends, n);
+	/* Each worker takes an even part of a backend's capacity. */
+	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
+	for (uint32_t b = 0; b < n; b++) {
+		uint32_t seats = cfg->backends[b].seats;
+		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
+		fg_worker__publish_backend(w, b, now);
+		FG_STAT_SET(w->stats.backends[b].capacity, w->pool.b[b].capacity);
+	}
+}
+
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	const struct fg_fc_config *fc = cfg->fc;
@@ -200,27 +241,11 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	free(w->pair_of_schema);
 	w->pair_of_schema = pairs;
 	if (!w->config_generation) {
-		fg_backendpool_init(&w->pool, cfg->n_backends, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
+		fg_backendpool_init(&w->pool, 0, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
-	} else {
-		for (uint32_t b = 0; cfg->n_backends != w->pool.n && b < FG_MAX_BACKENDS; b++) {
-			/* another list: its counters start again */
-			FG_STAT_SET(w->stats.backends[b].timeouts, 0);
-			FG_STAT_SET(w->stats.backends[b].ejections, 0);
-		}
-		fg_backendpool_resize(&w->pool, cfg->n_backends);
-		fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	}
-	/* Each worker takes an even part of a backend's capacity. */
-	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
-	for (uint32_t b = 0; b < cfg->n_backends; b++) {
-		uint32_t seats = cfg->backends[b].seats;
-		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
-	}
-	for (uint32_t b = 0; b < cfg->n_backends; b++) {
-		fg_worker__publish_backend(w, b);
-		FG_STAT_SET(w->stats.backends[b].capacity, w->pool.b[b].capacity);
-	}
+	fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
+	follow_backends(w, cfg, now);
 	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);
 	w->board = cfg->board;
 	w->config_generation = cfg->generation;

@@ -29,14 +29,24 @@ uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t fl
  * still hold for their extra latency (the level shrank or went away). */
 void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now);
 /* Backend b's seats and state into the statistics (after a dispatch or an
- * end; its capacity goes there when a configuration is followed). */
-static inline void fg_worker__publish_backend(struct fg_worker *w, uint32_t b)
+ * end; its capacity goes there when a configuration is followed).  Only
+ * this worker writes them, so comparing with them costs no shared line. */
+static inline void fg_worker__publish_backend(struct fg_worker *w, uint32_t b, uint64_t now)
 {
 	const struct fg_backend *be = &w->pool.b[b];
 	struct fg_backend_stats *s = &w->stats.backends[b];
 	FG_STAT_SET(s->outstanding, be->outstanding);
-	FG_STAT_SET(s->state, be->state);
+	if (unlikely(s->state != be->state || s->admin != be->admin)) {
+		FG_STAT_SET(s->until_ns, be->until_ns);
+		FG_STAT_SET(s->state, be->state);
+		FG_STAT_SET(s->admin, be->admin);
+		FG_STAT_SET(s->last_change_ns, now);
+	}
 }
+/* End what is in flight at backend slot b (answered backend-timeout): the
+ * slot is about to name another backend, whose answers could not be told
+ * from its predecessor's. */
+void fg_worker__end_at_backend(struct fg_worker *w, const struct fg_config *cfg, uint32_t b, uint64_t now);
 
 /* Free the slots of removed levels once nothing waits or holds seats there. */
 void fg_worker__retire_idle_levels(struct fg_worker *w);

@@ -130,4 +130,61 @@ TEST(an_answer_resets_the_shared_run)
 	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
 }
 
+/* Only enabled backends are picked; a drained one keeps its health
+ * accounting, a disabled one's timeouts neither eject it nor count; enable
+ * starts an ejected backend afresh. */
+TEST(administrative_states)
+{
+	struct fg_backendpool p;
+	init(&p, 2);
+	fg_backendpool_follow(&p, 0, 1, 7501, FG_BACKEND_ENABLED);
+	fg_backendpool_follow(&p, 1, 1, 7502, FG_BACKEND_DRAIN);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), 0); /* never the drained one, however loaded 0 is */
+	fg_backendpool_follow(&p, 0, 1, 7501, FG_BACKEND_DISABLED);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 0), FG_BACKEND_NONE);
+	CHECK(!fg_backendpool_usable(&p, 0));
+	for (int i = 0; i < 5; i++)
+		time_out(&p, 0, 100 * MS); /* disabled: no ejection */
+	CHECK_EQ(p.b[0].state, FG_BACKEND_UP);
+	CHECK_EQ(p.b[0].outstanding, 2); /* the two picked above are still there */
+	for (int i = 0; i < 3; i++)
+		time_out(&p, 1, 100 * MS); /* drained: health still counts */
+	CHECK_EQ(p.b[1].state, FG_BACKEND_EJECTED);
+	CHECK(!fg_backendpool_follow(&p, 1, 1, 7502, FG_BACKEND_ENABLED)); /* same address: not fresh */
+	CHECK_EQ(p.b[1].state, FG_BACKEND_UP);                            /* enable: a fresh start */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 200 * MS), 1);
+}
+
+/* A slot that comes to name another address starts afresh; the shared run
+ * and ejection of the old address do not carry over. */
+TEST(slot_following_another_address_starts_afresh)
+{
+	struct fg_backend_shared shared[FG_MAX_BACKENDS];
+	struct fg_backendpool a, b;
+	two_workers(&a, &b, 0, shared);
+	CHECK(fg_backendpool_follow(&a, 0, 1, 7501, FG_BACKEND_ENABLED));
+	fg_backendpool_set_count(&a, 1);
+	for (int i = 0; i < 3; i++)
+		time_out(&a, 0, 100 * MS);
+	CHECK_EQ(a.b[0].state, FG_BACKEND_EJECTED);
+	CHECK(shared[0].down_until > 0);
+	CHECK(fg_backendpool_follow(&a, 0, 2, 7501, FG_BACKEND_ENABLED)); /* another ip */
+	CHECK_EQ(a.b[0].state, FG_BACKEND_UP);
+	CHECK_EQ(a.b[0].ejections, 0);
+	CHECK_EQ(shared[0].down_until, 0);
+	CHECK_EQ(fg_backendpool_pick(&a, 1, 200 * MS), 0);
+	/* Enabled again after an ejection shared by another worker: usable at once. */
+	CHECK(fg_backendpool_follow(&b, 0, 2, 7501, FG_BACKEND_DISABLED));
+	fg_backendpool_set_count(&b, 1);
+	__atomic_store_n(&shared[0].down_until, 9000 * MS, __ATOMIC_RELAXED);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 300 * MS), FG_BACKEND_NONE);
+	CHECK(!fg_backendpool_follow(&b, 0, 2, 7501, FG_BACKEND_ENABLED));
+	CHECK_EQ(shared[0].down_until, 0);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 300 * MS), 0);
+	fg_backendpool_set_count(&a, 0);
+	CHECK_EQ(fg_backendpool_pick(&a, 1, 200 * MS), FG_BACKEND_NONE);
+	CHECK(!fg_backendpool_usable(&a, 200 * MS));
+}
+
 TEST_MAIN

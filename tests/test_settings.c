@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "backendpool.h"
 #include "duration.h"
 #include "config.h"
 #include "settings.h"
@@ -400,6 +401,82 @@ TEST(docs_table_matches_the_settings_table)
 		if (!end || (size_t)(end - begin) != strlen(gen) || memcmp(begin, gen, strlen(gen)))
 			fprintf(stderr, "  docs/configuration.md's settings table differs from:\n%s", gen);
 	}
+}
+
+static struct fg_backend_cfg be(const char *addr)
+{
+	struct fg_backend_cfg b = { 0 };
+	CHECK_EQ(fg_endpoint_parse(addr, &b.ep), 0);
+	return b;
+}
+
+/* Backends keep their slots by address across configurations: a removed one
+ * leaves its slot marked removed, a new one takes a never used slot first,
+ * then the lowest removed one; a re-added address gets its old slot back. */
+TEST(backend_slots_kept_by_address)
+{
+	static struct fg_config prev, next;
+	memset(&prev, 0, sizeof(prev));
+	prev.n_backends = 2;
+	prev.backends[0] = be("10.0.0.1:1");
+	prev.backends[1] = be("10.0.0.2:1");
+	memset(&next, 0, sizeof(next));
+	next.n_backends = 2; /* 10.0.0.1 removed, 10.0.0.3 added, the order changed */
+	next.backends[0] = be("10.0.0.3:1");
+	next.backends[1] = be("10.0.0.2:1");
+	next.backends[1].admin = FG_BACKEND_DRAIN;
+	fg_config_keep_backend_slots(&next, &prev);
+	CHECK_EQ(next.n_backends, 3);
+	CHECK_EQ(next.backends[0].ep.ip, be("10.0.0.1:1").ep.ip);
+	CHECK_EQ(next.backends[0].admin, FG_BACKEND_REMOVED);
+	CHECK_EQ(next.backends[1].ep.ip, be("10.0.0.2:1").ep.ip);
+	CHECK_EQ(next.backends[1].admin, FG_BACKEND_DRAIN);
+	CHECK_EQ(next.backends[2].ep.ip, be("10.0.0.3:1").ep.ip);
+	/* Re-added: its old slot again. */
+	prev = next;
+	next.n_backends = 1;
+	next.backends[0] = be("10.0.0.1:1");
+	fg_config_keep_backend_slots(&next, &prev);
+	CHECK_EQ(next.n_backends, 3);
+	CHECK_EQ(next.backends[0].admin, FG_BACKEND_ENABLED);
+	CHECK_EQ(next.backends[1].admin, FG_BACKEND_REMOVED);
+	CHECK_EQ(next.backends[2].admin, FG_BACKEND_REMOVED);
+	/* Every slot used once: a new address takes the lowest removed slot. */
+	prev = next;
+	prev.n_backends = FG_MAX_BACKENDS;
+	for (uint32_t i = 3; i < FG_MAX_BACKENDS; i++) {
+		prev.backends[i] = be("10.1.0.1:1");
+		prev.backends[i].ep.port = htons((uint16_t)(100 + i));
+	}
+	next.n_backends = 2;
+	next.backends[0] = be("10.0.0.1:1");
+	next.backends[1] = be("10.9.9.9:9");
+	fg_config_keep_backend_slots(&next, &prev);
+	CHECK_EQ(next.n_backends, FG_MAX_BACKENDS);
+	CHECK_EQ(next.backends[1].ep.ip, be("10.9.9.9:9").ep.ip);
+	CHECK_EQ(next.backends[1].admin, FG_BACKEND_ENABLED);
+	CHECK_EQ(next.backends[2].admin, FG_BACKEND_REMOVED);
+}
+
+/* The same address twice is refused: backends are told apart by address. */
+TEST(duplicate_backend_addresses_refused)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	CHECK_EQ(fg_settings_add_backend(&s, "127.0.0.1:7501"), 0);
+	CHECK_EQ(fg_settings_add_backend(&s, "127.0.0.1:7501,seats=4"), 0);
+	struct fg_errors e = { .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.backends[1]: the same address as spec.backends[0]") != NULL);
+	/* Administrative states follow addresses into a new list. */
+	struct fg_settings next = s;
+	s.backends[0].admin = FG_BACKEND_DISABLED;
+	next.n_backends = 2;
+	next.backends[0] = be("127.0.0.1:7600");
+	next.backends[1] = be("127.0.0.1:7501");
+	fg_settings_keep_backend_admin(&next, &s);
+	CHECK_EQ(next.backends[0].admin, FG_BACKEND_ENABLED);
+	CHECK_EQ(next.backends[1].admin, FG_BACKEND_DISABLED);
 }
 
 TEST_MAIN

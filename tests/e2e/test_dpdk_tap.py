@@ -168,6 +168,25 @@ for _ in range(20):
             f"backend gone: 3 backend-timeouts, ejected, 9 no-backend, none lost "
             f"({f['rejected']['backend-timeout']}, {f['rejected']['no-backend']}, lost {f['lost']})")
 
+    # A backend added live on an address fairgate never asked for is resolved
+    # by ARP like those of the start; the dead one is removed; status shows
+    # each backend's MAC and how it was learned.
+    NEW_IP = "192.0.2.3"
+    sh("ip", "netns", "exec", NS, "ip", "addr", "add", f"{NEW_IP}/24", "dev", "fgtap0")
+    t.backend(f"{NEW_IP}:7502", workers=4, netns=NS)
+    ctl = [t.FAIRGATECTL, "--socket", d.sock, "backend"]
+    r1 = sh(*ctl, "add", f"{NEW_IP}:7502")
+    r2 = sh(*ctl, "remove", backend_addr)
+    t.check(r1.returncode == 0 and r2.returncode == 0, f"backend added and removed live ({r1.stderr}{r2.stderr})")
+    st = d.wait_status(lambda s: any(b["address"] == f"{NEW_IP}:7502" and b["macSource"] == "arp"
+                                     for b in s["backendPool"]))
+    nb = next((b for b in st["backendPool"] if b["address"] == f"{NEW_IP}:7502"), {})
+    t.check(nb.get("macSource") == "arp" and nb.get("mac"), f"the added backend's MAC learned by ARP ({nb})")
+    res = t.loadgen(d.addr, ["name=added,user=u,threads=2,service=1ms,count=100"], duration="10s", timeout="3s",
+                    netns=NS)
+    t.check(res["added"]["responses"] == 100, f"the added backend answers ({res['added']['responses']}/100, "
+                                              f"{res['added']['rejected']})")
+
     # Garbage over the wire: counted, REJECT invalid when header-long, still serving.
     py = ("import socket,struct;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.settimeout(2);"
           f"t=('{FG_IP}',7400);s.sendto(b'\\x00'*5,t);s.sendto(b'XY'+b'\\x07'*60,t);"
