@@ -48,7 +48,7 @@
 #define FG_IDLE_WAIT_NS 1000000ull           /* socket mode: longest sleep when idle */
 #define FG_FLOW_TABLE_SIZE 1024u             /* per-flow statistics entries (power of two) */
 #define FG_FLOW_NAME_MAX 512u            /* "schema/distinguisher" escaped, NUL included: a 253-byte schema and a long user whole */
-#define FG_VIRTUAL_TIME_PUBLISH_NS 100000000ull /* the levels' R in the statistics (metrics) this often */
+#define FG_PERIODIC_PUBLISH_NS 100000000ull /* the levels' R and backends' state in the statistics this often */
 
 #define FG_DEFAULT_MAX_EXTRA_LATENCY_NS 1000000000ull /* 1 s: 200 watchers' worth at 5 ms each over 1 seat */
 #define FG_MAX_MAX_EXTRA_LATENCY_NS 60000000000ull   /* 60 s */

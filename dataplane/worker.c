@@ -214,16 +214,20 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
 }
 
-/* The levels' virtual time, for /metrics: every FG_VIRTUAL_TIME_PUBLISH_NS
- * rather than per request (a scrape comes at most once a second). */
-static void publish_virtual_times(struct fg_worker *w, uint64_t now)
+/* Every FG_PERIODIC_PUBLISH_NS rather than per request (a scrape comes at
+ * most once a second): the levels' virtual time, and the backends' state,
+ * which a pick can change for backends it does not pick (an ejection
+ * followed from another worker, an ejection that ran out). */
+static void publish_periodic(struct fg_worker *w, uint64_t now)
 {
-	w->virtual_times_due = now + FG_VIRTUAL_TIME_PUBLISH_NS;
-	for (uint32_t i = 0; i < w->n_levels; i++)
+	w->periodic_due = now + FG_PERIODIC_PUBLISH_NS;
+	for (uint32_t i = 0; w->apf_metrics && i < w->n_levels; i++)
 		if (w->levels[i].used) {
 			FG_STAT_SET(w->stats.levels[i].current_r, w->levels[i].qs.r);
 			FG_STAT_SET(w->stats.levels[i].r_wraps, w->levels[i].qs.stats.epochs);
 		}
+	for (uint32_t b = 0; b < w->pool.n; b++)
+		fg_worker__publish_backend(w, b, now);
 }
 
 static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_req *r)
@@ -825,8 +829,8 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	fg_worker__snapshot_poll(w, now);
 	if (unlikely(w->n_reserve < FG_ANSWER_RESERVE))
 		refill_reserve(w);
-	if (unlikely(now >= w->virtual_times_due) && w->apf_metrics)
-		publish_virtual_times(w, now);
+	if (unlikely(now >= w->periodic_due))
+		publish_periodic(w, now);
 	if (w->io.ops->tick)
 		w->io.ops->tick(w->io.ctx, now);
 	flush(w);

@@ -116,7 +116,7 @@ struct fg_worker {
 	uint32_t n_level_map;
 	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
 	uint16_t *pair_of_schema;    /* config schema index -> stats.apf pair (apf_metrics) */
-	uint64_t virtual_times_due;  /* when the levels' R goes to the statistics next */
+	uint64_t periodic_due;       /* when the levels' R and the backends' state go to the statistics next */
 	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
