@@ -171,11 +171,11 @@ void fg_ctl_print_backends(json_t *st)
 		char seats[32], mac[48];
 		snprintf(seats, sizeof(seats), "%lld/%lld", geti(b, "outstandingSeats"), geti(b, "capacitySeats"));
 		const char *src = gets_(b, "macSource");
-		snprintf(mac, sizeof(mac), "%s%s%s", json_object_get(b, "mac") ? gets_(b, "mac") : "-", *src ? " " : "", src);
+		snprintf(mac, sizeof(mac), "%s%s%s", json_is_string(json_object_get(b, "mac")) ? gets_(b, "mac") : "-", *src ? " " : "", src);
 		printf("%-*s %-9s %-8s %-24s %11s %8lld %9lld %-24s %s\n", w, gets_(b, "address"), gets_(b, "admin"),
-		       gets_(b, "state"), json_object_get(b, "ejectedUntil") ? gets_(b, "ejectedUntil") : "-", seats,
+		       gets_(b, "state"), json_is_string(json_object_get(b, "ejectedUntil")) ? gets_(b, "ejectedUntil") : "-", seats,
 		       geti(b, "timeouts"), geti(b, "ejections"),
-		       json_object_get(b, "lastChange") ? gets_(b, "lastChange") : "-", mac);
+		       json_is_string(json_object_get(b, "lastChange")) ? gets_(b, "lastChange") : "-", mac);
 	}
 }
 
