@@ -62,6 +62,7 @@ struct fg_fc_set *fg_fc_set_bootstrap(void);
 struct fg_fc_apply_opts {
 	bool strict;                /* unknown fields are errors (kubectl --validate=strict) */
 	struct fg_errors *warnings; /* unknown fields when not strict; may be NULL */
+	struct fg_fc_set *input;    /* when not NULL, also receives the input's objects (what a change names) */
 };
 
 /*
@@ -189,5 +190,39 @@ int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str 
  * groups array is allocated to fit and freed by the caller. */
 int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct fg_str **groups, char *err,
 				  size_t errlen);
+
+/* --- what a change does (flowcontrol_diff.c) ------------------------------ */
+
+/* Objects a diff lists at most; the rest are counted ("more"). */
+#define FG_FC_DIFF_MAX_OBJECTS 512
+/* Changed fields listed per object at most. */
+#define FG_FC_DIFF_MAX_FIELDS 32
+
+/*
+ * What going from `before` to `after` does, as kubectl apply and diff say it:
+ * {"objects": [{"kind", "name", "action", "fields"}...], "more": N,
+ *  "created": N, "configured": N, "unchanged": N, "<removed>": N}.
+ * Objects that differ are "created", "configured" (with "fields": one
+ * "path: old -> new" line each) or `removed` ("deleted", "pruned"); objects of
+ * `input` (may be NULL) that are equal in both are "unchanged".  Sorted by
+ * kind (levels first), then name.  NULL when out of memory.
+ */
+json_t *fg_fc_set_diff(const struct fg_fc_set *before, const struct fg_fc_set *after, const struct fg_fc_set *input,
+		       const char *removed);
+
+/* Whether the set holds an object of this kind and name. */
+bool fg_fc_set_has(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
+
+/* Whether two sets hold the same objects. */
+bool fg_fc_set_equal(const struct fg_fc_set *a, const struct fg_fc_set *b);
+
+/*
+ * Every level's seat limits before and after (either config may be NULL):
+ * [{"name", "before": {nominal, min, max} | null, "after": ... | null,
+ *   "changed": bool}], in the after config's order, then the levels only
+ * before had.  A level's limit depends on every level's shares, so a change
+ * to one level moves the others'.
+ */
+json_t *fg_fc_levels_diff(const struct fg_fc_config *before, const struct fg_fc_config *after);
 
 #endif

@@ -257,6 +257,10 @@ int fg_fc_set_apply_opts(struct fg_fc_set *s, const uint8_t *buf, size_t len, st
 	if (errs->count == before) {
 		json_object_update(s->fs, pd.tables[0]);
 		json_object_update(s->pl, pd.tables[1]);
+		if (opts && opts->input) { /* copies: the set keeps its own */
+			json_object_update_new(opts->input->fs, json_deep_copy(pd.tables[0]));
+			json_object_update_new(opts->input->pl, json_deep_copy(pd.tables[1]));
+		}
 		if (settings)
 			*settings = next;
 	}

@@ -30,6 +30,7 @@
 #include "config.h"
 #include "defs.h"
 #include "flowcontrol.h"
+#include "history.h"
 #include "settings.h"
 #include "seatshare.h"
 #include "stats.h"
@@ -59,6 +60,7 @@ struct fg_control_view {
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
 	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
+	struct fg_history *history;      /* kept generations (history, rollback); NULL: none kept */
 };
 
 struct fg_control;
@@ -79,5 +81,10 @@ void fg_config_publish(struct fg_config **slot, struct fg_config *next);
  * newline), malloc'd.  Exposed for tests and the fuzz target.
  */
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate);
+
+/* The same for a peer with this uid (-1: unknown), which a change records
+ * in the history. */
+char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
+				int64_t uid);
 
 #endif
