@@ -210,6 +210,15 @@ int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct f
 json_t *fg_fc_set_diff(const struct fg_fc_set *before, const struct fg_fc_set *after, const struct fg_fc_set *input,
 		       const char *removed);
 
+/*
+ * Which objects a document (JSON or YAML, Lists unrolled) names, for
+ * `delete -f`: [{"kind", "name"}], specs not read (kubectl delete -f needs
+ * only kind and name).  FairgateSettings objects are listed with an empty
+ * name.  NULL with every problem in errs: an unreadable document, an object
+ * without a known kind or a name, more than FG_FC_MAX_OBJECTS objects.
+ */
+json_t *fg_fc_document_ids(const uint8_t *buf, size_t len, struct fg_errors *errs);
+
 /* Whether the set holds an object of this kind and name. */
 bool fg_fc_set_has(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "yamljson.h"
+
 /* A value as one short line for a field's "old -> new". */
 static void value_text(json_t *v, char *buf, size_t cap)
 {
@@ -124,6 +126,66 @@ oom:
 	json_decref(objects);
 	json_decref(counts);
 	return NULL;
+}
+
+static void take_id(json_t *ids, json_t *o, const char *where, struct fg_errors *errs)
+{
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+	int k = kind ? fg_fc_kind_parse(kind) : -1;
+	if (kind && !strcmp(kind, "FairgateSettings")) {
+		json_array_append_new(ids, json_pack("{s:s, s:s}", "kind", kind, "name", ""));
+		return;
+	}
+	if (k < 0 || strcmp(kind, fg_fc_kind_names[k])) {
+		fg_errors_add(errs, where, "kind: must be FlowSchema, PriorityLevelConfiguration, FairgateSettings or a List "
+			      "of them");
+		return;
+	}
+	if (!name || !*name) {
+		fg_errors_add(errs, where, "metadata.name: Required value");
+		return;
+	}
+	if (json_array_size(ids) >= FG_FC_MAX_OBJECTS) {
+		fg_errors_add(errs, where, "more than %d objects", FG_FC_MAX_OBJECTS);
+		return;
+	}
+	json_array_append_new(ids, json_pack("{s:s, s:s}", "kind", fg_fc_kind_names[k], "name", name));
+}
+
+json_t *fg_fc_document_ids(const uint8_t *buf, size_t len, struct fg_errors *errs)
+{
+	char msg[256], where[64];
+	unsigned before = errs->count;
+	json_t *docs = fg_load_documents(buf, len, msg, sizeof(msg)), *ids = json_array(), *doc, *o;
+	size_t d, i;
+	if (!docs)
+		fg_errors_add(errs, "(input)", "%s", msg);
+	json_array_foreach(docs, d, doc) {
+		const char *kind = json_string_value(json_object_get(doc, "kind"));
+		snprintf(where, sizeof(where), "document %zu", d + 1);
+		if (!json_is_object(doc)) {
+			fg_errors_add(errs, where, "must be an object");
+		} else if (kind && strlen(kind) >= 4 && !strcmp(kind + strlen(kind) - 4, "List")) {
+			if (!json_is_array(json_object_get(doc, "items")))
+				fg_errors_add(errs, where, "items: must be a list");
+			json_array_foreach(json_object_get(doc, "items"), i, o) {
+				snprintf(where, sizeof(where), "document %zu item %zu", d + 1, i);
+				if (json_is_object(o))
+					take_id(ids, o, where, errs);
+				else
+					fg_errors_add(errs, where, "must be an object");
+			}
+		} else {
+			take_id(ids, doc, where, errs);
+		}
+	}
+	json_decref(docs);
+	if (errs->count != before || !ids) {
+		json_decref(ids);
+		return NULL;
+	}
+	return ids;
 }
 
 bool fg_fc_set_has(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name)

@@ -609,15 +609,28 @@ json_t *fg_settings_json(const struct fg_settings *s)
 			 spec);
 }
 
-bool fg_settings_equal(const struct fg_settings *a, const struct fg_settings *b)
+json_t *fg_settings_diff(const struct fg_settings *a, const struct fg_settings *b)
 {
-	for (size_t i = 0; i < fg_settings_table_len; i++) {
-		json_t *x = fg_setting_json(&fg_settings_table[i], a), *y = fg_setting_json(&fg_settings_table[i], b);
-		bool same = json_equal(x, y);
+	json_t *out = json_array();
+	for (size_t i = 0; out && i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		json_t *x = fg_setting_json(r, a), *y = fg_setting_json(r, b);
+		if (!json_equal(x, y)) {
+			char *tx = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT), *ty = json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT);
+			json_array_append_new(out, json_sprintf("%s: %.200s -> %.200s", r->name, tx ? tx : "?", ty ? ty : "?"));
+			free(tx);
+			free(ty);
+		}
 		json_decref(x);
 		json_decref(y);
-		if (!same)
-			return false;
 	}
-	return true;
+	return out;
+}
+
+bool fg_settings_equal(const struct fg_settings *a, const struct fg_settings *b)
+{
+	json_t *d = fg_settings_diff(a, b);
+	bool same = d && !json_array_size(d);
+	json_decref(d);
+	return same;
 }

@@ -87,6 +87,9 @@ json_t *fg_setting_json(const struct fg_setting *row, const struct fg_settings *
 #define FG_SETTINGS_API_VERSION "fairgate.dev/v1alpha1"
 json_t *fg_settings_json(const struct fg_settings *s);
 
+/* ["name: old -> new"] for each row whose value differs (JSON values). */
+json_t *fg_settings_diff(const struct fg_settings *a, const struct fg_settings *b);
+
 /* Whether every row has the same value (backend capacities included). */
 bool fg_settings_equal(const struct fg_settings *a, const struct fg_settings *b);
 

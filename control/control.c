@@ -204,25 +204,6 @@ struct change {
  * control thread alone runs commands. */
 static int64_t current_uid = -1;
 
-/* "name: old -> new" for each setting that differs. */
-static json_t *settings_diff(const struct fg_settings *a, const struct fg_settings *b)
-{
-	json_t *out = json_array();
-	for (size_t i = 0; out && i < fg_settings_table_len; i++) {
-		const struct fg_setting *r = &fg_settings_table[i];
-		json_t *x = fg_setting_json(r, a), *y = fg_setting_json(r, b);
-		if (!json_equal(x, y)) {
-			char *tx = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT), *ty = json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT);
-			json_array_append_new(out, json_sprintf("%s: %.200s -> %.200s", r->name, tx ? tx : "?", ty ? ty : "?"));
-			free(tx);
-			free(ty);
-		}
-		json_decref(x);
-		json_decref(y);
-	}
-	return out;
-}
-
 /* The capacity relation changes only with the server limit or the backends. */
 static bool capacity_touched(const struct fg_settings *a, const struct fg_settings *b)
 {
@@ -290,7 +271,7 @@ static char *commit_ex(const struct fg_control_view *view, struct fg_fc_set *can
 	struct fg_fc_config *before = fg_fc_compile(view->objects, view->settings->seat_limit, &ignored);
 	json_t *diff = fg_fc_set_diff(view->objects, candidate, ch->input, ch->removed);
 	json_t *levels = fg_fc_levels_diff(before, fc);
-	json_t *sdiff = settings_diff(view->settings, &settings);
+	json_t *sdiff = fg_settings_diff(view->settings, &settings);
 	fg_fc_config_free(before);
 	bool changed = !fg_fc_set_equal(view->objects, candidate) || json_array_size(sdiff);
 	json_t *summary = json_pack("{s:i, s:i, s:i, s:o, s:O, s:O, s:O, s:b}", "objects", ch->applied, "priorityLevels",
@@ -633,46 +614,42 @@ static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
 	json_t *data = json_object_get(req, "data");
 	if (!json_is_string(data))
 		return error_response("delete needs \"data\": the objects as JSON or YAML text (or \"kind\" and \"name\")");
-	struct fg_fc_set *input = fg_fc_set_new(), *candidate = fg_fc_set_copy(view->objects);
-	struct fg_settings scratch = *view->settings;
 	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	json_t *not_found = json_array(), *restored = json_array();
-	int n = input && candidate && not_found && restored
-			? fg_fc_set_apply(input, (const uint8_t *)json_string_value(data), json_string_length(data),
-					  &scratch, &errs)
-			: -ENOMEM;
-	if (n < 0) {
-		fg_fc_set_free(input);
+	json_t *ids = fg_fc_document_ids((const uint8_t *)json_string_value(data), json_string_length(data), &errs);
+	if (!ids)
+		return errs.count ? errors_response(&errs) : error_response("out of memory");
+	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	json_t *not_found = json_array(), *restored = json_array(), *id;
+	if (!candidate || !not_found || !restored) {
 		fg_fc_set_free(candidate);
+		json_decref(ids);
 		json_decref(not_found);
 		json_decref(restored);
-		return n == -ENOMEM ? error_response("out of memory") : errors_response(&errs);
+		return error_response("out of memory");
 	}
-	if ((size_t)n > fg_fc_set_size(input))
-		fg_errors_add(&warnings, "FairgateSettings", "settings cannot be deleted; the object was ignored");
 	int deleted = 0;
-	for (int k = 0; k < 2; k++) {
-		json_t *items = fg_fc_set_get(input, (enum fg_fc_kind)k, NULL), *o;
-		size_t i;
-		json_array_foreach(items, i, o) {
-			const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
-			json_t *id = json_pack("{s:s, s:s}", "kind", fg_fc_kind_name((enum fg_fc_kind)k), "name", name);
-			if (fg_fc_set_delete(candidate, (enum fg_fc_kind)k, name)) {
-				json_array_append_new(not_found, id);
-				continue;
-			}
-			deleted++;
-			if (fg_fc_is_mandatory(name))
-				json_array_append(restored, id);
-			json_decref(id);
+	size_t i;
+	json_array_foreach(ids, i, id) {
+		const char *kind = json_string_value(json_object_get(id, "kind"));
+		const char *name = json_string_value(json_object_get(id, "name"));
+		int k = fg_fc_kind_parse(kind);
+		if (k < 0) {
+			fg_errors_add(&warnings, "FairgateSettings", "settings cannot be deleted; the object was ignored");
+			continue;
 		}
-		json_decref(items);
+		if (fg_fc_set_delete(candidate, (enum fg_fc_kind)k, name)) {
+			json_array_append(not_found, id);
+			continue;
+		}
+		deleted++;
+		if (fg_fc_is_mandatory(name))
+			json_array_append(restored, id);
 	}
+	json_decref(ids);
 	json_t *extra = json_pack("{s:o, s:o}", "notFound", not_found, "restored", restored);
-	struct change ch = { .what = "delete -f", .input = input, .removed = "deleted", .applied = deleted };
+	struct change ch = { .what = "delete -f", .removed = "deleted", .applied = deleted };
 	char *out = commit_ex(view, candidate, NULL, &ch, &warnings, extra);
 	json_decref(extra);
-	fg_fc_set_free(input);
 	return out;
 }
 

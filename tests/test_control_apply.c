@@ -238,6 +238,7 @@ TEST(prune_makes_the_live_set_the_file_and_get_all_applies_back_unchanged)
 	rcu_unregister_thread();
 }
 
+/* Only kind and name count (kubectl delete -f): "nosuch" has no spec. */
 TEST(delete_from_a_file_names_what_was_not_found_and_restores_mandatory_objects)
 {
 	rcu_register_thread();
@@ -247,8 +248,7 @@ TEST(delete_from_a_file_names_what_was_not_found_and_restores_mandatory_objects)
 	const char *file = "apiVersion: v1\nkind: List\nitems:\n"
 			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchema, metadata: {name: probes}, "
 			   "spec: {priorityLevelConfiguration: {name: exempt}}}\n"
-			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchema, metadata: {name: nosuch}, "
-			   "spec: {priorityLevelConfiguration: {name: exempt}}}\n"
+			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchema, metadata: {name: nosuch}}\n"
 			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: PriorityLevelConfiguration, "
 			   "metadata: {name: catch-all}, spec: {type: Limited, limited: {nominalConcurrencyShares: 5, "
 			   "limitResponse: {type: Reject}}}}\n";
