@@ -128,7 +128,7 @@ oom:
 	return NULL;
 }
 
-static void take_id(json_t *ids, json_t *o, const char *where, struct fg_errors *errs)
+static void take_id(json_t *ids, size_t *n_objects, json_t *o, const char *where, struct fg_errors *errs)
 {
 	const char *kind = json_string_value(json_object_get(o, "kind"));
 	const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
@@ -146,7 +146,7 @@ static void take_id(json_t *ids, json_t *o, const char *where, struct fg_errors 
 		fg_errors_add(errs, where, "metadata.name: Required value");
 		return;
 	}
-	if (json_array_size(ids) >= FG_FC_MAX_OBJECTS) {
+	if (++*n_objects > FG_FC_MAX_OBJECTS) { /* as apply counts: settings aside */
 		fg_errors_add(errs, where, "more than %d objects", FG_FC_MAX_OBJECTS);
 		return;
 	}
@@ -158,7 +158,7 @@ json_t *fg_fc_document_ids(const uint8_t *buf, size_t len, struct fg_errors *err
 	char msg[256], where[64];
 	unsigned before = errs->count;
 	json_t *docs = fg_load_documents(buf, len, msg, sizeof(msg)), *ids = json_array(), *doc, *o;
-	size_t d, i;
+	size_t d, i, n_objects = 0;
 	if (!docs)
 		fg_errors_add(errs, "(input)", "%s", msg);
 	json_array_foreach(docs, d, doc) {
@@ -172,12 +172,12 @@ json_t *fg_fc_document_ids(const uint8_t *buf, size_t len, struct fg_errors *err
 			json_array_foreach(json_object_get(doc, "items"), i, o) {
 				snprintf(where, sizeof(where), "document %zu item %zu", d + 1, i);
 				if (json_is_object(o))
-					take_id(ids, o, where, errs);
+					take_id(ids, &n_objects, o, where, errs);
 				else
 					fg_errors_add(errs, where, "must be an object");
 			}
 		} else {
-			take_id(ids, doc, where, errs);
+			take_id(ids, &n_objects, doc, where, errs);
 		}
 	}
 	json_decref(docs);
