@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgatectl — the control CLI (docs/control.md): status, version, apply,
- * delete, get, and validate/explain, which also work offline on a file.
+ * diff, delete, get, history, rollback, and validate/explain, which also work
+ * offline on a file.
  *
  * Exit status: 0 success, 1 the daemon answered with an error (a refused
  * connection included), could not be reached, closed the connection without
@@ -37,15 +38,25 @@ static void usage(FILE *f)
 		"  status [-o table|json] [--watch SECONDS] [--count N]\n"
 		"                 levels, flows and counters of the running daemon;\n"
 		"                 --watch repeats every SECONDS (requests/s from the deltas)\n"
-		"  apply -f FILE|- [--strict] add or replace FlowSchemas and PriorityLevelConfigurations;\n"
-		"                             unknown fields are warnings, errors with --strict\n"
-		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
+		"  apply -f FILE|- [--strict] [--prune] [--dry-run[=server|client|none]]\n"
+		"                             merge the file's objects into the live set (kubectl apply); --prune:\n"
+		"                             the live set becomes the file (as --config reads it); prints per object\n"
+		"                             created/configured/unchanged/pruned and every level's seat limits\n"
+		"                             before -> after; unknown fields are warnings, errors with --strict\n"
+		"  diff -f FILE|- [--prune]   what apply would change; exit 0 none, 1 some, 2 error\n"
+		"  delete KIND NAME | delete -f FILE|- [--ignore-not-found]\n"
+		"                             remove objects (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
 		"                             a mandatory object (exempt, catch-all) is restored to its built-in copy\n"
 		"  get KIND [NAME] [-o table|json|yaml]\n"
 		"                             what is in force, mandatory objects included; FlowSchemas with\n"
-		"                             their Dangling condition (MISSINGPL column)\n"
-		"  validate -f FILE|- [--strict]\n"
-		"                             offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
+		"                             their Dangling condition (MISSINGPL column); KIND all: every object\n"
+		"                             and the settings as one file that applies back; settings: the settings\n"
+		"  history [-o table|json]    the kept configuration generations: time, uid, summary\n"
+		"  rollback [--to GENERATION] make a kept generation (default: the previous) the next one\n"
+		"  validate -f FILE|- [--strict] [--base none|live|bootstrap|FILE]\n"
+		"                             check a file (objects + FairgateSettings); exit 1 if invalid; offline\n"
+		"                             the file is the whole configuration; --base: merged onto the live set\n"
+		"                             (asks the daemon), the bootstrap set or another file's configuration\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
 		"          [--resource R] [--subresource S] [--name N] [--path P] [-o table|json]\n"
 		"                             where a request goes; with -f offline on that file\n"
