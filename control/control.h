@@ -12,6 +12,10 @@
  * FG_CONTROL_MAX_CLIENTS connections are kept for admins.  A mutating command
  * is allowed by the peer's credentials (taken at connect, supplementary
  * groups included) against controlAdmins as in force when the command runs.
+ * A change (apply, delete, rollback, SIGHUP reload) is all or nothing, is
+ * published as a new generation only when its result differs from what is in
+ * force (objects or settings), and is then kept in the history (history.h)
+ * with the peer's uid.
  *
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
@@ -60,7 +64,8 @@ struct fg_control_view {
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
 	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
-	struct fg_history *history;      /* kept generations (history, rollback); NULL: none kept */
+	struct fg_history *history;      /* kept generations (history, rollback), the control thread's own;
+					  * fg_control_start creates it; NULL: none kept */
 };
 
 struct fg_control;
