@@ -55,6 +55,10 @@ struct fg_fc_set;
 struct fg_fc_set *fg_fc_set_new(void);
 void fg_fc_set_free(struct fg_fc_set *s);
 struct fg_fc_set *fg_fc_set_copy(const struct fg_fc_set *s);
+/* A copy that shares the objects with s (reference counted): an object in a
+ * set is never changed in place, only replaced or removed whole, so this
+ * costs the two tables only (the configuration history keeps these). */
+struct fg_fc_set *fg_fc_set_share(const struct fg_fc_set *s);
 
 /* Kubernetes' bootstrap objects (mandatory + suggested), the default config. */
 struct fg_fc_set *fg_fc_set_bootstrap(void);

@@ -49,7 +49,7 @@ int fg_history_record(struct fg_history *h, uint64_t generation, time_t when, in
 {
 	struct fg_history_entry e = { .generation = generation, .time = when, .uid = uid };
 	snprintf(e.summary, sizeof(e.summary), "%s", summary);
-	e.objects = fg_fc_set_copy(objects);
+	e.objects = fg_fc_set_share(objects); /* unchanged objects cost nothing per generation */
 	e.settings = malloc(sizeof(*e.settings));
 	if (!e.objects || !e.settings) {
 		entry_free(&e);

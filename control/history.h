@@ -8,7 +8,7 @@
  * Invariants: entries are in increasing generation order, at most `keep`
  * (the configHistory setting, 1..FG_MAX_CONFIG_HISTORY) of them, the newest
  * last; recording beyond `keep` drops the oldest.  An entry's copies are its
- * own and never change.
+ * own (the objects shared, fg_fc_set_share) and never change.
  *
  * Thread contract: the control thread alone (it owns the objects and
  * settings the copies are taken from); nothing here blocks or is shared.
