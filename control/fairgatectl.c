@@ -397,6 +397,14 @@ static const char *opt_value(int argc, char **argv, const char *name)
  * '=' takes only "FLAG=VALUE" (kubectl's --dry-run=server). */
 static bool known_args_from(int first, int argc, char **argv, const char *const *with_value, const char *const *bare)
 {
+	int files = 0;
+	for (int i = first; i < argc; i++)
+		files += !strcmp(argv[i], "-f") || !strcmp(argv[i], "--filename");
+	if (files > 1) { /* never a file silently left out */
+		fprintf(stderr, "fairgatectl %s: one -f at a time (apply several files one by one, or as one file "
+				"with --- between documents)\n", argv[0]);
+		return false;
+	}
 	for (int i = first; i < argc; i++) {
 		bool ok = false;
 		for (const char *const *f = with_value; *f && !ok; f++) {

@@ -87,6 +87,10 @@ t.check(p.returncode == 0 and "tests unchanged" in p.stdout and "nothing to publ
         "a no-op apply does not bump the generation")
 p = ctl("diff", "-f", F)
 t.check(p.returncode == 0 and "no differences" in p.stdout, "diff -f after apply: exit 0")
+p = ctl("apply", "-f", F, "-f", F)
+t.check(p.returncode == 2 and "one -f at a time" in p.stderr and gen() == g0 + 1, "two -f: refused, not half applied")
+p = ctl("apply", "-f", F, "--dry-run=maybe")
+t.check(p.returncode == 2 and "--dry-run must be server, client or none" in p.stderr, "a bad --dry-run value is named")
 p = ctl("apply", "-f", write(t.level_config(queues=32)))
 t.check(p.returncode == 0 and "tests configured" in p.stdout and "spec.limited.limitResponse.queuing.queues: 64 -> 32"
         in p.stdout, "a changed field is named with old -> new")
