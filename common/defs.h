@@ -52,6 +52,8 @@
 
 #define FG_DEFAULT_MAX_EXTRA_LATENCY_NS 1000000000ull /* 1 s: 200 watchers' worth at 5 ms each over 1 seat */
 #define FG_MAX_MAX_EXTRA_LATENCY_NS 60000000000ull   /* 60 s */
+#define FG_DEFAULT_CONFIG_HISTORY 10u        /* configHistory: generations kept for rollback */
+#define FG_MAX_CONFIG_HISTORY 100u           /* each keeps a copy of the objects and settings */
 #define FG_MAX_CIDRS 32u                     /* trustedSources entries */
 #define FG_MAX_SOURCE_IDENTITIES 32u         /* sourceIdentities entries */
 #define FG_IDENTITY_NAME_MAX 128u            /* user or group of a source identity, NUL included */

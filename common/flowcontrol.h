@@ -55,6 +55,10 @@ struct fg_fc_set;
 struct fg_fc_set *fg_fc_set_new(void);
 void fg_fc_set_free(struct fg_fc_set *s);
 struct fg_fc_set *fg_fc_set_copy(const struct fg_fc_set *s);
+/* A copy that shares the objects with s (reference counted): an object in a
+ * set is never changed in place, only replaced or removed whole, so this
+ * costs the two tables only (the configuration history keeps these). */
+struct fg_fc_set *fg_fc_set_share(const struct fg_fc_set *s);
 
 /* Kubernetes' bootstrap objects (mandatory + suggested), the default config. */
 struct fg_fc_set *fg_fc_set_bootstrap(void);
@@ -62,6 +66,7 @@ struct fg_fc_set *fg_fc_set_bootstrap(void);
 struct fg_fc_apply_opts {
 	bool strict;                /* unknown fields are errors (kubectl --validate=strict) */
 	struct fg_errors *warnings; /* unknown fields when not strict; may be NULL */
+	struct fg_fc_set *input;    /* when not NULL, also receives the input's objects (what a change names) */
 };
 
 /*
@@ -196,5 +201,48 @@ int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str 
  * groups array is allocated to fit and freed by the caller. */
 int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct fg_str **groups, char *err,
 				  size_t errlen);
+
+/* --- what a change does (flowcontrol_diff.c) ------------------------------ */
+
+/* Objects a diff lists at most; the rest are counted ("more"). */
+#define FG_FC_DIFF_MAX_OBJECTS 512
+/* Changed fields listed per object at most. */
+#define FG_FC_DIFF_MAX_FIELDS 32
+
+/*
+ * What going from `before` to `after` does, as kubectl apply and diff say it:
+ * {"objects": [{"kind", "name", "action", "fields"}...], "more": N,
+ *  "created": N, "configured": N, "unchanged": N, "<removed>": N}.
+ * Objects that differ are "created", "configured" (with "fields": one
+ * "path: old -> new" line each) or `removed` ("deleted", "pruned"); objects of
+ * `input` (may be NULL) that are equal in both are "unchanged".  Sorted by
+ * kind (levels first), then name.  NULL when out of memory.
+ */
+json_t *fg_fc_set_diff(const struct fg_fc_set *before, const struct fg_fc_set *after, const struct fg_fc_set *input,
+		       const char *removed);
+
+/*
+ * Which objects a document (JSON or YAML, Lists unrolled) names, for
+ * `delete -f`: [{"kind", "name"}], specs not read (kubectl delete -f needs
+ * only kind and name).  FairgateSettings objects are listed with an empty
+ * name.  NULL with every problem in errs: an unreadable document, an object
+ * without a known kind or a name, more than FG_FC_MAX_OBJECTS objects.
+ */
+json_t *fg_fc_document_ids(const uint8_t *buf, size_t len, struct fg_errors *errs);
+
+/* Whether the set holds an object of this kind and name. */
+bool fg_fc_set_has(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
+
+/* Whether two sets hold the same objects. */
+bool fg_fc_set_equal(const struct fg_fc_set *a, const struct fg_fc_set *b);
+
+/*
+ * Every level's seat limits before and after (either config may be NULL):
+ * [{"name", "before": {nominal, min, max} | null, "after": ... | null,
+ *   "changed": bool}], in the after config's order, then the levels only
+ * before had.  A level's limit depends on every level's shares, so a change
+ * to one level moves the others'.
+ */
+json_t *fg_fc_levels_diff(const struct fg_fc_config *before, const struct fg_fc_config *after);
 
 #endif

@@ -84,6 +84,20 @@ struct fg_fc_set *fg_fc_set_copy(const struct fg_fc_set *s)
 	return c;
 }
 
+struct fg_fc_set *fg_fc_set_share(const struct fg_fc_set *s)
+{
+	struct fg_fc_set *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fs = json_copy(s->fs);
+	c->pl = json_copy(s->pl);
+	if (!c->fs || !c->pl) {
+		fg_fc_set_free(c);
+		return NULL;
+	}
+	return c;
+}
+
 /* --- mandatory and bootstrap objects ------------------------------------ */
 
 json_t *fg_fc__mandatory(enum fg_fc_kind kind, const char *name)
@@ -257,6 +271,10 @@ int fg_fc_set_apply_opts(struct fg_fc_set *s, const uint8_t *buf, size_t len, st
 	if (errs->count == before) {
 		json_object_update(s->fs, pd.tables[0]);
 		json_object_update(s->pl, pd.tables[1]);
+		if (opts && opts->input) { /* copies: the set keeps its own */
+			json_object_update_new(opts->input->fs, json_deep_copy(pd.tables[0]));
+			json_object_update_new(opts->input->pl, json_deep_copy(pd.tables[1]));
+		}
 		if (settings)
 			*settings = next;
 	}

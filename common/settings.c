@@ -19,7 +19,7 @@
 #include "duration.h"
 #include "shuffle.h"
 
-#define SETTINGS_API_VERSION "fairgate.dev/v1alpha1"
+#define SETTINGS_API_VERSION FG_SETTINGS_API_VERSION
 #define SETTINGS_KIND "FairgateSettings"
 
 void fg_errors_add(struct fg_errors *e, const char *path, const char *fmt, ...)
@@ -63,6 +63,7 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->max_extra_latency_ns = (int64_t)FG_DEFAULT_MAX_EXTRA_LATENCY_NS;
 	s->flowcontrol_metrics = true;
 	s->addr_validation = FG_AV_UNTRUSTED;
+	s->config_history = FG_DEFAULT_CONFIG_HISTORY;
 	fg_cidr_parse("127.0.0.0/8", &s->trusted[s->n_trusted++]); /* loopback only */
 }
 
@@ -278,4 +279,29 @@ void fg_config_free(struct fg_config *c)
 	fg_board_free(c->board);
 	fg_fc_config_free(c->fc);
 	free(c);
+}
+
+unsigned fg_settings_warn_capacity(const struct fg_settings *s, struct fg_errors *warnings)
+{
+	uint64_t total = 0;
+	unsigned unlimited = 0, n = 0;
+	for (uint32_t i = 0; i < s->n_backends; i++) {
+		total += s->backends[i].seats;
+		unlimited += !s->backends[i].seats;
+	}
+	if (unlimited) {
+		fg_errors_add(warnings, "spec.backends",
+			      "%u of %u backend(s) have no capacity (,seats=N): fairgate sends them up to "
+			      "serverConcurrencyLimit %u seats at once, and what they cannot execute waits in their "
+			      "socket queues, where no fairness applies", unlimited, s->n_backends, s->seat_limit);
+		n++;
+	} else if (s->n_backends && total < s->seat_limit) {
+		fg_errors_add(warnings, "spec.backends",
+			      "the backends' capacities sum to %llu seats, below serverConcurrencyLimit %u: the levels "
+			      "admit more than the backends take, and requests are held for backend room (status "
+			      "heldForBackend) in arrival order, outside the levels' fair queuing",
+			      (unsigned long long)total, s->seat_limit);
+		n++;
+	}
+	return n;
 }

@@ -76,6 +76,7 @@ struct fg_settings {
 	/* Besides root, who may change the configuration through the socket. */
 	uint32_t n_admin_uids, n_admin_gids;
 	uint32_t admin_uids[FG_CONTROL_MAX_ADMINS], admin_gids[FG_CONTROL_MAX_ADMINS];
+	uint32_t config_history;     /* configuration generations kept for rollback (control/history.h) */
 };
 
 /* Collected validation errors: "path: reason" lines. */
@@ -110,6 +111,14 @@ void fg_settings_keep_backend_admin(struct fg_settings *next, const struct fg_se
 
 /* Cross-field checks after all sources are applied.  0 or -EINVAL. */
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
+
+/*
+ * Capacity sanity: one warning line per way the backends cannot take what
+ * the levels admit (their capacities sum below serverConcurrencyLimit, or a
+ * backend has no capacity): fairness then moves into the backends' socket
+ * queues.  Returns how many.
+ */
+unsigned fg_settings_warn_capacity(const struct fg_settings *s, struct fg_errors *warnings);
 
 struct fg_config;
 struct fg_fc_config;

@@ -81,6 +81,9 @@ const struct fg_setting fg_settings_table[] = {
 	{ "addressValidation", "address-validation", FG_SET_ENUM, FIELD(addr_validation), 0, 0, true,
 	  "`off`, `untrusted` or `all`: which sources must first prove their address with a cookie "
 	  "(REJECT retry-with-cookie, security.md)", av_names },
+	{ "configHistory", "config-history", FG_SET_U32, FIELD(config_history), 1, FG_MAX_CONFIG_HISTORY, true,
+	  "configuration generations the daemon keeps (objects and settings) for `fairgatectl history` and "
+	  "`rollback`; fewer drops the oldest" },
 };
 const size_t fg_settings_table_len = sizeof(fg_settings_table) / sizeof(fg_settings_table[0]);
 _Static_assert(sizeof(fg_settings_table) / sizeof(fg_settings_table[0]) <= FG_SETTINGS_MAX_ROWS,
@@ -531,4 +534,105 @@ void fg_settings_print_markdown(FILE *f)
 		}
 		fprintf(f, " |\n");
 	}
+}
+
+/* A list row's items as JSON strings: fg_setting_format writes "[a, b]", and
+ * no item's text holds ", " (addresses, MACs, ",seats=N", prefixes). */
+static json_t *list_json(const struct fg_setting *row, const struct fg_settings *s)
+{
+	char buf[FG_MAX_BACKENDS * 64];
+	json_t *arr = json_array();
+	fg_setting_format(row, s, buf, sizeof(buf));
+	size_t len = strlen(buf);
+	if (len < 2)
+		return arr;
+	buf[len - 1] = 0; /* the closing ']' */
+	for (char *p = buf + 1; *p;) {
+		char *sep = strstr(p, ", ");
+		if (sep)
+			*sep = 0;
+		json_array_append_new(arr, json_string(p));
+		p = sep ? sep + 2 : p + strlen(p);
+	}
+	return arr;
+}
+
+static json_t *ids_json(const uint32_t *ids, uint32_t n)
+{
+	json_t *arr = json_array();
+	for (uint32_t i = 0; i < n; i++)
+		json_array_append_new(arr, json_integer(ids[i]));
+	return arr;
+}
+
+static json_t *identities_json(const struct fg_settings *s)
+{
+	char c[32];
+	json_t *arr = json_array();
+	for (uint32_t i = 0; i < s->n_identities; i++) {
+		const struct fg_source_identity *id = &s->identities[i];
+		json_t *groups = json_array();
+		for (uint32_t k = 0; k < id->n_groups; k++)
+			json_array_append_new(groups, json_string(id->groups[k]));
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:o}", "cidr", fg_cidr_format(&id->cidr, c, sizeof(c)),
+						     "user", id->user, "groups", groups));
+	}
+	return arr;
+}
+
+json_t *fg_setting_json(const struct fg_setting *row, const struct fg_settings *s)
+{
+	char buf[256];
+	const void *p = cfield(row, s);
+	switch (row->type) {
+	case FG_SET_U32:
+		return json_integer(*(const uint32_t *)p);
+	case FG_SET_BOOL:
+		return json_boolean(*(const bool *)p);
+	case FG_SET_BACKENDS:
+	case FG_SET_CIDRS:
+		return list_json(row, s);
+	case FG_SET_ADMINS:
+		return json_pack("{s:o, s:o}", "uids", ids_json(s->admin_uids, s->n_admin_uids), "gids",
+				 ids_json(s->admin_gids, s->n_admin_gids));
+	case FG_SET_IDENTITIES:
+		return identities_json(s);
+	default:
+		return json_string(fg_setting_format(row, s, buf, sizeof(buf)));
+	}
+}
+
+json_t *fg_settings_json(const struct fg_settings *s)
+{
+	json_t *spec = json_object();
+	for (size_t i = 0; spec && i < fg_settings_table_len; i++)
+		json_object_set_new(spec, fg_settings_table[i].name, fg_setting_json(&fg_settings_table[i], s));
+	return json_pack("{s:s, s:s, s:o}", "apiVersion", FG_SETTINGS_API_VERSION, "kind", "FairgateSettings", "spec",
+			 spec);
+}
+
+json_t *fg_settings_diff(const struct fg_settings *a, const struct fg_settings *b)
+{
+	json_t *out = json_array();
+	for (size_t i = 0; out && i < fg_settings_table_len; i++) {
+		const struct fg_setting *r = &fg_settings_table[i];
+		json_t *x = fg_setting_json(r, a), *y = fg_setting_json(r, b);
+		if (!json_equal(x, y)) {
+			char *tx = json_dumps(x, JSON_ENCODE_ANY | JSON_COMPACT), *ty = json_dumps(y, JSON_ENCODE_ANY | JSON_COMPACT);
+			json_array_append_new(out, json_sprintf("%s: %.200s -> %.200s", r->name, tx ? tx : "?", ty ? ty : "?"));
+			free(tx);
+			free(ty);
+		}
+		json_decref(x);
+		json_decref(y);
+	}
+	return out;
+}
+
+bool fg_settings_equal(const struct fg_settings *a, const struct fg_settings *b)
+{
+	json_t *d = fg_settings_diff(a, b);
+	bool same = d && !json_array_size(d);
+	json_decref(d);
+	return same;
 }

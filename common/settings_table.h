@@ -79,6 +79,20 @@ const char *fg_setting_format(const struct fg_setting *row, const struct fg_sett
  * must apply (a backend's capacity may change live, its address not). */
 bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *a, const struct fg_settings *b);
 
+/* The row's value as JSON, as a FairgateSettings spec spells it (reads back
+ * through fg_setting_set_json). */
+json_t *fg_setting_json(const struct fg_setting *row, const struct fg_settings *s);
+
+/* Every setting as one FairgateSettings object that applies back. */
+#define FG_SETTINGS_API_VERSION "fairgate.dev/v1alpha1"
+json_t *fg_settings_json(const struct fg_settings *s);
+
+/* ["name: old -> new"] for each row whose value differs (JSON values). */
+json_t *fg_settings_diff(const struct fg_settings *a, const struct fg_settings *b);
+
+/* Whether every row has the same value (backend capacities included). */
+bool fg_settings_equal(const struct fg_settings *a, const struct fg_settings *b);
+
 /* The Markdown table of docs/configuration.md: field, flag, default, live
  * apply, meaning. */
 void fg_settings_print_markdown(FILE *f);

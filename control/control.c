@@ -190,12 +190,69 @@ static void count_change(const struct fg_control_view *view, bool ok)
 	__atomic_store_n(ok ? &c->last_success_s : &c->last_failure_s, (uint64_t)time(NULL), __ATOMIC_RELAXED);
 }
 
-/* Compile a candidate object set with candidate settings and, unless dry,
- * publish them as the next generation; on success both replace the view's.
- * The candidate always holds the mandatory objects (what `get` shows is what
- * is in force); warnings (unknown fields, dangling schemas) go with the answer. */
-static char *commit(const struct fg_control_view *view, struct fg_fc_set *candidate, const struct fg_settings *next_settings,
-		    int applied, bool dry, struct fg_errors *warnings, json_t *extra)
+#define FG_KEPT_NAMED 4 /* objects a merge kept that its warning names */
+
+/* What a change is, for its answer and the history. */
+struct change {
+	const char *what;              /* "apply", "delete", "rollback", ...: the history's summary starts so */
+	const struct fg_fc_set *input; /* the objects the request named (unchanged ones are listed); may be NULL */
+	const char *removed;           /* the word for objects that go: "deleted", "pruned" */
+	int applied;                   /* objects in the request */
+	bool dry;
+	bool force;                    /* publish even if objects and settings' texts are equal (a backend's
+					* administrative state) */
+};
+
+/* The peer of the command being run (fg_control_handle_line_as); the
+ * control thread alone runs commands. */
+static int64_t current_uid = -1;
+
+/* The capacity relation changes only with the server limit or the backends. */
+static bool capacity_touched(const struct fg_settings *a, const struct fg_settings *b)
+{
+	const struct fg_setting *backends = fg_setting_by_name("backends");
+	json_t *x = fg_setting_json(backends, a), *y = fg_setting_json(backends, b);
+	bool touched = a->seat_limit != b->seat_limit || !json_equal(x, y);
+	json_decref(x);
+	json_decref(y);
+	return touched;
+}
+
+/* The history's one line: "apply: 1 created, 2 configured; settings: a, b". */
+static void change_summary(const struct change *ch, json_t *diff, json_t *sdiff, char *buf, size_t cap)
+{
+	static const char *const counted[] = { "created", "configured", "deleted", "pruned" };
+	size_t n = (size_t)snprintf(buf, cap, "%s:", ch->what);
+	bool any = false;
+	for (size_t i = 0; i < sizeof(counted) / sizeof(counted[0]) && n < cap; i++) {
+		json_int_t k = json_integer_value(json_object_get(diff, counted[i]));
+		if (k) {
+			n += (size_t)snprintf(buf + n, cap - n, "%s%lld %s", any ? ", " : " ", (long long)k, counted[i]);
+			any = true;
+		}
+	}
+	size_t i;
+	json_t *l;
+	json_array_foreach(sdiff, i, l) {
+		if (n >= cap)
+			break;
+		const char *line = json_string_value(l);
+		n += (size_t)snprintf(buf + n, cap - n, "%s%.*s", i ? ", " : any ? "; settings " : " settings ",
+				      (int)strcspn(line, ":"), line);
+	}
+}
+
+/* Compile a candidate object set with candidate settings and, unless dry or
+ * nothing changes, publish them as the next generation; on success both
+ * replace the view's.  The candidate always holds the mandatory objects
+ * (what `get` shows is what is in force); warnings (unknown fields, dangling
+ * schemas, capacity) go with the answer, and so does what the change does:
+ * per object created/configured/unchanged/deleted, and every level's seat
+ * limits before and after (a level's limit depends on all levels' shares).
+ * A change that changes nothing publishes nothing: the generation stays. */
+static char *commit_ex(const struct fg_control_view *view, struct fg_fc_set *candidate,
+		       const struct fg_settings *next_settings, const struct change *ch, struct fg_errors *warnings,
+		       json_t *extra)
 {
 	struct fg_errors errs = { .len = 0 };
 	fg_fc_set_add_mandatory(candidate);
@@ -207,17 +264,37 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	struct fg_fc_config *fc = errs.count ? NULL : fg_fc_compile(candidate, settings.seat_limit, &errs);
 	if (!fc) {
 		fg_fc_set_free(candidate);
-		if (!dry)
+		if (!ch->dry)
 			count_change(view, false);
 		return errs.count ? errors_response(&errs) : error_response("out of memory");
 	}
-	json_t *summary = json_pack("{s:i, s:i, s:i, s:o}", "objects", applied, "priorityLevels", (int)fc->n_levels,
-				    "flowSchemas", (int)fc->n_schemas, "warnings", lines_json(warnings));
+	if (capacity_touched(view->settings, &settings))
+		fg_settings_warn_capacity(&settings, warnings);
+	struct fg_errors ignored = { .len = 0 };
+	struct fg_fc_config *before = fg_fc_compile(view->objects, view->settings->seat_limit, &ignored);
+	json_t *diff = fg_fc_set_diff(view->objects, candidate, ch->input, ch->removed);
+	json_t *levels = fg_fc_levels_diff(before, fc);
+	json_t *sdiff = fg_settings_diff(view->settings, &settings);
+	fg_fc_config_free(before);
+	bool changed = ch->force || !fg_fc_set_equal(view->objects, candidate) || json_array_size(sdiff);
+	json_t *summary = json_pack("{s:i, s:i, s:i, s:o, s:O, s:O, s:O, s:b}", "objects", ch->applied, "priorityLevels",
+				    (int)fc->n_levels, "flowSchemas", (int)fc->n_schemas, "warnings", lines_json(warnings),
+				    "changes", diff, "levels", levels, "settings", sdiff, "changed", changed);
 	if (extra)
 		json_object_update(summary, extra);
-	if (dry) {
+	if (ch->dry || !changed) {
 		fg_fc_config_free(fc);
 		fg_fc_set_free(candidate);
+		if (!ch->dry) { /* nothing to publish: the generation in force answers */
+			rcu_thread_online();
+			uint64_t gen = rcu_dereference(*view->config_ptr)->generation;
+			rcu_thread_offline();
+			json_object_set_new(summary, "generation", json_integer((json_int_t)gen));
+			json_object_set_new(summary, "workersNotFollowing", json_array());
+		}
+		json_decref(diff);
+		json_decref(levels);
+		json_decref(sdiff);
 		return ok_response(summary);
 	}
 	rcu_thread_online();
@@ -231,6 +308,9 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	if (!next) {
 		fg_fc_set_free(candidate);
 		json_decref(summary);
+		json_decref(diff);
+		json_decref(levels);
+		json_decref(sdiff);
 		count_change(view, false);
 		return error_response("out of memory");
 	}
@@ -239,6 +319,17 @@ static char *commit(const struct fg_control_view *view, struct fg_fc_set *candid
 	fg_fc_set_swap(view->objects, candidate);
 	fg_fc_set_free(candidate);
 	*view->settings = settings;
+	if (view->history) {
+		char line[FG_HISTORY_SUMMARY_MAX];
+		change_summary(ch, diff, sdiff, line, sizeof(line));
+		if (fg_history_record(view->history, generation, time(NULL), current_uid, line, view->objects,
+				      view->settings, view->settings->config_history))
+			fg_errors_add(warnings, "history", "out of memory: generation %llu is not kept for rollback",
+				      (unsigned long long)generation);
+	}
+	json_decref(diff);
+	json_decref(levels);
+	json_decref(sdiff);
 	json_object_set_new(summary, "generation", json_integer((json_int_t)generation));
 	json_t *refused = wait_for_workers(view, generation, warnings);
 	json_object_set_new(summary, "workersNotFollowing", refused);
@@ -252,25 +343,67 @@ struct apply_text {
 	size_t len;
 };
 
-/* Apply texts in order onto a copy of what is in force (onto nothing when
- * standalone) and commit them, or only check them (dry): one change, all
- * or nothing.  A refusal's answer names the errors; *failed is the text
- * that had them. */
-static char *apply_texts(const struct fg_control_view *view, const struct apply_text *texts, unsigned n, bool strict,
-			 bool dry, bool standalone, unsigned *failed)
+/* What the texts are applied onto. */
+enum apply_base {
+	BASE_LIVE,  /* kubectl apply: merged into what is in force */
+	BASE_EMPTY, /* validate standalone: the texts alone (and the mandatory objects) */
+	BASE_WHOLE, /* apply --prune: the texts are the whole set, as `fairgate --config` reads them */
+};
+
+/* A merge leaves objects the input does not name: then the input alone (as
+ * `fairgate --config` reads a file) is not what is in force; say so once. */
+static void warn_kept(const struct fg_fc_set *result, const struct fg_fc_set *input, struct fg_errors *warnings)
 {
-	struct fg_fc_set *candidate = standalone ? fg_fc_set_new() : fg_fc_set_copy(view->objects);
-	if (!candidate)
+	json_t *kept = json_array();
+	for (int k = 0; k < 2 && kept; k++) {
+		json_t *all = fg_fc_set_get(result, (enum fg_fc_kind)k, NULL), *o;
+		size_t i;
+		json_array_foreach(all, i, o) {
+			const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+			if (!fg_fc_set_has(input, (enum fg_fc_kind)k, name) && !fg_fc_is_mandatory(name))
+				json_array_append_new(kept, json_sprintf("%s/%s", fg_fc_kind_name((enum fg_fc_kind)k), name));
+		}
+		json_decref(all);
+	}
+	size_t n = json_array_size(kept);
+	if (n) {
+		char names[256] = "";
+		size_t len = 0;
+		for (size_t i = 0; i < n && i < FG_KEPT_NAMED && len < sizeof(names); i++)
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+						json_string_value(json_array_get(kept, i)));
+		fg_errors_add(warnings, "merge",
+			      "%zu object(s) in force are not in this input (%s%s): they stay, as kubectl apply leaves "
+			      "them; the input alone (fairgate --config, validate) would not run them; apply --prune "
+			      "makes what is in force equal to the input", n, names, n > FG_KEPT_NAMED ? ", ..." : "");
+	}
+	json_decref(kept);
+}
+
+/* Apply texts in order onto the base and commit them, or only check them
+ * (dry): one change, all or nothing.  A refusal's answer names the errors;
+ * *failed is the text that had them. */
+static char *apply_texts_ex(const struct fg_control_view *view, const struct apply_text *texts, unsigned n, bool strict,
+			    bool dry, enum apply_base base, const char *what, unsigned *failed)
+{
+	struct fg_fc_set *candidate = base == BASE_LIVE ? fg_fc_set_copy(view->objects) : fg_fc_set_new();
+	struct fg_fc_set *input = fg_fc_set_new();
+	if (!candidate || !input) {
+		fg_fc_set_free(candidate);
+		fg_fc_set_free(input);
 		return error_response("out of memory");
+	}
 	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
 	struct fg_settings settings = *view->settings;
-	struct fg_fc_apply_opts opts = { .strict = strict || view->settings->strict_fields, .warnings = &warnings };
+	struct fg_fc_apply_opts opts = { .strict = strict || view->settings->strict_fields, .warnings = &warnings,
+					 .input = input };
 	int applied = 0;
 	for (unsigned i = 0; i < n; i++) {
 		int k = fg_fc_set_apply_opts(candidate, (const uint8_t *)texts[i].data, texts[i].len, &settings, &opts,
 					     &errs);
 		if (k < 0) {
 			fg_fc_set_free(candidate);
+			fg_fc_set_free(input);
 			if (!dry)
 				count_change(view, false);
 			*failed = i;
@@ -279,7 +412,23 @@ static char *apply_texts(const struct fg_control_view *view, const struct apply_
 		applied += k;
 	}
 	fg_settings_keep_backend_admin(&settings, view->settings);
-	return commit(view, candidate, &settings, applied, dry, &warnings, NULL);
+	/* One meaning for a file (configuration.md): without objects it stands
+	 * for the bootstrap set, as at start-up. */
+	if (base == BASE_WHOLE && !fg_fc_set_size(candidate)) {
+		fg_fc_set_free(candidate);
+		candidate = fg_fc_set_bootstrap();
+		if (!candidate) {
+			fg_fc_set_free(input);
+			return error_response("out of memory");
+		}
+	}
+	if (base == BASE_LIVE)
+		warn_kept(candidate, input, &warnings);
+	struct change ch = { .what = what, .input = input, .removed = base == BASE_WHOLE ? "pruned" : "deleted",
+			     .applied = applied, .dry = dry };
+	char *out = commit_ex(view, candidate, &settings, &ch, &warnings, NULL);
+	fg_fc_set_free(input);
+	return out;
 }
 
 static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry)
@@ -287,13 +436,19 @@ static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry
 	json_t *data = json_object_get(req, "data");
 	if (!json_is_string(data))
 		return error_response("%s needs \"data\": the objects as JSON or YAML text", dry ? "validate" : "apply");
-	json_t *strict = json_object_get(req, "strict");
+	json_t *strict = json_object_get(req, "strict"), *prune = json_object_get(req, "prune");
 	if (strict && !json_is_boolean(strict))
 		return error_response("\"strict\" must be true or false");
+	if (prune && !json_is_boolean(prune))
+		return error_response("\"prune\" must be true or false");
+	bool standalone = dry && json_is_true(json_object_get(req, "standalone"));
+	if (standalone && json_is_true(prune))
+		return error_response("\"standalone\" and \"prune\" exclude each other");
 	struct apply_text text = { json_string_value(data), json_string_length(data) };
 	unsigned failed;
-	return apply_texts(view, &text, 1, json_is_true(strict), dry,
-			   dry && json_is_true(json_object_get(req, "standalone")), &failed);
+	enum apply_base base = json_is_true(prune) ? BASE_WHOLE : standalone ? BASE_EMPTY : BASE_LIVE;
+	return apply_texts_ex(view, &text, 1, json_is_true(strict), dry, base,
+			      json_is_true(prune) ? "apply --prune" : "apply", &failed);
 }
 
 static int kind_of(json_t *req, char **err)
@@ -305,8 +460,12 @@ static int kind_of(json_t *req, char **err)
 	return kind;
 }
 
+static char *cmd_delete_data(const struct fg_control_view *view, json_t *req);
+
 static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 {
+	if (json_object_get(req, "data"))
+		return cmd_delete_data(view, req);
 	char *err = NULL;
 	int kind = kind_of(req, &err);
 	const char *name = json_string_value(json_object_get(req, "name"));
@@ -324,7 +483,10 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 	/* As Kubernetes: a deleted mandatory object comes back as its built-in copy. */
 	struct fg_errors warnings = { .len = 0 };
 	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory(name));
-	char *out = commit(view, candidate, NULL, 1, false, &warnings, extra);
+	char what[160];
+	snprintf(what, sizeof(what), "delete %s/%.100s", fg_fc_kind_name((enum fg_fc_kind)kind), name);
+	struct change ch = { .what = what, .removed = "deleted", .applied = 1 };
+	char *out = commit_ex(view, candidate, NULL, &ch, &warnings, extra);
 	json_decref(extra);
 	return out;
 }
@@ -388,13 +550,22 @@ static char *cmd_backend(const struct fg_control_view *view, json_t *req)
 		fg_errors_add(&warnings, "backends", "none is enabled now: new requests are answered no-backend");
 	json_t *extra = json_pack("{s:s, s:s}", "backend", fg_endpoint_format(&ep, addr, sizeof(addr)), "action",
 				  actions[act]);
-	char *out = commit(view, candidate, &next, 0, false, &warnings, extra);
+	char what[128];
+	snprintf(what, sizeof(what), "backend %s %s", actions[act], addr);
+	/* An administrative state is not a setting's text: the change is
+	 * published even when nothing else differs. */
+	struct change ch = { .what = what, .removed = "deleted", .force = true };
+	char *out = commit_ex(view, candidate, &next, &ch, &warnings, extra);
 	json_decref(extra);
 	return out;
 }
+static char *cmd_get_all(const struct fg_control_view *view, json_t *req);
 
 static char *cmd_get(const struct fg_control_view *view, json_t *req)
 {
+	const char *k = json_string_value(json_object_get(req, "kind"));
+	if (k && (!strcmp(k, "all") || !strcmp(k, "settings") || !strcmp(k, "FairgateSettings")))
+		return cmd_get_all(view, req);
 	char *err = NULL;
 	int kind = kind_of(req, &err);
 	if (kind < 0)
@@ -520,6 +691,123 @@ static char *cmd_dump(const struct fg_control_view *view, json_t *req)
 	return a.body ? vis_response(&a, json) : error_response("out of memory");
 }
 
+/* delete with "data": every object the text names, as `kubectl delete -f`:
+ * those in force go in one change (mandatory ones come back as their
+ * built-in copies), the others are listed as not found. */
+static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
+{
+	json_t *data = json_object_get(req, "data");
+	if (!json_is_string(data))
+		return error_response("delete needs \"data\": the objects as JSON or YAML text (or \"kind\" and \"name\")");
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
+	json_t *ids = fg_fc_document_ids((const uint8_t *)json_string_value(data), json_string_length(data), &errs);
+	if (!ids)
+		return errs.count ? errors_response(&errs) : error_response("out of memory");
+	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	json_t *not_found = json_array(), *restored = json_array(), *id;
+	if (!candidate || !not_found || !restored) {
+		fg_fc_set_free(candidate);
+		json_decref(ids);
+		json_decref(not_found);
+		json_decref(restored);
+		return error_response("out of memory");
+	}
+	int deleted = 0;
+	size_t i;
+	json_array_foreach(ids, i, id) {
+		const char *kind = json_string_value(json_object_get(id, "kind"));
+		const char *name = json_string_value(json_object_get(id, "name"));
+		int k = fg_fc_kind_parse(kind);
+		if (k < 0) {
+			fg_errors_add(&warnings, "FairgateSettings", "settings cannot be deleted; the object was ignored");
+			continue;
+		}
+		if (fg_fc_set_delete(candidate, (enum fg_fc_kind)k, name)) {
+			json_array_append(not_found, id);
+			continue;
+		}
+		deleted++;
+		if (fg_fc_is_mandatory(name))
+			json_array_append(restored, id);
+	}
+	json_decref(ids);
+	json_t *extra = json_pack("{s:o, s:o}", "notFound", not_found, "restored", restored);
+	struct change ch = { .what = "delete -f", .removed = "deleted", .applied = deleted };
+	char *out = commit_ex(view, candidate, NULL, &ch, &warnings, extra);
+	json_decref(extra);
+	return out;
+}
+
+/* get all: every object in force and the settings, one List that applies
+ * back (`fairgatectl get all -o yaml > f; apply -f f` changes nothing);
+ * get settings: the FairgateSettings object alone. */
+static char *cmd_get_all(const struct fg_control_view *view, json_t *req)
+{
+	json_t *settings = fg_settings_json(view->settings);
+	if (strcmp(json_string_value(json_object_get(req, "kind")), "all"))
+		return settings ? ok_response(settings) : error_response("out of memory");
+	json_t *items = json_array();
+	for (int k = FG_FC_PRIORITYLEVEL; k >= FG_FC_FLOWSCHEMA; k--) /* levels first: schemas refer to them */
+	{
+		json_t *some = fg_fc_set_get(view->objects, (enum fg_fc_kind)k, NULL);
+		json_array_extend(items, some);
+		json_decref(some);
+	}
+	json_array_append_new(items, settings);
+	return ok_response(json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items));
+}
+
+/* history: the kept generations, oldest first. */
+static char *cmd_history(const struct fg_control_view *view, json_t *req)
+{
+	(void)req;
+	if (!view->history)
+		return error_response("no configuration history is kept here");
+	rcu_thread_online();
+	uint64_t gen = rcu_dereference(*view->config_ptr)->generation;
+	rcu_thread_offline();
+	return ok_response(json_pack("{s:I, s:i, s:o}", "generation", (json_int_t)gen, "keep",
+				     (int)view->settings->config_history, "items", fg_history_json(view->history)));
+}
+
+/* rollback: make a kept generation's objects and settings the next one
+ * (kubectl rollout undo: the previous one unless "to" names another). */
+static char *cmd_rollback(const struct fg_control_view *view, json_t *req)
+{
+	if (!view->history)
+		return error_response("no configuration history is kept here");
+	json_t *to = json_object_get(req, "to");
+	if (to && (!json_is_integer(to) || json_integer_value(to) < 1))
+		return error_response("\"to\" must be a generation number (fairgatectl history lists them)");
+	rcu_thread_online();
+	uint64_t gen = rcu_dereference(*view->config_ptr)->generation;
+	rcu_thread_offline();
+	const struct fg_history_entry *e = to ? fg_history_find(view->history, (uint64_t)json_integer_value(to))
+					      : fg_history_before(view->history, gen);
+	if (!e && to)
+		return error_response("generation %lld is not kept (configHistory %u; fairgatectl history lists those kept)",
+				      (long long)json_integer_value(to), view->settings->config_history);
+	if (!e)
+		return error_response("no generation before %llu is kept to roll back to", (unsigned long long)gen);
+	struct fg_fc_set *candidate = fg_fc_set_copy(e->objects);
+	if (!candidate)
+		return error_response("out of memory");
+	struct fg_errors warnings = { .len = 0 };
+	char what[64];
+	snprintf(what, sizeof(what), "rollback to %llu", (unsigned long long)e->generation);
+	json_t *extra = json_pack("{s:I}", "rolledBackTo", (json_int_t)e->generation);
+	struct change ch = { .what = what, .removed = "deleted" };
+	/* The kept settings, but this daemon's restart-only ones: they cannot
+	 * differ anyway, and configHistory stays as it is now. */
+	struct fg_settings settings = *e->settings;
+	settings.config_history = view->settings->config_history;
+	/* Drained or disabled backends stay so: operations, not configuration. */
+	fg_settings_keep_backend_admin(&settings, view->settings);
+	char *out = commit_ex(view, candidate, &settings, &ch, &warnings, extra);
+	json_decref(extra);
+	return out;
+}
+
 static char *cmd_validate(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, true); }
 static char *cmd_apply_live(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, false); }
 
@@ -532,11 +820,18 @@ static const struct command {
 	{ "status", cmd_status, false },     { "version", cmd_version, false }, { "get", cmd_get, false },
 	{ "explain", cmd_explain, false },   { "validate", cmd_validate, false }, { "apply", cmd_apply_live, true },
 	{ "delete", cmd_delete, true },      { "pending", cmd_pending, false }, { "dump", cmd_dump, false },
-	{ "backend", cmd_backend, true },
+	{ "history", cmd_history, false },   { "rollback", cmd_rollback, true }, { "backend", cmd_backend, true },
 };
 
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
 {
+	return fg_control_handle_line_as(view, line, len, may_mutate, -1);
+}
+
+char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
+				int64_t uid)
+{
+	current_uid = uid;
 	json_error_t jerr;
 	json_t *req = json_loadb((const char *)line, len, 0, &jerr);
 	if (!req)
@@ -551,7 +846,7 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
 		out = error_response("request must be an object with a string \"command\"");
 	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
-				     "version, pending, dump, backend)", c);
+				     "version, pending, dump, history, rollback, backend)", c);
 	else if (cmd->mutates && !may_mutate)
 		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
 	else
@@ -704,7 +999,8 @@ static void conn_serve(struct fg_control *ctl, struct conn *c, uint64_t now)
 		char *resp = ctl->queued > FG_CONTROL_MAX_QUEUED && !admin
 				     ? error_response("busy: %zu bytes of answers wait for slow readers; try again",
 						      ctl->queued)
-				     : fg_control_handle_line(&ctl->view, (const uint8_t *)c->buf, line, admin);
+				     : fg_control_handle_line_as(&ctl->view, (const uint8_t *)c->buf, line, admin,
+								 c->peer.known ? (int64_t)c->peer.uid : -1);
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 		c->partial_ns = now;
@@ -847,7 +1143,8 @@ static void reload(struct fg_control *ctl)
 		}
 		texts[n].data = buf;
 	}
-	char *resp = apply_texts(v, texts, n, false, false, false, &failed);
+	current_uid = -1; /* the daemon's own change */
+	char *resp = apply_texts_ex(v, texts, n, false, false, BASE_LIVE, "SIGHUP reload", &failed);
 	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
 	free(resp);
 	json_t *res = json_object_get(r, "result");
@@ -1023,6 +1320,16 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 	}
 	ctl->view = *view;
 	fg_fc_set_add_mandatory(ctl->view.objects); /* get shows what is in force */
+	/* The start-up generation is the first one a rollback can go back to. */
+	ctl->view.history = fg_history_new();
+	if (!ctl->view.history || fg_history_record(ctl->view.history, (*view->config_ptr)->generation, time(NULL), -1,
+						    "start-up", ctl->view.objects, ctl->view.settings,
+						    ctl->view.settings->config_history)) {
+		snprintf(errbuf, errlen, "out of memory");
+		fg_history_free(ctl->view.history);
+		free(ctl);
+		return NULL;
+	}
 	ctl->listen_fd = ctl->wake[0] = ctl->wake[1] = -1;
 	for (unsigned i = 0; i < FG_CONTROL_MAX_CLIENTS; i++)
 		ctl->conns[i].fd = -1;
@@ -1051,6 +1358,7 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 	}
 	return ctl;
 err:
+	fg_history_free(ctl->view.history);
 	if (ctl->bound)
 		release_path(ctl);
 	if (ctl->listen_fd >= 0)
@@ -1078,6 +1386,7 @@ void fg_control_stop(struct fg_control *ctl)
 	close(ctl->wake[0]);
 	close(ctl->wake[1]);
 	fg_fc_set_free(ctl->view.objects); /* the control thread owned the object set */
+	fg_history_free(ctl->view.history);
 	free(ctl->view.settings);          /* and its copy of the settings */
 	free(ctl);
 }

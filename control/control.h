@@ -12,6 +12,10 @@
  * FG_CONTROL_MAX_CLIENTS connections are kept for admins.  A mutating command
  * is allowed by the peer's credentials (taken at connect, supplementary
  * groups included) against controlAdmins as in force when the command runs.
+ * A change (apply, delete, rollback, SIGHUP reload) is all or nothing, is
+ * published as a new generation only when its result differs from what is in
+ * force (objects or settings), and is then kept in the history (history.h)
+ * with the peer's uid.
  *
  * Thread contract: fg_control_start/stop are called by main; the control
  * thread registers with RCU and stays offline except while publishing.  It
@@ -30,6 +34,7 @@
 #include "config.h"
 #include "defs.h"
 #include "flowcontrol.h"
+#include "history.h"
 #include "settings.h"
 #include "seatshare.h"
 #include "stats.h"
@@ -63,6 +68,8 @@ struct fg_control_view {
 	 * asking, -1 not asked; dataplane/dpdk_io.h), for status; NULL otherwise. */
 	int (*backend_mac)(const void *ctx, uint32_t ip, uint8_t mac[6]);
 	const void *backend_mac_ctx;
+	struct fg_history *history;      /* kept generations (history, rollback), the control thread's own;
+					  * fg_control_start creates it; NULL: none kept */
 };
 
 struct fg_control;
@@ -83,5 +90,10 @@ void fg_config_publish(struct fg_config **slot, struct fg_config *next);
  * newline), malloc'd.  Exposed for tests and the fuzz target.
  */
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate);
+
+/* The same for a peer with this uid (-1: unknown), which a change records
+ * in the history. */
+char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
+				int64_t uid);
 
 #endif

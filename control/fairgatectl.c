@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fairgatectl — the control CLI (docs/control.md): status, version, apply,
- * delete, get, and validate/explain, which also work offline on a file.
+ * diff, delete, get, history, rollback, and validate/explain, which also work
+ * offline on a file.
  *
  * Exit status: 0 success, 1 the daemon answered with an error (a refused
  * connection included), could not be reached, closed the connection without
@@ -25,6 +26,7 @@
 #include "flowcontrol.h"
 #include "ctlclient.h"
 #include "readfile.h"
+#include "settings_table.h"
 #include "statusview.h"
 #include "top.h"
 
@@ -38,15 +40,25 @@ static void usage(FILE *f)
 		"         [--sort name|received|rejected|waiting|executing|responded|rate|reject-rate] [--top N]\n"
 		"                             levels, flows (with their rejects by reason) and counters of the\n"
 		"                             running daemon; --watch repeats every SECONDS (rates from the deltas)\n"
-		"  apply -f FILE|- [--strict] add or replace FlowSchemas and PriorityLevelConfigurations;\n"
-		"                             unknown fields are warnings, errors with --strict\n"
-		"  delete KIND NAME           remove one (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
+		"  apply -f FILE|- [--strict] [--prune] [--dry-run[=server|client|none]]\n"
+		"                             merge the file's objects into the live set (kubectl apply); --prune:\n"
+		"                             the live set becomes the file (as --config reads it); prints per object\n"
+		"                             created/configured/unchanged/pruned and every level's seat limits\n"
+		"                             before -> after; unknown fields are warnings, errors with --strict\n"
+		"  diff -f FILE|- [--prune]   what apply would change; exit 0 none, 1 some, 2 error\n"
+		"  delete KIND NAME | delete -f FILE|- [--ignore-not-found]\n"
+		"                             remove objects (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
 		"                             a mandatory object (exempt, catch-all) is restored to its built-in copy\n"
 		"  get KIND [NAME] [-o table|json|yaml]\n"
 		"                             what is in force, mandatory objects included; FlowSchemas with\n"
-		"                             their Dangling condition (MISSINGPL column)\n"
-		"  validate -f FILE|- [--strict]\n"
-		"                             offline: check a file (objects + FairgateSettings); exit 1 if invalid\n"
+		"                             their Dangling condition (MISSINGPL column); KIND all: every object\n"
+		"                             and the settings as one file that applies back; settings: the settings\n"
+		"  history [-o table|json]    the kept configuration generations: time, uid, summary\n"
+		"  rollback [--to GENERATION] make a kept generation (default: the previous) the next one\n"
+		"  validate -f FILE|- [--strict] [--base none|live|bootstrap|FILE]\n"
+		"                             check a file (objects + FairgateSettings); exit 1 if invalid; offline\n"
+		"                             the file is the whole configuration; --base: merged onto the live set\n"
+		"                             (asks the daemon), the bootstrap set or another file's configuration\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
 		"          [--resource R] [--subresource S] [--name N] [--path P] [--why] [-o table|json]\n"
 		"                             where a request goes; with -f offline on that file\n"
@@ -175,35 +187,309 @@ static void print_warnings(json_t *r)
 		fprintf(stderr, "Warning: %s\n", json_string_value(w));
 }
 
+/* --- what a change does: apply, diff, delete -f, rollback, validate --base --- */
+
+static const char *output_format(int argc, char **argv, const char *dflt);
+static bool decimal(const char *s, long long *out);
+static bool print_json(const char *fmt, json_t *r);
+
+/* kubectl's name for a kind's objects. */
+static const char *resource_of(const char *kind)
+{
+	return !strcmp(kind, "FlowSchema") ? "flowschema.flowcontrol.apiserver.k8s.io"
+					   : "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io";
+}
+
+/* "49", "49 -> 46", "- -> 13" or "13 -> -". */
+static void limit_cell(json_t *before, json_t *after, const char *key)
+{
+	char cell[48];
+	long long b = geti(before, key), a = geti(after, key);
+	if (json_is_null(before))
+		snprintf(cell, sizeof(cell), "- -> %lld", a);
+	else if (json_is_null(after))
+		snprintf(cell, sizeof(cell), "%lld -> -", b);
+	else if (a != b)
+		snprintf(cell, sizeof(cell), "%lld -> %lld", b, a);
+	else
+		snprintf(cell, sizeof(cell), "%lld", a);
+	printf(" %14s", cell);
+}
+
+/*
+ * What a change does, from the daemon's (or an offline) answer: one line per
+ * object in kubectl's words (created, configured with the fields that
+ * change, unchanged, deleted, pruned), the settings that change, and every
+ * level's seat limits before -> after.  only_changed: diff's view, without
+ * unchanged objects and levels.  Returns whether anything changes.
+ */
+static bool print_change(json_t *r, const char *suffix, bool only_changed)
+{
+	json_t *ch = json_object_get(r, "changes"), *o, *f;
+	size_t i, k;
+	json_array_foreach(json_object_get(ch, "objects"), i, o) {
+		const char *action = json_string_value(json_object_get(o, "action"));
+		if (only_changed && !strcmp(action, "unchanged"))
+			continue;
+		printf("%s/%s %s%s\n", resource_of(json_string_value(json_object_get(o, "kind"))),
+		       json_string_value(json_object_get(o, "name")), action, suffix);
+		json_array_foreach(json_object_get(o, "fields"), k, f)
+			printf("    %s\n", json_string_value(f));
+	}
+	if (geti(ch, "more"))
+		printf("... and %lld more object(s)\n", geti(ch, "more"));
+	json_t *settings = json_object_get(r, "settings");
+	if (json_array_size(settings)) {
+		printf("fairgatesettings configured%s\n", suffix);
+		json_array_foreach(settings, k, f)
+			printf("    %s\n", json_string_value(f));
+	}
+	json_t *levels = json_object_get(r, "levels");
+	size_t moved = 0;
+	json_array_foreach(levels, i, o)
+		moved += json_is_true(json_object_get(o, "changed"));
+	if (moved || !only_changed) {
+		printf("seat limits, %zu of %zu level(s) change (each level's limit is its share of "
+		       "serverConcurrencyLimit over all levels' shares: changing one level moves the others):\n",
+		       moved, json_array_size(levels));
+		printf("  %-32s %14s %14s %14s\n", "LEVEL", "NOMINAL", "MIN", "MAX");
+		json_array_foreach(levels, i, o) {
+			if (only_changed && !json_is_true(json_object_get(o, "changed")))
+				continue;
+			json_t *b = json_object_get(o, "before"), *a = json_object_get(o, "after");
+			printf("  %-32s", json_string_value(json_object_get(o, "name")));
+			limit_cell(b, a, "nominal");
+			limit_cell(b, a, "min");
+			limit_cell(b, a, "max");
+			printf("\n");
+		}
+	}
+	return json_is_true(json_object_get(r, "changed"));
+}
+
+/* The value of "--name VALUE" or "--name=VALUE"; NULL when absent. */
+static const char *opt_value(int argc, char **argv, const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], name) && i + 1 < argc)
+			return argv[i + 1];
+		if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
+			return argv[i] + n + 1;
+	}
+	return NULL;
+}
+
+/* Every argument from argv[first] on must be one of the command's flags:
+ * with_value ones take "FLAG VALUE" or "FLAG=VALUE"; a bare one ending in
+ * '=' takes only "FLAG=VALUE" (kubectl's --dry-run=server). */
+static bool known_args_from(int first, int argc, char **argv, const char *const *with_value, const char *const *bare)
+{
+	int files = 0;
+	for (int i = first; i < argc; i++)
+		files += !strcmp(argv[i], "-f") || !strcmp(argv[i], "--filename");
+	if (files > 1) { /* never a file silently left out */
+		fprintf(stderr, "fairgatectl %s: one -f at a time (apply several files one by one, or as one file "
+				"with --- between documents)\n", argv[0]);
+		return false;
+	}
+	for (int i = first; i < argc; i++) {
+		bool ok = false;
+		for (const char *const *f = with_value; *f && !ok; f++) {
+			size_t n = strlen(*f);
+			if (!strcmp(argv[i], *f) && i + 1 < argc)
+				ok = true, i++;
+			else if (!strncmp(argv[i], *f, n) && argv[i][n] == '=')
+				ok = true;
+		}
+		for (const char *const *f = bare; *f && !ok; f++) {
+			size_t n = strlen(*f);
+			ok = (*f)[n - 1] == '=' ? !strncmp(argv[i], *f, n) : !strcmp(argv[i], *f);
+		}
+		if (!ok) {
+			fprintf(stderr, "fairgatectl %s: unexpected argument \"%s\"\n", argv[0], argv[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool known_args(int argc, char **argv, const char *const *with_value, const char *const *bare)
+{
+	return known_args_from(1, argc, argv, with_value, bare);
+}
+
+/* Send a file as "data" with the command's flags; the result or NULL. */
+static json_t *send_file(const char *path, const char *command, const char *file, json_t *req, json_t **resp)
+{
+	char *text;
+	size_t len;
+	if (read_all(file, &text, &len)) {
+		json_decref(req);
+		*resp = NULL;
+		return NULL;
+	}
+	json_object_set_new(req, "command", json_string(command));
+	json_object_set_new(req, "data", json_stringn(text, len));
+	free(text);
+	return fg_ctl_request(path, req, resp);
+}
+
 static int cmd_apply(const char *path, int argc, char **argv)
 {
-	const char *file = opt_file(argc, argv);
+	static const char *const with_value[] = { "-f", "--filename", NULL };
+	static const char *const bare[] = { "--strict", "--prune", "--dry-run", "--dry-run=", NULL };
+	const char *file = opt_file(argc, argv), *dry = has_flag(argc, argv, "--dry-run") ? "server" : NULL;
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "--dry-run=", 10))
+			dry = argv[i] + 10;
+	if (!known_args(argc, argv, with_value, bare))
+		return 2;
 	if (!file) {
 		fprintf(stderr, "fairgatectl apply: need -f FILE (or - for stdin)\n");
 		return 2;
 	}
-	char *text;
-	size_t len;
-	if (read_all(file, &text, &len))
-		return 1;
-	json_t *req = json_pack("{s:s, s:s%, s:b}", "command", "apply", "data", text, len, "strict",
-				has_flag(argc, argv, "--strict"));
-	json_t *resp, *r = fg_ctl_request(path, req, &resp);
-	free(text);
+	if (dry && strcmp(dry, "server") && strcmp(dry, "client") && strcmp(dry, "none")) {
+		fprintf(stderr, "fairgatectl apply: --dry-run must be server, client or none (got \"%s\")\n", dry);
+		return 2;
+	}
+	bool is_dry = dry && strcmp(dry, "none");
+	json_t *resp, *r = send_file(path, is_dry ? "validate" : "apply", file,
+				     json_pack("{s:b, s:b}", "strict", has_flag(argc, argv, "--strict"), "prune",
+					       has_flag(argc, argv, "--prune")), &resp);
 	if (!r)
 		return 1;
 	print_warnings(r);
-	printf("applied %lld object(s): %lld priority levels, %lld flow schemas in force (configuration generation %lld)\n",
-	       (long long)json_integer_value(json_object_get(r, "objects")),
-	       (long long)json_integer_value(json_object_get(r, "priorityLevels")),
-	       (long long)json_integer_value(json_object_get(r, "flowSchemas")),
-	       (long long)json_integer_value(json_object_get(r, "generation")));
+	bool changed = print_change(r, is_dry ? " (dry run)" : "", false);
+	if (is_dry)
+		printf("dry run: nothing was changed; %lld priority levels, %lld flow schemas would be in force\n",
+		       geti(r, "priorityLevels"), geti(r, "flowSchemas"));
+	else
+		printf("applied %lld object(s): %lld priority levels, %lld flow schemas in force (configuration generation %lld%s)\n",
+		       geti(r, "objects"), geti(r, "priorityLevels"), geti(r, "flowSchemas"), geti(r, "generation"),
+		       changed ? "" : ", unchanged: nothing to publish");
+	json_decref(resp);
+	return 0;
+}
+
+/* diff: what apply -f would change, as kubectl diff: exit 0 when nothing,
+ * 1 when something would change, 2 on an error. */
+static int cmd_diff(const char *path, int argc, char **argv)
+{
+	static const char *const with_value[] = { "-f", "--filename", NULL };
+	static const char *const bare[] = { "--strict", "--prune", NULL };
+	const char *file = opt_file(argc, argv);
+	if (!known_args(argc, argv, with_value, bare))
+		return 2;
+	if (!file) {
+		fprintf(stderr, "fairgatectl diff: need -f FILE (or - for stdin)\n");
+		return 2;
+	}
+	json_t *resp, *r = send_file(path, "validate", file,
+				     json_pack("{s:b, s:b}", "strict", has_flag(argc, argv, "--strict"), "prune",
+					       has_flag(argc, argv, "--prune")), &resp);
+	if (!r)
+		return 2;
+	print_warnings(r);
+	bool changed = print_change(r, "", true);
+	if (!changed)
+		printf("no differences: %s matches what is in force\n", file);
+	json_decref(resp);
+	return changed ? 1 : 0;
+}
+
+/* delete -f: every object the file names (kubectl delete -f). */
+static int cmd_delete_file(const char *path, int argc, char **argv)
+{
+	static const char *const with_value[] = { "-f", "--filename", NULL };
+	static const char *const bare[] = { "--ignore-not-found", NULL };
+	if (!known_args(argc, argv, with_value, bare))
+		return 2;
+	json_t *resp, *r = send_file(path, "delete", opt_file(argc, argv), json_object(), &resp);
+	if (!r)
+		return 1;
+	print_warnings(r);
+	print_change(r, "", true);
+	json_t *o;
+	size_t i;
+	json_array_foreach(json_object_get(r, "restored"), i, o)
+		printf("%s/%s restored: a mandatory object comes back as its built-in copy\n",
+		       resource_of(json_string_value(json_object_get(o, "kind"))), json_string_value(json_object_get(o, "name")));
+	bool quiet = has_flag(argc, argv, "--ignore-not-found");
+	json_array_foreach(json_object_get(r, "notFound"), i, o)
+		if (!quiet)
+			fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
+				resource_of(json_string_value(json_object_get(o, "kind"))),
+				json_string_value(json_object_get(o, "name")));
+	printf("configuration generation %lld%s\n", geti(r, "generation"),
+	       json_is_true(json_object_get(r, "changed")) ? "" : " (unchanged)");
+	int rc = json_array_size(json_object_get(r, "notFound")) && !quiet ? 1 : 0;
+	json_decref(resp);
+	return rc;
+}
+
+static int cmd_history(const char *path, int argc, char **argv)
+{
+	const char *fmt = output_format(argc, argv, "table");
+	static const char *const with_value[] = { "-o", "--output", NULL };
+	static const char *const bare[] = { NULL };
+	if (!known_args(argc, argv, with_value, bare) || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
+		fprintf(stderr, "usage: fairgatectl history [-o table|json]\n");
+		return 2;
+	}
+	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s}", "command", "history"), &resp);
+	if (!r)
+		return 1;
+	if (!print_json(fmt, r)) {
+		json_t *e;
+		size_t i;
+		printf("%-10s %-20s %-6s %s\n", "GENERATION", "TIME", "UID", "SUMMARY");
+		json_array_foreach(json_object_get(r, "items"), i, e) {
+			char uid[24];
+			snprintf(uid, sizeof(uid), geti(e, "uid") < 0 ? "-" : "%lld", geti(e, "uid"));
+			printf("%-10lld %-20s %-6s %s%s\n", geti(e, "generation"), json_string_value(json_object_get(e, "time")),
+			       uid, json_string_value(json_object_get(e, "summary")),
+			       geti(e, "generation") == geti(r, "generation") ? "  (in force)" : "");
+		}
+	}
+	json_decref(resp);
+	return 0;
+}
+
+static int cmd_rollback(const char *path, int argc, char **argv)
+{
+	static const char *const with_value[] = { "--to", NULL };
+	static const char *const bare[] = { NULL };
+	const char *to = opt_value(argc, argv, "--to");
+	long long gen = 0;
+	if (!known_args(argc, argv, with_value, bare))
+		return 2;
+	if (to && (!decimal(to, &gen) || gen < 1)) {
+		fprintf(stderr, "fairgatectl rollback: --to must be a generation number (fairgatectl history lists "
+				"them), got \"%s\"\n", to);
+		return 2;
+	}
+	json_t *req = json_pack("{s:s}", "command", "rollback");
+	if (to)
+		json_object_set_new(req, "to", json_integer(gen));
+	json_t *resp, *r = fg_ctl_request(path, req, &resp);
+	if (!r)
+		return 1;
+	print_warnings(r);
+	if (print_change(r, "", true))
+		printf("rolled back to generation %lld: configuration generation %lld\n", geti(r, "rolledBackTo"),
+		       geti(r, "generation"));
+	else
+		printf("generation %lld is what is in force: nothing changed (configuration generation %lld)\n",
+		       geti(r, "rolledBackTo"), geti(r, "generation"));
 	json_decref(resp);
 	return 0;
 }
 
 static int cmd_delete(const char *path, int argc, char **argv)
 {
+	if (opt_file(argc, argv))
+		return cmd_delete_file(path, argc, argv);
 	if (argc != 3 || fg_fc_kind_parse(argv[1]) < 0) {
 		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration NAME\n");
 		return 2;
@@ -229,13 +515,18 @@ static const char *output_format(int argc, char **argv, const char *dflt)
 	return dflt;
 }
 
+static int cmd_get_all(const char *path, int argc, char **argv);
+
 static int cmd_get(const char *path, int argc, char **argv)
 {
+	if (argc >= 2 && (!strcmp(argv[1], "all") || !strcmp(argv[1], "settings")))
+		return cmd_get_all(path, argc, argv);
 	int kind = argc >= 2 ? fg_fc_kind_parse(argv[1]) : -1;
 	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
 	const char *fmt = output_format(argc, argv, "table");
 	if (kind < 0 || (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
-		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration [NAME] [-o table|json|yaml]\n");
+		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|all|settings [NAME] "
+				"[-o table|json|yaml]\n");
 		return 2;
 	}
 	json_t *req = json_pack("{s:s, s:s}", "command", "get", "kind", argv[1]);
@@ -286,35 +577,107 @@ static int cmd_get(const char *path, int argc, char **argv)
 	return 0;
 }
 
-/* Offline: the file's objects (or the bootstrap set when it has none) plus
- * the mandatory ones, compiled with its FairgateSettings' server limit. */
-static struct fg_fc_config *compile_file(const char *file, bool strict, struct fg_fc_set **set_out, int *n_objects)
+/* get all: every object in force and the settings as one List that applies
+ * back; get settings: the FairgateSettings object.  The table: each object's
+ * kind and name, then the settings as --check prints them. */
+static int cmd_get_all(const char *path, int argc, char **argv)
+{
+	const char *fmt = output_format(argc, argv, "table");
+	static const char *const with_value[] = { "-o", "--output", NULL };
+	static const char *const bare[] = { NULL };
+	if (!known_args_from(2, argc, argv, with_value, bare) ||
+	    (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
+		fprintf(stderr, "usage: fairgatectl get all|settings [-o table|json|yaml]\n");
+		return 2;
+	}
+	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s, s:s}", "command", "get", "kind", argv[1]), &resp);
+	if (!r)
+		return 1;
+	if (!strcmp(fmt, "yaml")) {
+		yaml_value(r, 0, 0);
+	} else if (!print_json(fmt, r)) {
+		json_t *items = json_object_get(r, "items"), *o, *settings = items ? NULL : r;
+		size_t i;
+		json_array_foreach(items, i, o) {
+			const char *kind = json_string_value(json_object_get(o, "kind"));
+			if (!strcmp(kind, "FairgateSettings"))
+				settings = o;
+			else
+				printf("%s/%s\n", resource_of(kind),
+				       json_string_value(json_object_get(json_object_get(o, "metadata"), "name")));
+		}
+		const char *k;
+		json_t *v;
+		json_object_foreach(json_object_get(settings, "spec"), k, v) {
+			char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+			printf("%s%s: %s\n", items ? "fairgatesettings " : "", k, t ? t : "?");
+			free(t);
+		}
+	}
+	json_decref(resp);
+	return 0;
+}
+
+static void print_error_lines(const struct fg_errors *w, const char *prefix)
+{
+	for (const char *p = w->text; *p;) {
+		const char *nl = strchr(p, '\n');
+		fprintf(stderr, "%s%.*s\n", prefix, (int)(nl ? nl - p : (long)strlen(p)), p);
+		p = nl ? nl + 1 : p + strlen(p);
+	}
+}
+
+/* Apply a file onto a set and settings (the file's FairgateSettings over
+ * them); input, when not NULL, receives the file's objects.  The number of
+ * objects, or -1 after printing the errors (warnings are printed too). */
+static int apply_file(const char *file, bool strict, struct fg_fc_set *set, struct fg_settings *settings,
+		      struct fg_fc_set *input)
 {
 	char *text;
 	size_t len;
 	if (read_all(file, &text, &len))
-		return NULL;
-	struct fg_settings settings;
-	fg_settings_defaults(&settings);
-	struct fg_fc_set *set = fg_fc_set_new();
+		return -1;
 	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &warnings };
-	int n = set ? fg_fc_set_apply_opts(set, (const uint8_t *)text, len, &settings, &opts, &errs) : -ENOMEM;
+	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &warnings, .input = input };
+	int n = fg_fc_set_apply_opts(set, (const uint8_t *)text, len, settings, &opts, &errs);
 	free(text);
-	struct fg_fc_config *fc = NULL;
-	if (n >= 0) {
-		if (!fg_fc_set_size(set)) {
-			fg_fc_set_free(set);
-			set = fg_fc_set_bootstrap();
-		}
-		fg_fc_set_warn_dangling(set, &warnings);
-		fc = fg_fc_compile(set, settings.seat_limit, &errs);
+	print_error_lines(&warnings, "Warning: ");
+	if (n < 0)
+		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
+	return n < 0 ? -1 : n;
+}
+
+/* A file's one meaning (configuration.md): its objects, or the bootstrap set
+ * when it has none, with its settings over the defaults. */
+static int whole_set(const char *file, bool strict, struct fg_fc_set **set_out, struct fg_settings *settings)
+{
+	fg_settings_defaults(settings);
+	struct fg_fc_set *set = fg_fc_set_new();
+	int n = set ? apply_file(file, strict, set, settings, NULL) : -1;
+	if (n >= 0 && !fg_fc_set_size(set)) {
+		fg_fc_set_free(set);
+		set = fg_fc_set_bootstrap();
 	}
-	for (const char *p = warnings.text; *p;) {
-		const char *nl = strchr(p, '\n');
-		fprintf(stderr, "Warning: %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
-		p = nl ? nl + 1 : p + strlen(p);
+	if (n < 0 || !set) {
+		fg_fc_set_free(set);
+		return -1;
 	}
+	*set_out = set;
+	return n;
+}
+
+/* Offline: the file's whole meaning compiled with its server limit. */
+static struct fg_fc_config *compile_file(const char *file, bool strict, struct fg_fc_set **set_out, int *n_objects)
+{
+	struct fg_settings settings;
+	struct fg_fc_set *set;
+	int n = whole_set(file, strict, &set, &settings);
+	if (n < 0)
+		return NULL;
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
+	fg_fc_set_warn_dangling(set, &warnings);
+	print_error_lines(&warnings, "Warning: ");
+	struct fg_fc_config *fc = fg_fc_compile(set, settings.seat_limit, &errs);
 	if (!fc) {
 		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
 		fg_fc_set_free(set);
@@ -325,16 +688,89 @@ static struct fg_fc_config *compile_file(const char *file, bool strict, struct f
 	return fc;
 }
 
-static int cmd_validate(int argc, char **argv)
+/* validate --base bootstrap|FILE, offline: the file applied (merged, as
+ * `apply -f` does) onto that base, with what it changes there. */
+static int validate_offline_base(const char *file, const char *base, bool strict)
 {
-	const char *file = opt_file(argc, argv);
+	struct fg_fc_set *bset = NULL, *cset = NULL, *input = fg_fc_set_new();
+	struct fg_settings bs, cs;
+	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
+	int rc = 1, n = -1;
+	if (!strcmp(base, "bootstrap")) {
+		fg_settings_defaults(&bs);
+		bset = fg_fc_set_bootstrap();
+	} else if (whole_set(base, strict, &bset, &bs) < 0) {
+		fprintf(stderr, "fairgatectl validate: --base %s is not a valid configuration\n", base);
+		goto out;
+	}
+	fg_fc_set_add_mandatory(bset);
+	cs = bs;
+	cset = bset ? fg_fc_set_copy(bset) : NULL;
+	if (!cset || !input || (n = apply_file(file, strict, cset, &cs, input)) < 0)
+		goto out;
+	fg_fc_set_add_mandatory(cset);
+	fg_fc_set_warn_dangling(cset, &warnings);
+	fg_settings_validate(&cs, &errs);
+	struct fg_fc_config *before = fg_fc_compile(bset, bs.seat_limit, &warnings);
+	struct fg_fc_config *after = errs.count ? NULL : fg_fc_compile(cset, cs.seat_limit, &errs);
+	print_error_lines(&warnings, "Warning: ");
+	if (after) {
+		json_t *sdiff = fg_settings_diff(&bs, &cs);
+		json_t *r = json_pack("{s:o, s:o, s:o, s:b}", "changes", fg_fc_set_diff(bset, cset, input, "deleted"),
+				      "levels", fg_fc_levels_diff(before, after), "settings", sdiff, "changed",
+				      !fg_fc_set_equal(bset, cset) || json_array_size(sdiff));
+		print_change(r, "", false);
+		json_decref(r);
+		printf("%s: valid, %d object(s); applied onto %s%s (merged, as `fairgatectl apply -f` does): %u priority "
+		       "levels, %u flow schemas (server limit %u)\n", file, n, base,
+		       strcmp(base, "bootstrap") ? "'s configuration" : " set", after->n_levels, after->n_schemas,
+		       after->server_limit);
+		rc = 0;
+	} else {
+		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
+	}
+	fg_fc_config_free(before);
+	fg_fc_config_free(after);
+out:
+	fg_fc_set_free(bset);
+	fg_fc_set_free(cset);
+	fg_fc_set_free(input);
+	return rc;
+}
+
+/* validate --base live: the daemon's dry run of `apply -f`. */
+static int validate_live(const char *path, const char *file, bool strict)
+{
+	json_t *resp, *r = send_file(path, "validate", file, json_pack("{s:b}", "strict", strict), &resp);
+	if (!r)
+		return 1;
+	print_warnings(r);
+	print_change(r, " (dry run)", false);
+	printf("%s: valid; applied onto the live set (merged, as `fairgatectl apply -f` does): %lld priority levels, "
+	       "%lld flow schemas would be in force\n", file, geti(r, "priorityLevels"), geti(r, "flowSchemas"));
+	json_decref(resp);
+	return 0;
+}
+
+static int cmd_validate(const char *path, int argc, char **argv)
+{
+	static const char *const with_value[] = { "-f", "--filename", "--base", NULL };
+	static const char *const bare[] = { "--strict", NULL };
+	const char *file = opt_file(argc, argv), *base = opt_value(argc, argv, "--base");
+	bool strict = has_flag(argc, argv, "--strict");
+	if (!known_args(argc, argv, with_value, bare))
+		return 2;
 	if (!file) {
 		fprintf(stderr, "fairgatectl validate: need -f FILE (or - for stdin)\n");
 		return 2;
 	}
+	if (base && !strcmp(base, "live"))
+		return validate_live(path, file, strict);
+	if (base && strcmp(base, "none"))
+		return validate_offline_base(file, base, strict);
 	struct fg_fc_set *set;
 	int n;
-	struct fg_fc_config *fc = compile_file(file, has_flag(argc, argv, "--strict"), &set, &n);
+	struct fg_fc_config *fc = compile_file(file, strict, &set, &n);
 	if (!fc)
 		return 1;
 	printf("%s: valid, %d object(s); in force with the mandatory objects: %u priority levels, %u flow schemas "
@@ -343,6 +779,8 @@ static int cmd_validate(int argc, char **argv)
 		const struct fg_fc_level *l = &fc->levels[i];
 		printf("  %-28s nominal %5u  min %5u  max %5u\n", l->name, l->nominal, l->min, l->max);
 	}
+	printf("(the file as the whole configuration, as `fairgate --config` and `fairgatectl apply --prune -f` take "
+	       "it; `fairgatectl apply -f` merges it into the live set instead: `--base live` shows that result)\n");
 	fg_fc_config_free(fc);
 	fg_fc_set_free(set);
 	return 0;
@@ -510,8 +948,7 @@ static int cmd_version(const char *path, int argc, char **argv)
 
 static int cmd_validate_offline(const char *path, int argc, char **argv)
 {
-	(void)path; /* offline: the daemon is not asked */
-	return cmd_validate(argc, argv);
+	return cmd_validate(path, argc, argv); /* offline unless --base live */
 }
 
 /* A plain decimal for --limit/--offset; the daemon checks the range. */
@@ -665,6 +1102,7 @@ static const struct command {
 	{ "status", fg_ctl_status }, { "apply", cmd_apply },       { "delete", cmd_delete },
 	{ "get", cmd_get },       { "validate", cmd_validate_offline }, { "explain", cmd_explain },
 	{ "version", cmd_version }, { "top", cmd_top }, { "pending", cmd_pending }, { "dump", cmd_dump },
+	{ "diff", cmd_diff }, { "history", cmd_history }, { "rollback", cmd_rollback },
 };
 
 int main(int argc, char **argv)

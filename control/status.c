@@ -180,6 +180,25 @@ static json_t *allotter_json(const struct fg_control_view *v)
 			 "grants", (json_int_t)FG_STAT_GET(v->allotter->grants));
 }
 
+/* Capacity sanity (operations.md, "Backends"): the settings' warnings, and
+ * requests that had to wait for backend room since start. */
+static json_t *capacity_warnings(const struct fg_control_view *v, uint64_t held)
+{
+	struct fg_errors w = { .len = 0 };
+	fg_settings_warn_capacity(v->settings, &w);
+	if (held)
+		fg_errors_add(&w, "counters.heldForBackend",
+			      "%llu request(s) waited for backend room (every usable backend was at its capacity): "
+			      "the backends, not the levels, were the bottleneck", (unsigned long long)held);
+	json_t *out = json_array();
+	for (const char *p = w.text; *p;) {
+		size_t n = strcspn(p, "\n");
+		json_array_append_new(out, json_stringn(p, n));
+		p += n + (p[n] ? 1 : 0);
+	}
+	return out;
+}
+
 json_t *fg_status_json(const struct fg_control_view *v)
 {
 	struct fg_worker_totals t;
@@ -245,5 +264,6 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	json_object_set_new(doc, "backendPool", backends);
+	json_object_set_new(doc, "warnings", capacity_warnings(v, t.held_for_backend));
 	return doc;
 }

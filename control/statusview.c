@@ -196,6 +196,9 @@ static void print_table(json_t *st, json_t *prev, double dt, const struct option
 	json_object_foreach(json_object_get(c, "rejected"), reason, v)
 		printf(" %s=%lld", reason, (long long)json_integer_value(v));
 	printf("\n");
+	size_t i;
+	json_array_foreach(json_object_get(st, "warnings"), i, v) /* capacity sanity (control.md) */
+		printf("%sWarning: %s\n", i ? "" : "\n", json_string_value(v));
 	fg_ctl_print_backends(st);
 }
 

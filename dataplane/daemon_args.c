@@ -227,6 +227,7 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 	}
 	struct fg_errors warnings = { .len = 0 };
 	fg_fc_set_warn_dangling(a->objects, &warnings);
+	fg_settings_warn_capacity(&a->settings, &warnings); /* at start-up and with --check */
 	print_warnings(&warnings);
 	return FG_ARGS_RUN;
 }

@@ -41,20 +41,37 @@ static void rig_fini(struct rig *r)
 {
 	fg_config_free(r->config);
 	fg_fc_set_free(r->view.objects);
+	fg_history_free(r->view.history);
 	for (int i = 0; i < 2; i++)
 		free(r->stats[i]);
 }
 
-static json_t *apply(struct rig *r)
+/* Run one control request (a JSON object, consumed) as an admin with uid 1000. */
+static json_t *call(struct rig *r, json_t *req)
 {
-	const char *line = "{\"command\":\"apply\",\"data\":\"{\\\"apiVersion\\\":\\\"flowcontrol.apiserver.k8s.io/v1\\\","
-			   "\\\"kind\\\":\\\"PriorityLevelConfiguration\\\",\\\"metadata\\\":{\\\"name\\\":\\\"extra\\\"},"
-			   "\\\"spec\\\":{\\\"type\\\":\\\"Limited\\\",\\\"limited\\\":{\\\"limitResponse\\\":{\\\"type\\\":"
-			   "\\\"Reject\\\"}}}}\"}";
-	char *out = fg_control_handle_line(&r->view, (const uint8_t *)line, strlen(line), true);
+	char *line = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	char *out = fg_control_handle_line_as(&r->view, (const uint8_t *)line, strlen(line), true, 1000);
 	json_t *j = json_loads(out, 0, NULL);
+	free(line);
 	free(out);
 	return j;
+}
+
+static json_t *apply_text(struct rig *r, const char *cmd, const char *text)
+{
+	return call(r, json_pack("{s:s, s:s}", "command", cmd, "data", text));
+}
+
+/* Apply a Reject level "extra"; different shares make a different
+ * configuration (an unchanged one publishes nothing). */
+static json_t *apply(struct rig *r, int shares)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":"
+		 "\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"extra\"},\"spec\":{\"type\":\"Limited\","
+		 "\"limited\":{\"nominalConcurrencyShares\":%d,\"limitResponse\":{\"type\":\"Reject\"}}}}", shares);
+	return apply_text(r, "apply", text);
 }
 
 TEST(apply_names_the_workers_that_cannot_follow)
@@ -68,7 +85,7 @@ TEST(apply_names_the_workers_that_cannot_follow)
 	r.stats[0]->config_generation = UINT64_MAX;
 	r.stats[1]->config_error = ENOSPC;
 	r.stats[1]->config_refused_generation = UINT64_MAX;
-	json_t *j = apply(&r);
+	json_t *j = apply(&r, 1);
 	CHECK(json_is_true(json_object_get(j, "ok")));
 	json_t *res = json_object_get(j, "result");
 	json_t *refused = json_object_get(res, "workersNotFollowing");
@@ -85,7 +102,7 @@ TEST(apply_names_the_workers_that_cannot_follow)
 	r.stats[1]->config_error = 0;
 	r.stats[1]->config_refused_generation = 0;
 	uint64_t t0 = fg_now_ns();
-	j = apply(&r);
+	j = apply(&r, 2);
 	uint64_t waited = fg_now_ns() - t0;
 	CHECK(waited >= FG_CONTROL_FOLLOW_WAIT_NS && waited < FG_CONTROL_FOLLOW_WAIT_NS + 2000000000ull);
 	refused = json_object_get(json_object_get(j, "result"), "workersNotFollowing");
@@ -95,9 +112,206 @@ TEST(apply_names_the_workers_that_cannot_follow)
 
 	/* Both follow: nothing to report. */
 	r.stats[1]->config_generation = UINT64_MAX;
-	j = apply(&r);
+	j = apply(&r, 3);
 	CHECK_EQ(json_array_size(json_object_get(json_object_get(j, "result"), "workersNotFollowing")), 0);
 	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
+
+/* Workers that follow at once, and a history that starts at generation 1. */
+static void rig_following(struct rig *r)
+{
+	rig_init(r);
+	r->stats[0]->config_generation = r->stats[1]->config_generation = UINT64_MAX;
+	r->view.history = fg_history_new();
+	fg_history_record(r->view.history, 1, 0, -1, "start-up", r->view.objects, &r->settings, r->settings.config_history);
+}
+
+static json_t *result(json_t *j) { return json_object_get(j, "result"); }
+static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
+
+/* The entry of a change list or level list with this name. */
+static json_t *named(json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e)
+		if (!strcmp(json_string_value(json_object_get(e, "name")), name))
+			return e;
+	return NULL;
+}
+
+TEST(apply_says_what_each_object_and_level_limit_does_and_a_noop_keeps_the_generation)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_following(&r);
+	json_t *j = apply(&r, 100), *res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK_EQ(geti(res, "generation"), 2);
+	json_t *extra = named(json_object_get(json_object_get(res, "changes"), "objects"), "extra");
+	CHECK(extra && !strcmp(json_string_value(json_object_get(extra, "action")), "created"));
+	CHECK_EQ(geti(json_object_get(res, "changes"), "created"), 1);
+	/* A new level takes seats from every other: global-default's limit moves. */
+	json_t *gd = named(json_object_get(res, "levels"), "global-default");
+	CHECK(gd && json_is_true(json_object_get(gd, "changed")));
+	CHECK_EQ(geti(json_object_get(gd, "before"), "nominal"), 49);
+	CHECK(geti(json_object_get(gd, "after"), "nominal") < 49);
+	json_t *ex = named(json_object_get(res, "levels"), "extra");
+	CHECK(ex && json_is_null(json_object_get(ex, "before")) && geti(json_object_get(ex, "after"), "nominal") > 0);
+	/* kubectl's merge keeps the bootstrap objects: said once. */
+	json_t *w = json_object_get(res, "warnings");
+	CHECK(json_array_size(w) >= 1 && strstr(json_string_value(json_array_get(w, 0)), "not in this input"));
+	json_decref(j);
+
+	/* The same again: unchanged, and the generation stays. */
+	j = apply(&r, 100);
+	res = result(j);
+	CHECK(json_is_false(json_object_get(res, "changed")));
+	CHECK_EQ(geti(res, "generation"), 2);
+	extra = named(json_object_get(json_object_get(res, "changes"), "objects"), "extra");
+	CHECK(extra && !strcmp(json_string_value(json_object_get(extra, "action")), "unchanged"));
+	CHECK_EQ(r.config->generation, 2);
+	json_decref(j);
+
+	/* A changed share: configured, the field named; validate is a dry run. */
+	char text[256];
+	snprintf(text, sizeof(text), "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":"
+		 "\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"extra\"},\"spec\":{\"type\":\"Limited\","
+		 "\"limited\":{\"nominalConcurrencyShares\":7,\"limitResponse\":{\"type\":\"Reject\"}}}}");
+	j = apply_text(&r, "validate", text);
+	res = result(j);
+	extra = named(json_object_get(json_object_get(res, "changes"), "objects"), "extra");
+	CHECK(extra && !strcmp(json_string_value(json_object_get(extra, "action")), "configured"));
+	const char *field = json_string_value(json_array_get(json_object_get(extra, "fields"), 0));
+	CHECK(field && !strcmp(field, "spec.limited.nominalConcurrencyShares: 100 -> 7"));
+	CHECK(json_is_true(json_object_get(res, "changed")) && !json_object_get(res, "generation"));
+	CHECK_EQ(r.config->generation, 2);
+	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
+
+TEST(prune_makes_the_live_set_the_file_and_get_all_applies_back_unchanged)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_following(&r);
+	const char *file = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\n"
+			   "metadata: {name: tenants}\nspec: {type: Limited, limited: {nominalConcurrencyShares: 10, "
+			   "limitResponse: {type: Reject}}}\n---\napiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\n"
+			   "spec: {serverConcurrencyLimit: 100}\n";
+	json_t *j = call(&r, json_pack("{s:s, s:s, s:b}", "command", "apply", "data", file, "prune", 1)), *res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	json_t *ch = json_object_get(res, "changes");
+	CHECK_EQ(geti(ch, "created"), 1);
+	CHECK_EQ(geti(ch, "pruned"), 15); /* the bootstrap set (19) less the four mandatory objects */
+	json_t *wl = named(json_object_get(ch, "objects"), "workload-low");
+	CHECK(wl && !strcmp(json_string_value(json_object_get(wl, "action")), "pruned"));
+	CHECK(!named(json_object_get(ch, "objects"), "exempt")); /* mandatory: in force before and after */
+	CHECK(!strcmp(json_string_value(json_array_get(json_object_get(res, "settings"), 0)),
+		      "serverConcurrencyLimit: 600 -> 100"));
+	CHECK_EQ(r.settings.seat_limit, 100);
+	json_decref(j);
+
+	/* Exported whole, objects and settings; applied back it changes nothing. */
+	j = call(&r, json_pack("{s:s, s:s}", "command", "get", "kind", "all"));
+	json_t *items = json_object_get(result(j), "items");
+	CHECK_EQ(json_array_size(items), 6); /* tenants, exempt x2, catch-all x2, settings */
+	json_t *last = json_array_get(items, json_array_size(items) - 1);
+	CHECK(!strcmp(json_string_value(json_object_get(last, "kind")), "FairgateSettings"));
+	CHECK_EQ(geti(json_object_get(last, "spec"), "serverConcurrencyLimit"), 100);
+	char *all = json_dumps(result(j), JSON_COMPACT);
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:b}", "command", "apply", "data", all, "prune", 1));
+	free(all);
+	res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")) && json_is_false(json_object_get(res, "changed")));
+	CHECK_EQ(geti(res, "generation"), 2);
+	CHECK_EQ(json_array_size(json_object_get(res, "warnings")), 0);
+	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
+
+/* Only kind and name count (kubectl delete -f): "nosuch" has no spec. */
+TEST(delete_from_a_file_names_what_was_not_found_and_restores_mandatory_objects)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_following(&r);
+	const char *file = "apiVersion: v1\nkind: List\nitems:\n"
+			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchema, metadata: {name: probes}, "
+			   "spec: {priorityLevelConfiguration: {name: exempt}}}\n"
+			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: FlowSchema, metadata: {name: nosuch}}\n"
+			   "- {apiVersion: flowcontrol.apiserver.k8s.io/v1, kind: PriorityLevelConfiguration, "
+			   "metadata: {name: catch-all}, spec: {type: Limited, limited: {nominalConcurrencyShares: 5, "
+			   "limitResponse: {type: Reject}}}}\n";
+	json_t *j = call(&r, json_pack("{s:s, s:s}", "command", "delete", "data", file)), *res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK_EQ(json_array_size(json_object_get(res, "notFound")), 1);
+	CHECK(named(json_object_get(res, "notFound"), "nosuch"));
+	CHECK(named(json_object_get(res, "restored"), "catch-all"));
+	json_t *p = named(json_object_get(json_object_get(res, "changes"), "objects"), "probes");
+	CHECK(p && !strcmp(json_string_value(json_object_get(p, "action")), "deleted"));
+	CHECK_EQ(geti(res, "generation"), 2);
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:s}", "command", "get", "kind", "plc", "name", "catch-all"));
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
+
+TEST(history_lists_kept_generations_and_rollback_restores_one_as_a_new_generation)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_following(&r);
+	r.settings.config_history = 3;
+	for (int shares = 1; shares <= 4; shares++)
+		json_decref(apply(&r, shares)); /* generations 2..5 */
+	json_t *j = call(&r, json_pack("{s:s}", "command", "history")), *items = json_object_get(result(j), "items");
+	CHECK_EQ(json_array_size(items), 3); /* configHistory bounds what is kept */
+	CHECK_EQ(geti(json_array_get(items, 0), "generation"), 3);
+	CHECK_EQ(geti(json_array_get(items, 2), "uid"), 1000);
+	const char *sum = json_string_value(json_object_get(json_array_get(items, 2), "summary"));
+	CHECK(sum && !strcmp(sum, "apply: 1 configured"));
+	json_decref(j);
+
+	/* Back one: generation 4's objects as generation 6. */
+	j = call(&r, json_pack("{s:s}", "command", "rollback"));
+	json_t *res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK_EQ(geti(res, "rolledBackTo"), 4);
+	CHECK_EQ(geti(res, "generation"), 6);
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:s}", "command", "get", "kind", "plc", "name", "extra"));
+	json_t *spec = json_object_get(json_array_get(json_object_get(result(j), "items"), 0), "spec");
+	CHECK_EQ(geti(json_object_get(spec, "limited"), "nominalConcurrencyShares"), 3);
+	json_decref(j);
+
+	/* A generation no longer kept is named; one kept and in force is a no-op. */
+	j = call(&r, json_pack("{s:s, s:i}", "command", "rollback", "to", 1));
+	CHECK(json_is_false(json_object_get(j, "ok")) &&
+	      strstr(json_string_value(json_object_get(j, "error")), "generation 1 is not kept"));
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:i}", "command", "rollback", "to", 6));
+	CHECK(json_is_false(json_object_get(result(j), "changed")) && geti(result(j), "generation") == 6);
+	json_decref(j);
+	/* Rolling back needs an admin. */
+	char *out = fg_control_handle_line(&r.view, (const uint8_t *)"{\"command\":\"rollback\"}", 22, false);
+	CHECK(strstr(out, "permission denied"));
+	free(out);
 	rig_fini(&r);
 	rcu_thread_online();
 	rcu_unregister_thread();
@@ -204,5 +418,6 @@ TEST(backend_command_keeps_slots_and_refuses_bad_input)
 	rcu_thread_online();
 	rcu_unregister_thread();
 }
+
 
 TEST_MAIN

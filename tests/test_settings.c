@@ -479,4 +479,55 @@ TEST(duplicate_backend_addresses_refused)
 	CHECK_EQ(next.backends[1].admin, FG_BACKEND_DISABLED);
 }
 
+/* Every setting exported as one FairgateSettings object reads back equal,
+ * lists, capacities, MACs, admins and identities included (get settings). */
+TEST(settings_export_reads_back_equal)
+{
+	struct fg_settings s, back;
+	struct fg_errors e;
+	fg_settings_defaults(&s);
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
+			   "\"backends\":[\"192.0.2.1:7501,seats=8\",\"192.0.2.3:7502@02:00:00:00:00:03\"],"
+			   "\"controlAdmins\":{\"uids\":[1000,1001],\"gids\":[50]},\"queueWaitLimit\":\"1.5s\","
+			   "\"trustedSources\":[\"10.0.0.0/8\",\"127.0.0.0/8\"],\"httpListen\":\"off\",\"configHistory\":3,"
+			   "\"sourceIdentities\":[{\"cidr\":\"10.30.0.0/16\",\"user\":\"batch\",\"groups\":[\"a\",\"b\"]}]}}",
+		       &e), 0);
+	json_t *o = fg_settings_json(&s);
+	char *text = json_dumps(o, JSON_COMPACT);
+	fg_settings_defaults(&back);
+	CHECK_EQ(apply(&back, text, &e), 0);
+	CHECK(fg_settings_equal(&s, &back));
+	json_t *d = fg_settings_diff(&s, &back);
+	CHECK_EQ(json_array_size(d), 0);
+	json_decref(d);
+	/* A capacity change alone is a difference (it changes live). */
+	back.backends[0].seats = 9;
+	d = fg_settings_diff(&s, &back);
+	CHECK_EQ(json_array_size(d), 1);
+	CHECK_STR(json_string_value(json_array_get(d, 0)),
+		  "backends: [\"192.0.2.1:7501,seats=8\",\"192.0.2.3:7502@02:00:00:00:00:03\"] -> "
+		  "[\"192.0.2.1:7501,seats=9\",\"192.0.2.3:7502@02:00:00:00:00:03\"]");
+	json_decref(d);
+	free(text);
+	json_decref(o);
+}
+
+TEST(capacity_warnings)
+{
+	struct fg_settings s;
+	struct fg_errors w = { .len = 0 };
+	fg_settings_defaults(&s);
+	CHECK_EQ(fg_settings_warn_capacity(&s, &w), 0); /* no backends: nothing to say */
+	fg_settings_add_backend(&s, "192.0.2.1:7501,seats=100");
+	fg_settings_add_backend(&s, "192.0.2.2:7501,seats=200");
+	CHECK_EQ(fg_settings_warn_capacity(&s, &w), 1);
+	CHECK(strstr(w.text, "sum to 300 seats, below serverConcurrencyLimit 600"));
+	s.seat_limit = 300;
+	memset(&w, 0, sizeof(w));
+	CHECK_EQ(fg_settings_warn_capacity(&s, &w), 0);
+	fg_settings_add_backend(&s, "192.0.2.3:7501");
+	CHECK_EQ(fg_settings_warn_capacity(&s, &w), 1);
+	CHECK(strstr(w.text, "1 of 3 backend(s) have no capacity"));
+}
+
 TEST_MAIN

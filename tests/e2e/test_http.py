@@ -186,7 +186,7 @@ t.check(bp[0].get("address") == b and bp[0].get("state") == "up" and bp[0].get("
 # Configuration changes: one refused, one published, as /metrics counts them.
 ctl = [t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", "-"]
 bad = subprocess.run(ctl, input="kind: FlowSchema\nmetadata: {name: x}\n", capture_output=True, text=True)
-good = subprocess.run(ctl, input=t.level_config(qll=2), capture_output=True, text=True)
+good = subprocess.run(ctl, input=t.level_config(qll=3), capture_output=True, text=True)  # not a no-op: published
 t0 = time.time()
 _, _, body2 = get(addr, "/metrics")
 s2 = samples(body2)

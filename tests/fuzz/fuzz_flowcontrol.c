@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: FlowSchema / PriorityLevelConfiguration documents (JSON
  * or YAML) through validation and, when valid, compilation and one
- * classification.  A refused input must leave the set unchanged. */
+ * classification.  A refused input must leave the set unchanged.  The same
+ * input through delete -f's reader (kind and name only), which must name
+ * every object a valid input applies, and the diff from an empty set, which
+ * must call every object created. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,10 +20,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fg_settings_defaults(&settings);
 	/* Strict and lenient field validation alike, by the input's length. */
 	struct fg_fc_apply_opts opts = { .strict = size & 1, .warnings = &w };
-	if (fg_fc_set_apply_opts(s, data, size, &settings, &opts, &e) < 0) {
+	struct fg_errors ie = { .len = 0 };
+	json_t *ids = fg_fc_document_ids(data, size, &ie);
+	int n = fg_fc_set_apply_opts(s, data, size, &settings, &opts, &e);
+	if (n < 0) {
 		if (fg_fc_set_size(s))
 			abort();
 	} else {
+		if (!ids || json_array_size(ids) != (size_t)n)
+			abort();
+		struct fg_fc_set *empty = fg_fc_set_new();
+		json_t *d = fg_fc_set_diff(empty, s, s, "deleted");
+		if (d && json_integer_value(json_object_get(d, "created")) != (json_int_t)fg_fc_set_size(s))
+			abort();
+		json_decref(d);
+		fg_fc_set_free(empty);
 		fg_fc_set_warn_dangling(s, &w);
 		json_decref(fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL));
 		struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
@@ -36,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fg_fc_config_free(c);
 		}
 	}
+	json_decref(ids);
 	fg_fc_set_free(s);
 	return 0;
 }
