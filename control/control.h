@@ -80,4 +80,25 @@ void fg_config_publish(struct fg_config **slot, struct fg_config *next);
  */
 char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate);
 
+/* Who sent a control request: its credentials at connect (SO_PEERCRED). */
+struct fg_control_peer {
+	bool known;
+	uint32_t uid, gid;
+};
+
+/*
+ * Log a configuration change and its outcome: one line with the command,
+ * the peer's uid and gid (who NULL: the daemon itself, e.g. a reload), the
+ * object named (detail, or NULL) and, from the command's answer
+ * (`{"ok":...}`), the new generation and counts or the error.  Every
+ * mutating command of the table is logged this way already; a change made
+ * outside it (a rollback, a reload) calls this.  Control thread.
+ */
+void fg_control_log_change(const char *command, const struct fg_control_peer *who, const char *response,
+			   const char *detail);
+
+/* Resolve controlSocketGroup: "" (the daemon's group: *gid = (gid_t)-1),
+ * a group name, or a numeric gid.  0, or -ENOENT with the reason in errbuf. */
+int fg_control_socket_gid(const char *group, uint32_t *gid, char *errbuf, size_t errlen);
+
 #endif

@@ -4,9 +4,11 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -311,16 +313,27 @@ struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane) { return (stru
 
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d) { return d->n_rxq; }
 
+void fg_dpdk_eal_cleanup(bool initialized)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir()); /* "" until EAL made it */
+	if (initialized)
+		fg_dpdk_eal_cleanup(true);
+	if (*dir)
+		rmdir(dir); /* only when empty: a directory someone else still uses stays */
+}
+
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
 				     uint32_t n_buffers, unsigned n_lanes, char *errbuf, size_t errlen)
 {
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		snprintf(errbuf, errlen, "EAL initialisation failed: %s", rte_strerror(rte_errno));
+		fg_dpdk_eal_cleanup(false);
 		return NULL;
 	}
 	if (rte_eth_dev_count_avail() == 0) {
 		snprintf(errbuf, errlen, "no Ethernet port; give one with --vdev (e.g. net_tap0) or a NIC");
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 		return NULL;
 	}
 	uint16_t port = 0;
@@ -329,7 +342,7 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 	if (d)
 		d->eal_ready = 1;
 	else
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 	return d;
 }
 
@@ -434,7 +447,7 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 	if (d->pool)
 		rte_mempool_free(d->pool);
 	if (d->eal_ready)
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 	free(d->lanes);
 	free(d);
 }
