@@ -253,9 +253,12 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		size_t n = strlen(text);
 		if (errno || *end || n < 3 || n > 4 || strspn(text, "01234567") != n)
 			return reason(why, whylen, "must be an octal mode such as \"0660\"");
+		if (v & 07000)
+			return reason(why, whylen, "%04lo has setuid, setgid or sticky bits: give owner and group bits "
+				      "only (at most %04lo)", v, (unsigned long)row->hi);
 		if (v & ~(unsigned long)row->hi)
-			return reason(why, whylen, "%04lo gives %s; at most %04lo (owner and group): others could reach "
-				      "the control socket", v, v & 07000 ? "setuid/setgid/sticky bits" : "others access",
+			return reason(why, whylen, "%04lo gives others access: any local user could reach the control "
+				      "socket; owner and group bits only (at most %04lo, e.g. 0660)", v,
 				      (unsigned long)row->hi);
 		*(uint32_t *)field(row, s) = (uint32_t)v;
 		return 0;
