@@ -469,7 +469,7 @@ void fg_control_log_change(const char *command, const struct fg_control_peer *wh
 	json_t *r = response ? json_loads(response, 0, NULL) : NULL;
 	json_t *res = json_object_get(r, "result");
 	bool ok = json_is_true(json_object_get(r, "ok"));
-	struct fg_log_field f[9];
+	struct fg_log_field f[10];
 	unsigned n = 0;
 	f[n++] = FG_LOG_STR("command", command);
 	if (who && who->known) {
@@ -489,8 +489,19 @@ void fg_control_log_change(const char *command, const struct fg_control_peer *wh
 		fg_log_fields(FG_LOG_INFO, "configuration changed", f, n);
 	} else {
 		const char *e = json_string_value(json_object_get(r, "error"));
+		json_t *errors = json_object_get(r, "errors"), *l;
+		size_t i, len = 0;
+		char details[FG_LOG_LINE_MAX / 2] = ""; /* the errors, as many as fit */
+		json_array_foreach(errors, i, l) {
+			int w = snprintf(details + len, sizeof(details) - len, "%s%s", i ? "; " : "", json_string_value(l));
+			if (w < 0 || (size_t)w >= sizeof(details) - len)
+				break;
+			len += (size_t)w;
+		}
 		f[n++] = FG_LOG_STR("error", e ? e : "out of memory");
-		f[n++] = FG_LOG_UINT("errors", json_array_size(json_object_get(r, "errors")));
+		f[n++] = FG_LOG_UINT("errors", json_array_size(errors));
+		if (len)
+			f[n++] = FG_LOG_STR("details", details);
 		fg_log_fields(FG_LOG_WARN, "configuration change refused", f, n);
 	}
 	json_decref(r);
@@ -898,8 +909,10 @@ static void *control_main(void *arg)
 				owner[n++] = &ctl->conns[i];
 			}
 		poll(pfd, n, FG_LOGWATCH_PERIOD_NS / FG_NS_PER_MS);
-		if (pfd[WAKE].revents)
+		if (pfd[WAKE].revents) {
+			fg_logwatch_flush(&ctl->watch, &ctl->view, fg_now_ns()); /* the workers are done by now */
 			break;
+		}
 		uint64_t now = fg_now_ns();
 		if (fg_logwatch_poll(&ctl->watch, &ctl->view, now))
 			sd_notify(0, "STOPPING=1");

@@ -106,6 +106,13 @@ void fg_logwatch_init(struct fg_logwatch *w, const struct fg_control_view *v, ui
 	w->next_ns = now + FG_LOGWATCH_PERIOD_NS;
 }
 
+void fg_logwatch_flush(struct fg_logwatch *w, const struct fg_control_view *v, uint64_t now)
+{
+	w->next_ns = 0;
+	w->drops.last_ns = now - FG_LOGWATCH_DROP_INTERVAL_NS;
+	fg_logwatch_poll(w, v, now);
+}
+
 bool fg_logwatch_poll(struct fg_logwatch *w, const struct fg_control_view *v, uint64_t now)
 {
 	if (now < w->next_ns)

@@ -49,4 +49,7 @@ void fg_logwatch_init(struct fg_logwatch *w, const struct fg_control_view *v, ui
  * FG_LOGWATCH_PERIOD_NS).  Returns true once, when the drain has begun. */
 bool fg_logwatch_poll(struct fg_logwatch *w, const struct fg_control_view *v, uint64_t now);
 
+/* At the end: tell what is still untold now (the last interval's drops). */
+void fg_logwatch_flush(struct fg_logwatch *w, const struct fg_control_view *v, uint64_t now);
+
 #endif
