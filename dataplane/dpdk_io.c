@@ -313,14 +313,24 @@ struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane) { return (stru
 
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d) { return d->n_rxq; }
 
+/* EAL's runtime directory, to remove once empty.  DPDK's telemetry removes
+ * its socket there from an atexit handler, after rte_eal_cleanup: the
+ * directory empties only then, so a destructor (run after the atexit
+ * handlers registered while the program ran) takes it. */
+static char eal_runtime_dir[PATH_MAX];
+
+__attribute__((destructor)) static void remove_runtime_dir(void)
+{
+	if (*eal_runtime_dir)
+		rmdir(eal_runtime_dir); /* only when empty: a directory someone else still uses stays */
+}
+
 void fg_dpdk_eal_cleanup(bool initialized)
 {
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir()); /* "" until EAL made it */
+	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir()); /* "" until EAL made it */
 	if (initialized)
-		fg_dpdk_eal_cleanup(true);
-	if (*dir)
-		rmdir(dir); /* only when empty: a directory someone else still uses stays */
+		rte_eal_cleanup();
+	remove_runtime_dir(); /* now, if nothing is left in it (no telemetry) */
 }
 
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,

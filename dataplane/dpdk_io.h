@@ -35,10 +35,12 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d);
 
 /* rte_eal_cleanup (initialized: EAL is up), then remove EAL's runtime
  * directory (the --file-prefix one under /var/run/dpdk or
- * $XDG_RUNTIME_DIR/dpdk) if it is empty: DPDK 22.11 removes its files at
- * cleanup but leaves the directory, so each run with its own prefix left one
- * behind.  rmdir takes only an empty directory, so one that another process
- * still uses stays.  Also after a failed rte_eal_init (initialized false). */
+ * $XDG_RUNTIME_DIR/dpdk) once it is empty: DPDK 22.11 removes its files
+ * (the telemetry socket at exit) but leaves the directory, so each run with
+ * its own prefix left one behind.  Removed at once or, when telemetry's
+ * socket is still there, at exit after DPDK's own exit handlers.  rmdir
+ * takes only an empty directory, so one that another process still uses
+ * stays.  Also after a failed rte_eal_init (initialized false). */
 void fg_dpdk_eal_cleanup(bool initialized);
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
 struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
