@@ -54,6 +54,19 @@ static bool plain(unsigned char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._:/@+,%", c);
 }
 
+/* The escapes text and JSON share; NULL for other bytes. */
+static const char *short_escape(unsigned char c)
+{
+	switch (c) {
+	case '"': return "\\\"";
+	case '\\': return "\\\\";
+	case '\n': return "\\n";
+	case '\r': return "\\r";
+	case '\t': return "\\t";
+	default: return NULL;
+	}
+}
+
 static void text_string(struct out *o, const char *s)
 {
 	size_t n = strlen(s), i = 0;
@@ -68,18 +81,8 @@ static void text_string(struct out *o, const char *s)
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[8];
-		const char *e = NULL;
-		if (c == '"')
-			e = "\\\"";
-		else if (c == '\\')
-			e = "\\\\";
-		else if (c == '\n')
-			e = "\\n";
-		else if (c == '\r')
-			e = "\\r";
-		else if (c == '\t')
-			e = "\\t";
-		else if (c < 0x20 || c >= 0x7f) {
+		const char *e = short_escape(c);
+		if (!e && (c < 0x20 || c >= 0x7f)) {
 			snprintf(esc, sizeof(esc), "\\x%02x", c);
 			e = esc;
 		}
@@ -131,22 +134,12 @@ static void json_string(struct out *o, const char *s)
 	for (size_t i = 0; i < n;) {
 		unsigned char c = p[i];
 		char esc[8];
-		const char *e = NULL;
+		const char *e = short_escape(c);
 		size_t step = 1;
-		if (c == '"')
-			e = "\\\"";
-		else if (c == '\\')
-			e = "\\\\";
-		else if (c == '\n')
-			e = "\\n";
-		else if (c == '\r')
-			e = "\\r";
-		else if (c == '\t')
-			e = "\\t";
-		else if (c < 0x20) {
+		if (!e && c < 0x20) {
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
 			e = esc;
-		} else if (c >= 0x80) {
+		} else if (!e && c >= 0x80) {
 			step = utf8_len(p + i, n - i);
 			if (!step) {
 				step = 1;
