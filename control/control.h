@@ -59,6 +59,8 @@ struct fg_control_view {
 	char http_listen[32];            /* the HTTP endpoint's bound address, or "off" (status) */
 	struct fg_config_changes *changes; /* counted here (NULL: not counted) */
 	struct fg_vis *vis;              /* worker snapshots: pending and dump commands; NULL: none */
+	uint64_t (*martians)(void *ctx); /* the I/O's martian drops (any thread; dataplane/io.h); NULL: none */
+	void *martians_ctx;
 };
 
 struct fg_control;

@@ -11,14 +11,15 @@
 
 /* The drop reasons a tally follows: the decoder's verdicts, then these. */
 enum { DROP_UNMATCHED = FG_PROTO_ERR__COUNT, DROP_UNEXPECTED, DROP_ANSWERS_LOST, DROP_SEND_FAILED,
-       DROP_HANDOFF_REFUSED, DROP__COUNT };
+       DROP_HANDOFF_REFUSED, DROP_MARTIAN, DROP__COUNT };
 _Static_assert(DROP__COUNT <= FG_LOG_TALLY_MAX, "a tally follows every drop reason");
 
 static const char *drop_name(unsigned i)
 {
 	static const char *const extra[] = { "response unmatched (late, stale or forged)",
 					     "unexpected message type", "answer lost (no buffer)",
-					     "send failed", "hand-off ring full" };
+					     "send failed", "hand-off ring full",
+					     "martian source (loopback from the wire, own or group address)" };
 	return i < FG_PROTO_ERR__COUNT ? fg_proto_strerror((enum fg_proto_err)i) : extra[i - FG_PROTO_ERR__COUNT];
 }
 
@@ -37,6 +38,7 @@ static void drop_totals(const struct fg_control_view *v, uint64_t *out)
 	for (unsigned i = 0; i < v->n_workers; i++)
 		refused += __atomic_load_n(&v->worker_stats[i]->handoff_refused, __ATOMIC_RELAXED);
 	out[DROP_HANDOFF_REFUSED] = refused;
+	out[DROP_MARTIAN] = v->martians ? v->martians(v->martians_ctx) : 0;
 }
 
 /* The configured backends' addresses (they change only with the configuration). */

@@ -60,6 +60,7 @@ struct fg_dpdk_lane {
 	unsigned tx_n;
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
+	uint64_t dropped_martians;   /* to us from a martian source or a group MAC; the control thread reads */
 	uint64_t dropped_arp; /* ARP about a backend not learned from; ARP requests not answered */
 	uint64_t arp_window_tsc;
 	unsigned arp_replies; /* in the window that started at arp_window_tsc */
@@ -184,6 +185,8 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		} else {
 			if (k == FG_NET_BAD || k == FG_NET_FRAGMENT)
 				l->dropped_bad++;
+			else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port)
+				__atomic_store_n(&l->dropped_martians, l->dropped_martians + 1, __ATOMIC_RELAXED);
 			else
 				l->dropped_other++;
 			rte_pktmbuf_free(m);
@@ -302,9 +305,18 @@ static uint64_t dio_pool_size(void *ctx)
 	return ((struct fg_dpdk_lane *)ctx)->d->pool->size;
 }
 
+static uint64_t dio_martians(void *ctx)
+{
+	const struct fg_dpdk_io *d = ((struct fg_dpdk_lane *)ctx)->d;
+	uint64_t n = 0;
+	for (unsigned i = 0; i < d->n_lanes; i++)
+		n += __atomic_load_n(&d->lanes[i].dropped_martians, __ATOMIC_RELAXED);
+	return n;
+}
+
 static const struct fg_io_ops dpdk_ops = {
 	.rx = dio_rx, .tx = dio_tx, .flush = dio_flush, .alloc = dio_alloc, .free = dio_free,
-	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size,
+	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size, .martians = dio_martians,
 };
 
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return fg_dpdk_io_lane(d, 0); }

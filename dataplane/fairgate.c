@@ -296,7 +296,8 @@ static int start_control(struct daemon *d)
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
-		.changes = &d->changes, .vis = d->vis,
+		.changes = &d->changes, .vis = d->vis, .martians = d->workers.w[0]->io.ops->martians,
+		.martians_ctx = d->workers.w[0]->io.ctx,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {

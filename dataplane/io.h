@@ -30,6 +30,9 @@ struct fg_io_ops {
 	uint64_t (*in_use)(void *ctx);
 	/* Buffers the pool holds in all (metrics); may be NULL. */
 	uint64_t (*pool_size)(void *ctx);
+	/* Datagrams dropped for a martian source, over all lanes; any thread
+	 * (relaxed loads: the control thread logs them); may be NULL. */
+	uint64_t (*martians)(void *ctx);
 };
 
 struct fg_io {
