@@ -227,6 +227,22 @@ size_t fg_logfmt_line(char *buf, size_t cap, enum fg_log_format format, uint64_t
 	return o.len;
 }
 
+bool fg_log_burst_allow(struct fg_log_burst *b, uint64_t now, uint64_t *suppressed)
+{
+	if (now - b->start_ns >= b->window_ns) {
+		b->start_ns = now;
+		b->used = 0;
+	}
+	if (b->used >= b->max) {
+		b->suppressed++;
+		return false;
+	}
+	b->used++;
+	*suppressed = b->suppressed;
+	b->suppressed = 0;
+	return true;
+}
+
 void fg_log_tally_init(struct fg_log_tally *t, uint64_t interval_ns, const uint64_t *totals, unsigned n, uint64_t now)
 {
 	*t = (struct fg_log_tally){ .interval_ns = interval_ns, .last_ns = now,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logfmt — one log line as text (`ts=... level=info msg="..." key=value`,
- * logfmt style) or as one JSON object, and the per-interval tally that keeps
- * counted events (drops by reason) to one line per reason per interval.
+ * logfmt style) or as one JSON object; the per-interval tally that keeps
+ * counted events (drops by reason) to one line per reason per interval; and
+ * the burst limit on lines a peer can cause (refusals).
  * The sink that writes the lines is control/log.h; this module only formats.
  *
  * Invariants: a line is at most FG_LOG_LINE_MAX bytes, newline included (so
@@ -75,5 +76,19 @@ void fg_log_tally_init(struct fg_log_tally *t, uint64_t interval_ns, const uint6
  * how much totals[i] grew since the last report (0 if it went back, e.g. a
  * counter restarted), and the interval restarts at now. */
 bool fg_log_tally_due(struct fg_log_tally *t, const uint64_t *totals, uint64_t *deltas, uint64_t now);
+
+/* Lines a peer can cause (refusals): at most max per window_ns; the rest are
+ * counted and told with the first line allowed after them. */
+struct fg_log_burst {
+	uint64_t window_ns;
+	unsigned max;
+	uint64_t start_ns;  /* the current window's */
+	unsigned used;      /* lines in it */
+	uint64_t suppressed; /* lines not written since the last one written */
+};
+
+/* true: write the line, and *suppressed is how many were not written since
+ * the last one (0 mostly); false: do not (it is counted). */
+bool fg_log_burst_allow(struct fg_log_burst *b, uint64_t now, uint64_t *suppressed);
 
 #endif

@@ -527,10 +527,16 @@ static char *handle_line(const struct fg_control_view *view, const uint8_t *line
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
 				     "version, pending, dump)", c);
 	else if (cmd->mutates && !may_mutate) {
+		/* Any local peer can cause these: bounded, the rest counted (control thread only). */
+		static struct fg_log_burst denials = { .window_ns = FG_CONTROL_DENIAL_LOG_WINDOW_NS,
+						       .max = FG_CONTROL_DENIAL_LOG_MAX };
+		uint64_t suppressed;
 		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
-		fg_log(FG_LOG_WARN, "permission denied", FG_LOG_STR("command", c),
-		       FG_LOG_INT("uid", who && who->known ? (int64_t)who->uid : -1),
-		       FG_LOG_INT("gid", who && who->known ? (int64_t)who->gid : -1));
+		if (fg_log_burst_allow(&denials, fg_now_ns(), &suppressed))
+			fg_log(FG_LOG_WARN, "permission denied", FG_LOG_STR("command", c),
+			       FG_LOG_INT("uid", who && who->known ? (int64_t)who->uid : -1),
+			       FG_LOG_INT("gid", who && who->known ? (int64_t)who->gid : -1),
+			       FG_LOG_UINT("suppressedBefore", suppressed));
 	} else {
 		out = cmd->run(view, req);
 		if (cmd->mutates) {

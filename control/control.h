@@ -41,6 +41,8 @@
 #define FG_CONTROL_ADMIN_SLOTS 4u              /* of FG_CONTROL_MAX_CLIENTS, for admins only */
 #define FG_CONTROL_IDLE_TIMEOUT_MS 10000u      /* no byte either way for this long: closed */
 #define FG_CONTROL_MAX_QUEUED (64u << 20)      /* answers waiting for slow readers, all connections */
+#define FG_CONTROL_DENIAL_LOG_MAX 10u          /* permission-denied lines per window; more are counted */
+#define FG_CONTROL_DENIAL_LOG_WINDOW_NS 1000000000ull
 _Static_assert(FG_CONTROL_ADMIN_SLOTS < FG_CONTROL_MAX_CLIENTS, "non-admins need at least one slot");
 _Static_assert(FG_CONTROL_READ_TIMEOUT_MS < FG_CONTROL_IDLE_TIMEOUT_MS, "a partial line times out first");
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: log lines (common/logfmt.h) — escaping, JSON validity, cutting,
- * levels — and the per-interval tally that rate-limits drop lines; the
- * sink's level filter (control/log.h). */
+ * levels — the per-interval tally that rate-limits drop lines and the
+ * burst limit on refusal lines; the sink's level filter (control/log.h). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -161,6 +161,21 @@ TEST(a_tally_reports_each_counter_at_most_once_per_interval)
 	totals[2] = 3; /* went back (restarted): nothing, not a huge number */
 	CHECK(fg_log_tally_due(&t, totals, d, 130 * S));
 	CHECK_EQ(d[2], 0);
+}
+
+TEST(a_burst_writes_at_most_max_per_window_and_counts_the_rest)
+{
+	struct fg_log_burst b = { .window_ns = S, .max = 3 };
+	uint64_t sup = 99, t = 50 * S;
+	unsigned written = 0;
+	for (int i = 0; i < 100; i++)
+		written += fg_log_burst_allow(&b, t + (uint64_t)i, &sup);
+	CHECK_EQ(written, 3);
+	CHECK_EQ(sup, 0);
+	CHECK(fg_log_burst_allow(&b, t + S, &sup)); /* the next window */
+	CHECK_EQ(sup, 97);                          /* told with the first line after them */
+	CHECK(fg_log_burst_allow(&b, t + S + 1, &sup));
+	CHECK_EQ(sup, 0);
 }
 
 TEST_MAIN
