@@ -486,8 +486,8 @@ static void teardown(struct daemon *d)
 	fg_sock_io_free(d->sio);
 	fg_dpdk_io_free(d->dio);
 	if (d->dpdk_log) {
-		rte_openlog_stream(NULL);
-		fflush(d->dpdk_log); /* not closed: EAL may still hold it in its default-stream logic */
+		rte_openlog_stream(NULL); /* EAL falls back to its own stream */
+		fclose(d->dpdk_log);      /* and a last partial line goes out */
 	}
 	fg_daemon_args_fini(&d->args);
 }
