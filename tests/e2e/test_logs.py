@@ -70,6 +70,17 @@ time.sleep(0.3)
 rc, _ = d.stop()
 t.check(rc == 0, "clean exit")
 
+# Bad values: refused at start-up (exit 2) with the reason, nothing bound.
+for flags, want in ((["--control-socket-group", "no-such-group-x"],
+                     'controlSocketGroup \\"no-such-group-x\\": no such group'),
+                    (["--control-socket-mode", "0664"], "0664 gives others access"),
+                    (["--log-format", "xml"], 'must be "text" or "json"')):
+    sock = tempfile.mktemp(prefix="fg-", suffix=".sock", dir="/tmp")
+    p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", sock, "--http",
+                        "off"] + flags, capture_output=True, text=True, timeout=20)
+    t.check(p.returncode == 2 and want in p.stderr and not os.path.exists(sock),
+            f"{' '.join(flags)}: exit 2, {want} ({p.returncode}, {p.stderr.strip()[-200:]})")
+
 lines = open(log).read().splitlines()
 docs, bad = [], []
 for line in lines:
