@@ -19,7 +19,12 @@
  * worker.  The pending and dump commands wait (at most FG_SNAP_TIMEOUT_NS)
  * for the workers' snapshots under the visibility mutex it shares with the
  * HTTP thread only (visibility.h); other connections wait meanwhile.  The daemon's signal handler only writes to view.reload_fd (an
- * eventfd); the reload itself runs on the control thread.
+ * eventfd); the reload itself runs on the control thread, which tells
+ * systemd RELOADING=1 and READY=1 around it (sd_notify) and STOPPING=1 when
+ * the drain begins.  It logs every change and refusal with the peer's
+ * credentials, and the workers' events from their counters
+ * (control/logwatch.h).  The socket file gets controlSocketGroup and
+ * controlSocketMode before it listens.
  */
 #ifndef FG_CONTROL_H
 #define FG_CONTROL_H

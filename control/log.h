@@ -10,7 +10,9 @@
  * called per request: workers never log (their events reach the log through
  * the counters the control thread reads, control/logwatch.h).
  *
- * Thread contract: any thread except a worker may log; fg_log_configure may
+ * Thread contract: any thread except a worker may log (DPDK's stream is
+ * written by whichever thread DPDK logs from: EAL start-up and drivers);
+ * fg_log_configure may
  * run at any time (the control thread calls it when logFormat or logLevel
  * change) and takes effect at the next line.  Writing blocks only the caller
  * (the control or main thread) when stderr is a full pipe.

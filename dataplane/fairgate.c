@@ -15,6 +15,10 @@
  * them, whether a second one cut the drain short, and the eventfd through
  * which SIGHUP asks the control thread for a reload.
  * The handlers only store and write(2); the work happens on those threads.
+ * Logging (control/log.h) is configured right after the command line; from
+ * then on every message is a log line, DPDK's own included (a stdio stream
+ * given to rte_openlog_stream).  Workers write none.  Main tells systemd
+ * READY=1 as worker 0 starts polling (the control thread tells the rest).
  */
 #include <errno.h>
 #include <pthread.h>
