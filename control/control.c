@@ -486,7 +486,10 @@ void fg_control_log_change(const char *command, const struct fg_control_peer *wh
 		f[n++] = FG_LOG_INT("priorityLevels", json_integer_value(json_object_get(res, "priorityLevels")));
 		f[n++] = FG_LOG_INT("flowSchemas", json_integer_value(json_object_get(res, "flowSchemas")));
 		f[n++] = FG_LOG_UINT("warnings", json_array_size(json_object_get(res, "warnings")));
-		fg_log_fields(FG_LOG_INFO, "configuration changed", f, n);
+		/* No generation in the answer: nothing was published (a dry run). */
+		bool published = json_object_get(res, "generation") != NULL;
+		fg_log_fields(published ? FG_LOG_INFO : FG_LOG_DEBUG,
+			      published ? "configuration changed" : "configuration checked, not applied", f, n);
 	} else {
 		const char *e = json_string_value(json_object_get(r, "error"));
 		json_t *errors = json_object_get(r, "errors"), *l;
