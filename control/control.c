@@ -799,12 +799,21 @@ static void accept_one(struct fg_control *ctl, int fd, uint64_t now)
 		conn_close(ctl, idlest_reader); /* without a word: its slot is needed now */
 		slot = idlest_reader;
 	}
+	int64_t uid = peer.id.known ? (int64_t)peer.id.uid : -1, gid = peer.id.known ? (int64_t)peer.id.gid : -1;
 	if (!slot) {
+		static struct fg_log_burst refusals = { .window_ns = FG_CONTROL_DENIAL_LOG_WINDOW_NS,
+							.max = FG_CONTROL_DENIAL_LOG_MAX };
+		uint64_t suppressed;
+		if (fg_log_burst_allow(&refusals, now, &suppressed))
+			fg_log(FG_LOG_WARN, "control connection refused: too many control clients", FG_LOG_INT("uid", uid),
+			       FG_LOG_INT("gid", gid), FG_LOG_UINT("suppressedBefore", suppressed));
 		free(peer.groups);
 		refuse_unslotted(fd, "too many control clients (at most %u; %u more are kept for admins)",
 				 FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS, FG_CONTROL_ADMIN_SLOTS);
 		return;
 	}
+	fg_log(FG_LOG_DEBUG, "control connection", FG_LOG_INT("uid", uid), FG_LOG_INT("gid", gid),
+	       FG_LOG_BOOL("admin", admin));
 	*slot = (struct conn){ .fd = fd, .peer = peer, .last_ns = now, .partial_ns = now };
 }
 
