@@ -126,7 +126,7 @@ TEST(levels_are_named_and_filtered)
 	fg_logf(FG_LOG_ERROR, "formatted %d", 42);
 	FILE *dpdk = fg_log_stream_open("dpdk", NULL); /* info: filtered */
 	fprintf(dpdk, "EAL: a library line\n");
-	fflush(dpdk);
+	fclose(dpdk);
 	dup2(saved, 2);
 	close(saved);
 	close(p[1]);
