@@ -508,8 +508,10 @@ int fg_bench_dataplane(int argc, char **argv)
 				cpus > 1 ? 1 + (long)(i - 1) % (cpus - 1) : 0); /* the generator keeps CPU 0 */
 	char *eal[] = { "fairgate-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", prefix, "--lcores", lcores,
 			"--log-level=lib.eal:warning", NULL };
-	if (rte_eal_init(10, eal) < 0 || rte_lcore_count() < workers + 1) {
+	int eal_up = rte_eal_init(10, eal) >= 0;
+	if (!eal_up || rte_lcore_count() < workers + 1) {
 		fprintf(stderr, "fairgate-bench dataplane: EAL needs %u lcores (main + %u worker(s))\n", workers + 1, workers);
+		fg_dpdk_eal_cleanup(eal_up); /* no runtime directory left behind */
 		return 1;
 	}
 	struct harness h = { .flows = flows, .fg_port = htons(7400), .n_workers = workers };
@@ -533,6 +535,7 @@ int fg_bench_dataplane(int argc, char **argv)
 	int port = rings_ok ? rte_eth_from_rings("fgring", h.to_worker, workers, h.from_worker, workers, rte_socket_id()) : -1;
 	if (port < 0 || !h.gen_pool) {
 		fprintf(stderr, "fairgate-bench dataplane: cannot create the ring port or pools\n");
+		fg_dpdk_eal_cleanup(true);
 		return 1;
 	}
 	h.port = (uint16_t)port;
@@ -541,8 +544,10 @@ int fg_bench_dataplane(int argc, char **argv)
 	memcpy(h.fg_mac, mac.addr_bytes, 6);
 	build_templates(&h);
 	h.cfg = full_config(&h);
-	if (!h.cfg)
+	if (!h.cfg) {
+		fg_dpdk_eal_cleanup(true);
 		return 1;
+	}
 	struct phase fwd = run_phase(&h, 0, duration, NULL);
 	h.metrics_on = 1; /* the daemon's default */
 	struct phase full = run_phase(&h, 1, duration, NULL);
@@ -606,6 +611,6 @@ int fg_bench_dataplane(int argc, char **argv)
 	fg_dpdk_io_free(h.io);
 	fg_config_free(h.cfg);
 	free(h.templates);
-	rte_eal_cleanup();
+	fg_dpdk_eal_cleanup(true);
 	return 0;
 }

@@ -11,6 +11,9 @@
 
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"
+#define FG_DEFAULT_CONTROL_SOCKET_MODE 0660u /* owner and group may connect */
+#define FG_CONTROL_SOCKET_MODE_MASK 0770u   /* never others: any local user could read the configuration */
+#define FG_GROUP_NAME_MAX 32u               /* controlSocketGroup, NUL included (useradd's limit is 32) */
 #define FG_DEFAULT_HTTP_LISTEN "127.0.0.1:9400"  /* httpListen: /metrics, /healthz, /readyz (loopback) */
 #define FG_DEFAULT_SEAT_LIMIT 600u           /* serverConcurrencyLimit, as Kubernetes */
 #define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "logfmt.h"
 #include "shuffle.h"
 
 #define SETTINGS_API_VERSION FG_SETTINGS_API_VERSION
@@ -47,6 +48,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->io = FG_IO_SOCKET;
 	fg_endpoint_parse(FG_DEFAULT_LISTEN, &s->listen);
 	snprintf(s->control_socket, sizeof(s->control_socket), "%s", FG_DEFAULT_CONTROL_SOCKET);
+	s->control_socket_mode = FG_DEFAULT_CONTROL_SOCKET_MODE;
+	s->log_format = FG_LOG_TEXT;
+	s->log_level = FG_LOG_INFO;
 	s->http.on = true;
 	fg_endpoint_parse(FG_DEFAULT_HTTP_LISTEN, &s->http.ep);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;

@@ -50,6 +50,10 @@ struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
 	char control_socket[108];
+	char control_socket_group[FG_GROUP_NAME_MAX]; /* group name or gid of the socket file; "": the daemon's */
+	uint32_t control_socket_mode; /* permission bits of the socket file, within FG_CONTROL_SOCKET_MODE_MASK */
+	int log_format;              /* enum fg_log_format (common/logfmt.h) */
+	int log_level;               /* enum fg_log_level: lines below it are not written */
 	struct fg_opt_listen http;   /* the HTTP endpoint (control/http.h); restart-only */
 	uint32_t seat_limit;
 	int64_t queue_wait_ns;

@@ -2,6 +2,7 @@
 /* settings_table — every setting defined once; see settings_table.h. */
 #include "settings_table.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,13 +11,19 @@
 #include <string.h>
 
 #include "duration.h"
+#include "logfmt.h"
 
 #define FIELD(f) offsetof(struct fg_settings, f), sizeof(((struct fg_settings *)0)->f)
 #define MS 1000000ll
 
 static const char *const io_names[] = { "socket", "dpdk", NULL };
 static const char *const av_names[] = { "off", "untrusted", "all", NULL };
+static const char *const log_format_names[] = { "text", "json", NULL };
+static const char *const log_level_names[] = { "debug", "info", "warn", "error", NULL };
 _Static_assert(FG_IO_SOCKET == 0 && FG_IO_DPDK == 1, "io_names follows enum fg_io_mode");
+_Static_assert(FG_LOG_TEXT == 0 && FG_LOG_JSON == 1, "log_format_names follows enum fg_log_format");
+_Static_assert(FG_LOG_DEBUG == 0 && FG_LOG_INFO == 1 && FG_LOG_WARN == 2 && FG_LOG_ERROR == 3,
+	       "log_level_names follows enum fg_log_level");
 _Static_assert(FG_AV_OFF == 0 && FG_AV_UNTRUSTED == 1 && FG_AV_ALL == 2, "av_names follows enum fg_addr_validation");
 
 const struct fg_setting fg_settings_table[] = {
@@ -31,6 +38,19 @@ const struct fg_setting fg_settings_table[] = {
 	  "changes live (requests in flight at a removed backend are still answered by it; operations.md)" },
 	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 0, 0, false,
 	  "the control interface (control.md)" },
+	{ "controlSocketGroup", "control-socket-group", FG_SET_GROUP, FIELD(control_socket_group), 0, 0, false,
+	  "the group of the control socket file, a name or a numeric gid: with `controlSocketMode` it decides who "
+	  "may connect (readers; `controlAdmins` decides who may change); empty: the daemon's own group" },
+	{ "controlSocketMode", "control-socket-mode", FG_SET_MODE, FIELD(control_socket_mode), 0,
+	  FG_CONTROL_SOCKET_MODE_MASK, false,
+	  "the control socket file's permission bits, octal: owner and group only (connecting needs write "
+	  "permission, e.g. `0660`; `0600`: root only)" },
+	{ "logFormat", "log-format", FG_SET_ENUM, FIELD(log_format), 0, 0, true,
+	  "`text` (`ts=... level=... msg=\"...\" key=value`) or `json` (one object per line) on stderr "
+	  "(operations.md, \"Logs\")", log_format_names },
+	{ "logLevel", "log-level", FG_SET_ENUM, FIELD(log_level), 0, 0, true,
+	  "`debug`, `info`, `warn` or `error`: lines below it are not written (DPDK's own lines included)",
+	  log_level_names },
 	{ "httpListen", "http", FG_SET_OPT_LISTEN, FIELD(http), 0, 0, false,
 	  "the HTTP endpoint (`/metrics`, `/healthz`, `/readyz`; metrics.md): `ADDR:PORT`, port 0 for any free port "
 	  "(the bound one is in status and on stderr), or `off`; unauthenticated, so keep it on loopback unless the "
@@ -221,6 +241,33 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 				      FG_MAX_BACKEND_SEATS);
 		return 0;
 	}
+	case FG_SET_GROUP: {
+		size_t n = strlen(text), ok = 0;
+		while (ok < n && (isalnum((unsigned char)text[ok]) || strchr("_.-", text[ok])))
+			ok++;
+		if (n >= row->size || ok < n || *text == '-')
+			return reason(why, whylen, "must be a group name (letters, digits, '_', '.', '-', at most %zu "
+				      "bytes) or a numeric gid", row->size - 1);
+		snprintf((char *)field(row, s), row->size, "%s", text);
+		return 0;
+	}
+	case FG_SET_MODE: {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(text, &end, 8);
+		size_t n = strlen(text);
+		if (errno || *end || n < 3 || n > 4 || strspn(text, "01234567") != n)
+			return reason(why, whylen, "must be an octal mode such as \"0660\"");
+		if (v & 07000)
+			return reason(why, whylen, "%04lo has setuid, setgid or sticky bits: give owner and group bits "
+				      "only (at most %04lo)", v, (unsigned long)row->hi);
+		if (v & ~(unsigned long)row->hi)
+			return reason(why, whylen, "%04lo gives others access: any local user could reach the control "
+				      "socket; owner and group bits only (at most %04lo, e.g. 0660)", v,
+				      (unsigned long)row->hi);
+		*(uint32_t *)field(row, s) = (uint32_t)v;
+		return 0;
+	}
 	case FG_SET_ADMINS:
 	case FG_SET_IDENTITIES:
 		break;
@@ -376,6 +423,13 @@ void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, js
 	case FG_SET_IDENTITIES:
 		set_identities(row, s, v, errs);
 		return;
+	case FG_SET_GROUP:
+		if (!json_is_string(v)) {
+			fg_errors_add(errs, path, "must be a string: a group name or a numeric gid");
+			return;
+		}
+		t = json_string_value(v);
+		break;
 	default:
 		if (!json_is_string(v)) {
 			fg_setting_set_text(row, s, "", why, sizeof(why)); /* for the reason only */
@@ -445,7 +499,11 @@ const char *fg_setting_format(const struct fg_setting *row, const struct fg_sett
 		break;
 	}
 	case FG_SET_PATH:
+	case FG_SET_GROUP:
 		append(buf, cap, &n, "%s", (const char *)p);
+		break;
+	case FG_SET_MODE:
+		append(buf, cap, &n, "%04o", *(const uint32_t *)p);
 		break;
 	case FG_SET_BACKENDS:
 		append(buf, cap, &n, "[");
@@ -491,6 +549,7 @@ bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *
 				return true;
 		return false;
 	case FG_SET_PATH:
+	case FG_SET_GROUP:
 		return strcmp(cfield(row, a), cfield(row, b)) != 0;
 	case FG_SET_CIDRS:
 		return a->n_trusted != b->n_trusted || memcmp(a->trusted, b->trusted, sizeof(a->trusted[0]) * a->n_trusted);
@@ -520,6 +579,8 @@ void fg_settings_print_markdown(FILE *f)
 			snprintf(dflt, sizeof(dflt), "none");
 		else if (r->type == FG_SET_ADMINS && !d.n_admin_uids && !d.n_admin_gids)
 			snprintf(dflt, sizeof(dflt), "root only");
+		else if (r->type == FG_SET_GROUP && !*v)
+			snprintf(dflt, sizeof(dflt), "the daemon's group");
 		fprintf(f, "| `%s` | %s%s%s | %s | %s | %s", r->name, r->flag ? "`--" : "-", r->flag ? r->flag : "",
 			r->flag ? "`" : "", dflt, r->reloadable ? "yes" : "restart", r->doc);
 		if (r->type == FG_SET_U32)

@@ -38,6 +38,8 @@ enum fg_setting_type {
 	FG_SET_ADMINS,   /* {uids: [...], gids: [...]} */
 	FG_SET_CIDRS,    /* list of "A.B.C.D/N"; a flag adds one, the flags replace the file's list */
 	FG_SET_IDENTITIES, /* list of {cidr, user, groups}; file only */
+	FG_SET_GROUP,    /* a group name or numeric gid (resolved where it is used), or "" */
+	FG_SET_MODE,     /* permission bits as an octal string ("0660"), within [0, hi] bit by bit */
 };
 
 struct fg_setting {

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 #include <urcu-qsbr.h>
@@ -24,15 +25,15 @@
 #include "backendpool.h"
 #include "clock.h"
 #include "defs.h"
+#include "log.h"
+#include "logwatch.h"
 #include "readfile.h"
 #include "settings_table.h"
 #include "status.h"
 
 /* A peer's credentials as the kernel recorded them at connect. */
 struct peer {
-	bool known;        /* SO_PEERCRED answered; else the peer has no rights */
-	uid_t uid;
-	gid_t gid;
+	struct fg_control_peer id; /* id.known false: SO_PEERCRED failed; the peer has no rights */
 	unsigned n_groups;
 	gid_t *groups;     /* supplementary groups (malloc'd) */
 };
@@ -60,6 +61,7 @@ struct fg_control {
 	dev_t sock_dev;
 	ino_t sock_ino;
 	char path[108];
+	struct fg_logwatch watch;  /* the workers' events, into the log */
 };
 
 static void free_config_cb(struct rcu_head *h)
@@ -823,15 +825,64 @@ static const struct command {
 	{ "history", cmd_history, false },   { "rollback", cmd_rollback, true }, { "backend", cmd_backend, true },
 };
 
-char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
+/* logFormat and logLevel are live settings: a change takes effect at once. */
+static void log_follow_settings(const struct fg_settings *s)
 {
-	return fg_control_handle_line_as(view, line, len, may_mutate, -1);
+	fg_log_configure((enum fg_log_format)s->log_format, (enum fg_log_level)s->log_level);
 }
 
-char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
-				int64_t uid)
+void fg_control_log_change(const char *command, const struct fg_control_peer *who, const char *response,
+			   const char *detail)
 {
-	current_uid = uid;
+	json_t *r = response ? json_loads(response, 0, NULL) : NULL;
+	json_t *res = json_object_get(r, "result");
+	bool ok = json_is_true(json_object_get(r, "ok"));
+	struct fg_log_field f[10];
+	unsigned n = 0;
+	f[n++] = FG_LOG_STR("command", command);
+	if (who && who->known) {
+		f[n++] = FG_LOG_UINT("uid", who->uid);
+		f[n++] = FG_LOG_UINT("gid", who->gid);
+	} else {
+		f[n++] = FG_LOG_STR("peer", who ? "unknown" : "daemon");
+	}
+	if (detail)
+		f[n++] = FG_LOG_STR("object", detail);
+	if (ok) {
+		f[n++] = FG_LOG_INT("generation", json_integer_value(json_object_get(res, "generation")));
+		f[n++] = FG_LOG_INT("objects", json_integer_value(json_object_get(res, "objects")));
+		f[n++] = FG_LOG_INT("priorityLevels", json_integer_value(json_object_get(res, "priorityLevels")));
+		f[n++] = FG_LOG_INT("flowSchemas", json_integer_value(json_object_get(res, "flowSchemas")));
+		f[n++] = FG_LOG_UINT("warnings", json_array_size(json_object_get(res, "warnings")));
+		/* No generation in the answer: nothing was published (a dry run). */
+		bool published = json_object_get(res, "generation") != NULL;
+		fg_log_fields(published ? FG_LOG_INFO : FG_LOG_DEBUG,
+			      published ? "configuration changed" : "configuration checked, not applied", f, n);
+	} else {
+		const char *e = json_string_value(json_object_get(r, "error"));
+		json_t *errors = json_object_get(r, "errors"), *l;
+		size_t i, len = 0;
+		char details[FG_LOG_LINE_MAX / 2] = ""; /* the errors, as many as fit */
+		json_array_foreach(errors, i, l) {
+			int w = snprintf(details + len, sizeof(details) - len, "%s%s", i ? "; " : "", json_string_value(l));
+			if (w < 0 || (size_t)w >= sizeof(details) - len)
+				break;
+			len += (size_t)w;
+		}
+		f[n++] = FG_LOG_STR("error", e ? e : "out of memory");
+		f[n++] = FG_LOG_UINT("errors", json_array_size(errors));
+		if (len)
+			f[n++] = FG_LOG_STR("details", details);
+		fg_log_fields(FG_LOG_WARN, "configuration change refused", f, n);
+	}
+	json_decref(r);
+}
+
+/* A line from a peer (NULL: a caller without one, e.g. a test). */
+static char *handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
+			 const struct fg_control_peer *who)
+{
+	current_uid = who && who->known ? (int64_t)who->uid : -1; /* the history records it */
 	json_error_t jerr;
 	json_t *req = json_loadb((const char *)line, len, 0, &jerr);
 	if (!req)
@@ -847,12 +898,39 @@ char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_
 	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
 				     "version, pending, dump, history, rollback, backend)", c);
-	else if (cmd->mutates && !may_mutate)
+	else if (cmd->mutates && !may_mutate) {
+		/* Any local peer can cause these: bounded, the rest counted (control thread only). */
+		static struct fg_log_burst denials = { .window_ns = FG_CONTROL_DENIAL_LOG_WINDOW_NS,
+						       .max = FG_CONTROL_DENIAL_LOG_MAX };
+		uint64_t suppressed;
 		out = error_response("permission denied: %s needs root or a uid/gid in controlAdmins", c);
-	else
+		if (fg_log_burst_allow(&denials, fg_now_ns(), &suppressed))
+			fg_log(FG_LOG_WARN, "permission denied", FG_LOG_STR("command", c),
+			       FG_LOG_INT("uid", who && who->known ? (int64_t)who->uid : -1),
+			       FG_LOG_INT("gid", who && who->known ? (int64_t)who->gid : -1),
+			       FG_LOG_UINT("suppressedBefore", suppressed));
+	} else {
 		out = cmd->run(view, req);
+		if (cmd->mutates) {
+			const char *name = json_string_value(json_object_get(req, "name"));
+			fg_control_log_change(c, who, out, name);
+			log_follow_settings(view->settings);
+		}
+	}
 	json_decref(req);
 	return out;
+}
+
+char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate)
+{
+	return handle_line(view, line, len, may_mutate, NULL);
+}
+
+char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
+				int64_t uid)
+{
+	struct fg_control_peer who = { .known = uid >= 0, .uid = (uint32_t)uid, .gid = UINT32_MAX };
+	return handle_line(view, line, len, may_mutate, uid >= 0 ? &who : NULL);
 }
 
 /* --- peers ----------------------------------------------------------------- */
@@ -865,12 +943,12 @@ static void peer_read(int fd, struct peer *p)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	*p = (struct peer){ .known = false };
+	*p = (struct peer){ .id.known = false };
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return;
-	p->uid = cred.uid;
-	p->gid = cred.gid;
-	p->known = true;
+	p->id.uid = cred.uid;
+	p->id.gid = cred.gid;
+	p->id.known = true;
 #ifdef SO_PEERGROUPS
 	len = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, NULL, &len) == 0 || errno == ERANGE) {
@@ -886,11 +964,11 @@ static void peer_read(int fd, struct peer *p)
 	struct passwd pw, *found = NULL;
 	char pwbuf[1024];
 	int n = 0;
-	if (getpwuid_r(p->uid, &pw, pwbuf, sizeof(pwbuf), &found) || !found)
+	if (getpwuid_r(p->id.uid, &pw, pwbuf, sizeof(pwbuf), &found) || !found)
 		return;
-	getgrouplist(found->pw_name, p->gid, NULL, &n);
+	getgrouplist(found->pw_name, p->id.gid, NULL, &n);
 	p->groups = n > 0 ? calloc((size_t)n, sizeof(gid_t)) : NULL;
-	if (p->groups && getgrouplist(found->pw_name, p->gid, p->groups, &n) >= 0)
+	if (p->groups && getgrouplist(found->pw_name, p->id.gid, p->groups, &n) >= 0)
 		p->n_groups = (unsigned)n;
 }
 
@@ -905,10 +983,10 @@ static bool in_list(uint32_t id, const uint32_t *list, uint32_t n)
 /* Root, a listed uid, or a listed gid as primary or supplementary group. */
 static bool peer_is_admin(const struct fg_settings *s, const struct peer *p)
 {
-	if (!p->known)
+	if (!p->id.known)
 		return false;
-	if (p->uid == 0 || in_list(p->uid, s->admin_uids, s->n_admin_uids) ||
-	    in_list(p->gid, s->admin_gids, s->n_admin_gids))
+	if (p->id.uid == 0 || in_list(p->id.uid, s->admin_uids, s->n_admin_uids) ||
+	    in_list(p->id.gid, s->admin_gids, s->n_admin_gids))
 		return true;
 	for (unsigned i = 0; i < p->n_groups; i++)
 		if (in_list(p->groups[i], s->admin_gids, s->n_admin_gids))
@@ -999,8 +1077,7 @@ static void conn_serve(struct fg_control *ctl, struct conn *c, uint64_t now)
 		char *resp = ctl->queued > FG_CONTROL_MAX_QUEUED && !admin
 				     ? error_response("busy: %zu bytes of answers wait for slow readers; try again",
 						      ctl->queued)
-				     : fg_control_handle_line_as(&ctl->view, (const uint8_t *)c->buf, line, admin,
-								 c->peer.known ? (int64_t)c->peer.uid : -1);
+				     : handle_line(&ctl->view, (const uint8_t *)c->buf, line, admin, &c->peer.id);
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 		c->partial_ns = now;
@@ -1098,45 +1175,65 @@ static void accept_one(struct fg_control *ctl, int fd, uint64_t now)
 		conn_close(ctl, idlest_reader); /* without a word: its slot is needed now */
 		slot = idlest_reader;
 	}
+	int64_t uid = peer.id.known ? (int64_t)peer.id.uid : -1, gid = peer.id.known ? (int64_t)peer.id.gid : -1;
 	if (!slot) {
+		static struct fg_log_burst refusals = { .window_ns = FG_CONTROL_DENIAL_LOG_WINDOW_NS,
+							.max = FG_CONTROL_DENIAL_LOG_MAX };
+		uint64_t suppressed;
+		if (fg_log_burst_allow(&refusals, now, &suppressed))
+			fg_log(FG_LOG_WARN, "control connection refused: too many control clients", FG_LOG_INT("uid", uid),
+			       FG_LOG_INT("gid", gid), FG_LOG_UINT("suppressedBefore", suppressed));
 		free(peer.groups);
 		refuse_unslotted(fd, "too many control clients (at most %u; %u more are kept for admins)",
 				 FG_CONTROL_MAX_CLIENTS - FG_CONTROL_ADMIN_SLOTS, FG_CONTROL_ADMIN_SLOTS);
 		return;
 	}
+	fg_log(FG_LOG_DEBUG, "control connection", FG_LOG_INT("uid", uid), FG_LOG_INT("gid", gid),
+	       FG_LOG_BOOL("admin", admin));
 	*slot = (struct conn){ .fd = fd, .peer = peer, .last_ns = now, .partial_ns = now };
 }
 
 /* --- SIGHUP: re-apply the --config files -------------------------------------- */
 
-static void log_lines(const char *prefix, json_t *lines)
+static void log_lines(enum fg_log_level level, const char *prefix, json_t *lines)
 {
 	size_t i;
 	json_t *l;
 	json_array_foreach(lines, i, l)
-		fprintf(stderr, "%s%s\n", prefix, json_string_value(l));
+		fg_logf(level, "%s%s", prefix, json_string_value(l));
+}
+
+/* systemd (Type=notify) sees the reload begin and end; without NOTIFY_SOCKET
+ * sd_notify does nothing. */
+static void notify_reloading(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u);
 }
 
 /* As `fairgatectl apply -f` of each file in turn, as one change: the same
- * answer, told on stderr. */
+ * answer, told in the log. */
 static void reload(struct fg_control *ctl)
 {
 	const struct fg_control_view *v = &ctl->view;
 	unsigned n = 0, failed = UINT_MAX; /* which text had the errors; none: the change as a whole */
 	if (!v->n_reload_paths) {
-		fprintf(stderr, "fairgate: SIGHUP: no --config file to reload; nothing changed\n");
+		fg_logf(FG_LOG_WARN, "SIGHUP: no --config file to reload; nothing changed");
 		return;
 	}
 	struct apply_text *texts = calloc(v->n_reload_paths, sizeof(*texts));
 	if (!texts) {
-		fprintf(stderr, "fairgate: SIGHUP: out of memory; nothing changed\n");
+		fg_logf(FG_LOG_ERROR, "SIGHUP: out of memory; nothing changed");
 		return;
 	}
+	notify_reloading();
 	for (; n < v->n_reload_paths; n++) {
 		char *buf;
 		int rc = fg_read_file(v->reload_paths[n], &buf, &texts[n].len);
 		if (rc) {
-			fprintf(stderr, "fairgate: SIGHUP: --config %s: %s; nothing changed\n", v->reload_paths[n],
+			fg_logf(FG_LOG_ERROR, "SIGHUP: --config %s: %s; nothing changed", v->reload_paths[n],
 				fg_read_file_strerror(rc));
 			count_change(v, false);
 			goto out;
@@ -1145,14 +1242,16 @@ static void reload(struct fg_control *ctl)
 	}
 	current_uid = -1; /* the daemon's own change */
 	char *resp = apply_texts_ex(v, texts, n, false, false, BASE_LIVE, "SIGHUP reload", &failed);
+	fg_control_log_change("reload", NULL, resp, NULL);
+	log_follow_settings(v->settings);
 	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
 	free(resp);
 	json_t *res = json_object_get(r, "result");
 	if (json_is_true(json_object_get(r, "ok"))) {
-		log_lines("fairgate: Warning: ", json_object_get(res, "warnings"));
-		fprintf(stderr,
-			"fairgate: SIGHUP: reloaded %u --config file(s): %lld object(s), %lld priority levels, "
-			"%lld flow schemas in force (configuration generation %lld)\n",
+		log_lines(FG_LOG_WARN, "Warning: ", json_object_get(res, "warnings"));
+		fg_logf(FG_LOG_INFO,
+			"SIGHUP: reloaded %u --config file(s): %lld object(s), %lld priority levels, "
+			"%lld flow schemas in force (configuration generation %lld)",
 			n, (long long)json_integer_value(json_object_get(res, "objects")),
 			(long long)json_integer_value(json_object_get(res, "priorityLevels")),
 			(long long)json_integer_value(json_object_get(res, "flowSchemas")),
@@ -1160,15 +1259,16 @@ static void reload(struct fg_control *ctl)
 	} else {
 		const char *e = json_string_value(json_object_get(r, "error"));
 		if (failed < n)
-			fprintf(stderr, "fairgate: SIGHUP: --config %s refused: %s\n", v->reload_paths[failed],
+			fg_logf(FG_LOG_ERROR, "SIGHUP: --config %s refused: %s", v->reload_paths[failed],
 				e ? e : "out of memory; nothing was changed");
 		else
-			fprintf(stderr, "fairgate: SIGHUP: the --config files refused as a whole: %s\n",
+			fg_logf(FG_LOG_ERROR, "SIGHUP: the --config files refused as a whole: %s",
 				e ? e : "out of memory; nothing was changed");
-		log_lines("  ", json_object_get(r, "errors"));
+		log_lines(FG_LOG_ERROR, "  ", json_object_get(r, "errors"));
 	}
 	json_decref(r);
 out:
+	sd_notify(0, "READY=1");
 	for (unsigned i = 0; i < n; i++)
 		free((char *)texts[i].data);
 	free(texts);
@@ -1191,6 +1291,7 @@ static void *control_main(void *arg)
 	enum { WAKE, LISTEN, RELOAD, FIXED };
 	rcu_register_thread();
 	rcu_thread_offline();
+	fg_logwatch_init(&ctl->watch, &ctl->view, fg_now_ns());
 	for (;;) {
 		struct pollfd pfd[FG_CONTROL_MAX_CLIENTS + FIXED];
 		struct conn *owner[FG_CONTROL_MAX_CLIENTS + FIXED];
@@ -1203,10 +1304,14 @@ static void *control_main(void *arg)
 				pfd[n] = (struct pollfd){ ctl->conns[i].fd, conn_events(&ctl->conns[i]), 0 };
 				owner[n++] = &ctl->conns[i];
 			}
-		poll(pfd, n, 250);
-		if (pfd[WAKE].revents)
+		poll(pfd, n, FG_LOGWATCH_PERIOD_NS / FG_NS_PER_MS);
+		if (pfd[WAKE].revents) {
+			fg_logwatch_flush(&ctl->watch, &ctl->view, fg_now_ns()); /* the workers are done by now */
 			break;
+		}
 		uint64_t now = fg_now_ns();
+		if (fg_logwatch_poll(&ctl->watch, &ctl->view, now))
+			sd_notify(0, "STOPPING=1");
 		if (pfd[RELOAD].revents & POLLIN) {
 			uint64_t count;
 			ssize_t r = read(ctl->view.reload_fd, &count, sizeof(count)); /* several SIGHUPs: one reload */
@@ -1311,6 +1416,30 @@ static void mkdir_parent(const char *path)
 	mkdir(dir, 0755);
 }
 
+int fg_control_socket_gid(const char *group, uint32_t *gid, char *errbuf, size_t errlen)
+{
+	*gid = (uint32_t)-1;
+	if (!*group)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(group, &end, 10);
+	if (!errno && !*end && v < (uint32_t)-1) {
+		*gid = (uint32_t)v; /* a number is a gid, listed in /etc/group or not */
+		return 0;
+	}
+	struct group gr, *found = NULL;
+	char buf[4096];
+	int rc = getgrnam_r(group, &gr, buf, sizeof(buf), &found);
+	if (rc || !found) {
+		snprintf(errbuf, errlen, "controlSocketGroup \"%s\": %s (give a group of /etc/group or a numeric gid)",
+			 group, rc ? strerror(rc) : "no such group");
+		return -ENOENT;
+	}
+	*gid = (uint32_t)found->gr_gid;
+	return 0;
+}
+
 struct fg_control *fg_control_start(const struct fg_control_view *view, char *errbuf, size_t errlen)
 {
 	struct fg_control *ctl = calloc(1, sizeof(*ctl));
@@ -1335,7 +1464,9 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 		ctl->conns[i].fd = -1;
 	snprintf(ctl->path, sizeof(ctl->path), "%s", view->settings->control_socket);
 	mkdir_parent(ctl->path);
-	if (claim_path(ctl->path, errbuf, errlen))
+	uint32_t gid;
+	if (fg_control_socket_gid(view->settings->control_socket_group, &gid, errbuf, errlen) ||
+	    claim_path(ctl->path, errbuf, errlen))
 		goto err;
 	ctl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -1348,7 +1479,13 @@ struct fg_control *fg_control_start(const struct fg_control_view *view, char *er
 	ctl->bound = lstat(ctl->path, &st) == 0;
 	ctl->sock_dev = ctl->bound ? st.st_dev : 0;
 	ctl->sock_ino = ctl->bound ? st.st_ino : 0;
-	if (chmod(ctl->path, 0660) < 0 || listen(ctl->listen_fd, 16) < 0) {
+	/* Group, then mode: who may connect is settled before anyone can (listen). */
+	if (gid != (uint32_t)-1 && chown(ctl->path, (uid_t)-1, (gid_t)gid) < 0) {
+		snprintf(errbuf, errlen, "control socket %s: cannot give it group %s: %s", ctl->path,
+			 view->settings->control_socket_group, strerror(errno));
+		goto err;
+	}
+	if (chmod(ctl->path, view->settings->control_socket_mode) < 0 || listen(ctl->listen_fd, 16) < 0) {
 		snprintf(errbuf, errlen, "control socket %s: %s", ctl->path, strerror(errno));
 		goto err;
 	}

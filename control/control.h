@@ -23,7 +23,12 @@
  * worker.  The pending and dump commands wait (at most FG_SNAP_TIMEOUT_NS)
  * for the workers' snapshots under the visibility mutex it shares with the
  * HTTP thread only (visibility.h); other connections wait meanwhile.  The daemon's signal handler only writes to view.reload_fd (an
- * eventfd); the reload itself runs on the control thread.
+ * eventfd); the reload itself runs on the control thread, which tells
+ * systemd RELOADING=1 and READY=1 around it (sd_notify) and STOPPING=1 when
+ * the drain begins.  It logs every change and refusal with the peer's
+ * credentials, and the workers' events from their counters
+ * (control/logwatch.h).  The socket file gets controlSocketGroup and
+ * controlSocketMode before it listens.
  */
 #ifndef FG_CONTROL_H
 #define FG_CONTROL_H
@@ -46,6 +51,8 @@
 #define FG_CONTROL_ADMIN_SLOTS 4u              /* of FG_CONTROL_MAX_CLIENTS, for admins only */
 #define FG_CONTROL_IDLE_TIMEOUT_MS 10000u      /* no byte either way for this long: closed */
 #define FG_CONTROL_MAX_QUEUED (64u << 20)      /* answers waiting for slow readers, all connections */
+#define FG_CONTROL_DENIAL_LOG_MAX 10u          /* permission-denied lines per window; more are counted */
+#define FG_CONTROL_DENIAL_LOG_WINDOW_NS 1000000000ull
 _Static_assert(FG_CONTROL_ADMIN_SLOTS < FG_CONTROL_MAX_CLIENTS, "non-admins need at least one slot");
 _Static_assert(FG_CONTROL_READ_TIMEOUT_MS < FG_CONTROL_IDLE_TIMEOUT_MS, "a partial line times out first");
 
@@ -70,6 +77,8 @@ struct fg_control_view {
 	const void *backend_mac_ctx;
 	struct fg_history *history;      /* kept generations (history, rollback), the control thread's own;
 					  * fg_control_start creates it; NULL: none kept */
+	uint64_t (*martians)(void *ctx); /* the I/O's martian drops (any thread; dataplane/io.h); NULL: none */
+	void *martians_ctx;
 };
 
 struct fg_control;
@@ -95,5 +104,25 @@ char *fg_control_handle_line(const struct fg_control_view *view, const uint8_t *
  * in the history. */
 char *fg_control_handle_line_as(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
 				int64_t uid);
+/* Who sent a control request: its credentials at connect (SO_PEERCRED). */
+struct fg_control_peer {
+	bool known;
+	uint32_t uid, gid;
+};
+
+/*
+ * Log a configuration change and its outcome: one line with the command,
+ * the peer's uid and gid (who NULL: the daemon itself, e.g. a reload), the
+ * object named (detail, or NULL) and, from the command's answer
+ * (`{"ok":...}`), the new generation and counts or the error.  Every
+ * mutating command of the table is logged this way already; a change made
+ * outside it (a rollback, a reload) calls this.  Control thread.
+ */
+void fg_control_log_change(const char *command, const struct fg_control_peer *who, const char *response,
+			   const char *detail);
+
+/* Resolve controlSocketGroup: "" (the daemon's group: *gid = (gid_t)-1),
+ * a group name, or a numeric gid.  0, or -ENOENT with the reason in errbuf. */
+int fg_control_socket_gid(const char *group, uint32_t *gid, char *errbuf, size_t errlen);
 
 #endif

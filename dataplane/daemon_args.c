@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* daemon_args — fairgate's command line; see daemon_args.h. */
 #include "daemon_args.h"
+#include "log.h"
 
 #include <getopt.h>
 #include <ifaddrs.h>
@@ -72,7 +73,7 @@ static void usage(FILE *f)
 {
 	static const char *const values[] = { [FG_SET_U32] = "N", [FG_SET_DURATION] = "DURATION", [FG_SET_BOOL] = "[=true|false]",
 					      [FG_SET_ENUM] = "VALUE", [FG_SET_ENDPOINT] = "ADDR:PORT",
-					      [FG_SET_OPT_LISTEN] = "ADDR:PORT|off", [FG_SET_PATH] = "PATH",
+					      [FG_SET_OPT_LISTEN] = "ADDR:PORT|off", [FG_SET_PATH] = "PATH", [FG_SET_GROUP] = "GROUP", [FG_SET_MODE] = "MODE",
 					      [FG_SET_BACKENDS] = "ADDR:PORT[@MAC][,seats=N]",
 					      [FG_SET_ADMINS] = "", [FG_SET_CIDRS] = "A.B.C.D/N",
 					      [FG_SET_IDENTITIES] = "" };
@@ -110,12 +111,14 @@ static void usage(FILE *f)
 }
 
 /* Warnings, one "Warning: ..." line each, as kubectl prints them. */
-static void print_warnings(const struct fg_errors *w)
+/* Start-up warnings go to the log, in the format the settings chose. */
+static void print_warnings(const struct fg_settings *s, const struct fg_errors *w)
 {
+	fg_log_configure((enum fg_log_format)s->log_format, (enum fg_log_level)s->log_level);
 	for (const char *p = w->text; *p;) {
 		const char *nl = strchr(p, '\n');
 		int n = nl ? (int)(nl - p) : (int)strlen(p);
-		fprintf(stderr, "fairgate: Warning: %.*s\n", n, p);
+		fg_logf(FG_LOG_WARN, "Warning: %.*s", n, p);
 		p += n + (nl ? 1 : 0);
 	}
 }
@@ -129,12 +132,12 @@ static int load_config(struct fg_daemon_args *a, const char *path, bool strict)
 		fprintf(stderr, "fairgate: --config %s: %s\n", path, fg_read_file_strerror(rc));
 		return FG_ARGS_BAD;
 	}
-	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &warnings };
+	struct fg_errors errs = { .len = 0 };
+	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &a->warnings };
 	rc = fg_fc_set_apply_opts(a->objects, (const uint8_t *)buf, len, &a->settings, &opts, &errs);
 	free(buf);
-	print_warnings(&warnings);
 	if (rc < 0) {
+		print_warnings(&a->settings, &a->warnings);
 		fprintf(stderr, "fairgate: %s: %u error(s):\n%s", path, errs.count, errs.text);
 		return FG_ARGS_BAD;
 	}
@@ -225,10 +228,9 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 		fg_fc_set_free(a->objects);
 		a->objects = fg_fc_set_bootstrap();
 	}
-	struct fg_errors warnings = { .len = 0 };
-	fg_fc_set_warn_dangling(a->objects, &warnings);
-	fg_settings_warn_capacity(&a->settings, &warnings); /* at start-up and with --check */
-	print_warnings(&warnings);
+	fg_fc_set_warn_dangling(a->objects, &a->warnings);
+	fg_settings_warn_capacity(&a->settings, &a->warnings); /* at start-up and with --check */
+	print_warnings(&a->settings, &a->warnings);
 	return FG_ARGS_RUN;
 }
 

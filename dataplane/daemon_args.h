@@ -26,6 +26,7 @@ struct fg_daemon_args {
 	bool check_only;           /* --check: print and exit */
 	const char *config_paths[FG_DAEMON_MAX_CONFIG_FILES]; /* the --config files in order (argv's), for SIGHUP */
 	unsigned n_config_paths;
+	struct fg_errors warnings;  /* the files' and the settings' warnings, logged once the log format is known */
 };
 
 enum { FG_ARGS_RUN = 0, FG_ARGS_DONE = 1, FG_ARGS_BAD = 2 };

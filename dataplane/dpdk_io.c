@@ -4,9 +4,11 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -58,6 +60,7 @@ struct fg_dpdk_lane {
 	unsigned tx_n;
 	uint64_t next_arp_ns;
 	uint64_t dropped_other, dropped_bad, dropped_no_arp;
+	uint64_t dropped_martians;   /* to us from a martian source or a group MAC; the control thread reads */
 	uint64_t dropped_arp; /* ARP about a backend not learned from; ARP requests not answered */
 	uint64_t arp_window_tsc;
 	unsigned arp_replies; /* in the window that started at arp_window_tsc */
@@ -196,6 +199,8 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		} else {
 			if (k == FG_NET_BAD || k == FG_NET_FRAGMENT)
 				l->dropped_bad++;
+			else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port)
+				__atomic_store_n(&l->dropped_martians, l->dropped_martians + 1, __ATOMIC_RELAXED);
 			else
 				l->dropped_other++;
 			rte_pktmbuf_free(m);
@@ -364,9 +369,18 @@ static uint64_t dio_pool_size(void *ctx)
 	return ((struct fg_dpdk_lane *)ctx)->d->pool->size;
 }
 
+static uint64_t dio_martians(void *ctx)
+{
+	const struct fg_dpdk_io *d = ((struct fg_dpdk_lane *)ctx)->d;
+	uint64_t n = 0;
+	for (unsigned i = 0; i < d->n_lanes; i++)
+		n += __atomic_load_n(&d->lanes[i].dropped_martians, __ATOMIC_RELAXED);
+	return n;
+}
+
 static const struct fg_io_ops dpdk_ops = {
 	.rx = dio_rx, .tx = dio_tx, .flush = dio_flush, .alloc = dio_alloc, .free = dio_free,
-	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size,
+	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size, .martians = dio_martians,
 	.follow_backends = dio_follow_backends,
 };
 
@@ -376,16 +390,37 @@ struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane) { return (stru
 
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d) { return d->n_rxq; }
 
+/* EAL's runtime directory, to remove once empty.  DPDK's telemetry removes
+ * its socket there from an atexit handler, after rte_eal_cleanup: the
+ * directory empties only then, so a destructor (run after the atexit
+ * handlers registered while the program ran) takes it. */
+static char eal_runtime_dir[PATH_MAX];
+
+__attribute__((destructor)) static void remove_runtime_dir(void)
+{
+	if (*eal_runtime_dir)
+		rmdir(eal_runtime_dir); /* only when empty: a directory someone else still uses stays */
+}
+
+void fg_dpdk_eal_cleanup(bool initialized)
+{
+	snprintf(eal_runtime_dir, sizeof(eal_runtime_dir), "%s", rte_eal_get_runtime_dir()); /* "" until EAL made it */
+	if (initialized)
+		rte_eal_cleanup();
+	remove_runtime_dir(); /* now, if nothing is left in it (no telemetry) */
+}
+
 struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct fg_settings *s,
 				     uint32_t n_buffers, unsigned n_lanes, char *errbuf, size_t errlen)
 {
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		snprintf(errbuf, errlen, "EAL initialisation failed: %s", rte_strerror(rte_errno));
+		fg_dpdk_eal_cleanup(false);
 		return NULL;
 	}
 	if (rte_eth_dev_count_avail() == 0) {
 		snprintf(errbuf, errlen, "no Ethernet port; give one with --vdev (e.g. net_tap0) or a NIC");
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 		return NULL;
 	}
 	uint16_t port = 0;
@@ -394,7 +429,7 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 	if (d)
 		d->eal_ready = 1;
 	else
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 	return d;
 }
 
@@ -499,7 +534,7 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 	if (d->pool)
 		rte_mempool_free(d->pool);
 	if (d->eal_ready)
-		rte_eal_cleanup();
+		fg_dpdk_eal_cleanup(true);
 	free(d->lanes);
 	free(d);
 }

@@ -16,6 +16,7 @@
 #ifndef FG_DPDK_IO_H
 #define FG_DPDK_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,16 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, unsigned n_lanes,
 				     char *errbuf, size_t errlen);
 void fg_dpdk_io_free(struct fg_dpdk_io *d);
+
+/* rte_eal_cleanup (initialized: EAL is up), then remove EAL's runtime
+ * directory (the --file-prefix one under /var/run/dpdk or
+ * $XDG_RUNTIME_DIR/dpdk) once it is empty: DPDK 22.11 removes its files
+ * (the telemetry socket at exit) but leaves the directory, so each run with
+ * its own prefix left one behind.  Removed at once or, when telemetry's
+ * socket is still there, at exit after DPDK's own exit handlers.  rmdir
+ * takes only an empty directory, so one that another process still uses
+ * stays.  Also after a failed rte_eal_init (initialized false). */
+void fg_dpdk_eal_cleanup(bool initialized);
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
 struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);

@@ -15,6 +15,10 @@
  * them, whether a second one cut the drain short, and the eventfd through
  * which SIGHUP asks the control thread for a reload.
  * The handlers only store and write(2); the work happens on those threads.
+ * Logging (control/log.h) is configured right after the command line; from
+ * then on every message is a log line, DPDK's own included (a stdio stream
+ * given to rte_openlog_stream).  Workers write none.  Main tells systemd
+ * READY=1 as worker 0 starts polling (the control thread tells the rest).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,11 +29,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 #include <urcu-qsbr.h>
 
 #include <rte_launch.h>
 #include <rte_lcore.h>
+#include <rte_log.h>
 
 #include "allotter.h"
 #include "clock.h"
@@ -38,6 +44,7 @@
 #include "defs.h"
 #include "dpdk_io.h"
 #include "http.h"
+#include "log.h"
 #include "sock_io.h"
 #include "telemetry.h"
 #include "workerset.h"
@@ -83,6 +90,7 @@ struct daemon {
 	struct fg_settings *s;              /* = &args.settings */
 	struct fg_sock_io *sio;
 	struct fg_dpdk_io *dio;
+	FILE *dpdk_log;                     /* DPDK's log stream into ours (log.h) */
 	struct fg_config *published;        /* RCU-protected: workers read it, control publishes */
 	struct fg_workerset workers;
 	struct fg_worker_stats *stats[FG_MAX_WORKER_CORES]; /* the control and HTTP threads read them */
@@ -183,6 +191,25 @@ static void *allotter_main(void *arg)
 	return NULL;
 }
 
+/* The level of the DPDK message being written (rte_openlog_stream). */
+static enum fg_log_level dpdk_msg_level(void)
+{
+	int l = rte_log_cur_msg_loglevel();
+	return l <= (int)RTE_LOG_ERR ? FG_LOG_ERROR : l == (int)RTE_LOG_WARNING ? FG_LOG_WARN
+		: l == (int)RTE_LOG_DEBUG ? FG_LOG_DEBUG : FG_LOG_INFO;
+}
+
+/* DPDK's own lines (EAL, drivers) go into the daemon's log, filtered by
+ * logLevel at the source too (EAL's --log-level, given after --, wins). */
+static void route_dpdk_log(struct daemon *d)
+{
+	static const uint32_t dpdk_levels[] = { [FG_LOG_DEBUG] = RTE_LOG_DEBUG, [FG_LOG_INFO] = RTE_LOG_INFO,
+						[FG_LOG_WARN] = RTE_LOG_WARNING, [FG_LOG_ERROR] = RTE_LOG_ERR };
+	if ((d->dpdk_log = fg_log_stream_open("dpdk", dpdk_msg_level)))
+		rte_openlog_stream(d->dpdk_log);
+	rte_log_set_global_level(dpdk_levels[d->s->log_level]);
+}
+
 /* The I/O of the chosen mode: one lane per worker.  1 on failure (printed). */
 static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_io *ios)
 {
@@ -193,26 +220,27 @@ static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_i
 	uint32_t n_buffers = d->s->max_requests + FG_RX_BURST * 4;
 	if (d->s->io == FG_IO_SOCKET) {
 		if (!(d->sio = fg_sock_io_create(&d->s->listen, n_buffers, &err))) {
-			fprintf(stderr, "fairgate: cannot listen on %s: %s\n", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
+			fg_logf(FG_LOG_ERROR, "cannot listen on %s: %s", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
 				strerror(-err));
 			return 1;
 		}
 		ios[0] = fg_sock_io_as_io(d->sio);
 		return 0;
 	}
+	route_dpdk_log(d);
 	if (!(d->dio = fg_dpdk_io_create(eal_argc, eal_argv, d->s, n_buffers, n, errbuf, sizeof(errbuf)))) {
-		fprintf(stderr, "fairgate: DPDK: %s\n", errbuf);
+		fg_logf(FG_LOG_ERROR, "DPDK: %s", errbuf);
 		return 1;
 	}
 	if (rte_lcore_count() < n) {
-		fprintf(stderr, "fairgate: --workers %u needs %u DPDK lcores; EAL has %u (give e.g. -l 0-%u or --lcores)\n", n,
+		fg_logf(FG_LOG_ERROR, "--workers %u needs %u DPDK lcores; EAL has %u (give e.g. -l 0-%u or --lcores)", n,
 			n, rte_lcore_count(), n - 1);
 		return 2;
 	}
 	for (unsigned i = 0; i < n; i++)
 		ios[i] = fg_dpdk_io_lane(d->dio, i);
 	if (n > 1 && fg_dpdk_io_rx_queues(d->dio) < n)
-		fprintf(stderr, "fairgate: the port has %u RX queue(s): worker 0 receives for all and hands requests over\n",
+		fg_logf(FG_LOG_INFO, "the port has %u RX queue(s): worker 0 receives for all and hands requests over",
 			fg_dpdk_io_rx_queues(d->dio));
 	return 0;
 }
@@ -251,14 +279,14 @@ static int start_http(struct daemon *d)
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
 				     .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
-		fprintf(stderr, "fairgate: %s\n", errbuf);
+		fg_logf(FG_LOG_ERROR, "%s", errbuf);
 		return 1;
 	}
 	if (!fg_ip_is_loopback(d->s->http.ep.ip))
-		fprintf(stderr, "fairgate: warning: httpListen %s is not a loopback address: /metrics, /readyz and the "
-			"visibility paths (tenants' names) are unauthenticated and reachable from the network (operations.md)\n",
+		fg_logf(FG_LOG_WARN, "httpListen %s is not a loopback address: /metrics, /readyz and the "
+			"visibility paths (tenants' names) are unauthenticated and reachable from the network (operations.md)",
 			fg_endpoint_format(&d->s->http.ep, ep, sizeof(ep)));
-	fprintf(stderr, "fairgate: http on %s (/metrics, /healthz, /readyz%s)\n", fg_http_address(d->http),
+	fg_logf(FG_LOG_INFO, "http on %s (/metrics, /healthz, /readyz%s)", fg_http_address(d->http),
 		d->vis ? ", /debug/api_priority_and_fairness/, /apis/visibility.fairgate.io/" : "");
 	return 0;
 }
@@ -274,17 +302,18 @@ static int start_control(struct daemon *d)
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 		.changes = &d->changes, .vis = d->vis,
 		.backend_mac = d->dio ? fg_dpdk_io_backend_mac : NULL, .backend_mac_ctx = d->dio,
+		.martians = d->workers.w[0]->io.ops->martians, .martians_ctx = d->workers.w[0]->io.ctx,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {
-		fprintf(stderr, "fairgate: out of memory\n");
+		fg_logf(FG_LOG_ERROR, "out of memory");
 		return 1;
 	}
 	*view.settings = *d->s;
 	d->ctl = fg_control_start(&view, errbuf, sizeof(errbuf));
 	if (!d->ctl) {
 		free(view.settings);
-		fprintf(stderr, "fairgate: %s\n", errbuf);
+		fg_logf(FG_LOG_ERROR, "%s", errbuf);
 		return 1;
 	}
 	d->args.objects = NULL; /* the control thread owns them now */
@@ -310,7 +339,7 @@ static int start_control_side(struct daemon *d)
 		moved = false;
 	int rc = start_http(d) || start_control(d);
 	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus))
-		fprintf(stderr, "fairgate: warning: cannot pin worker 0 back to its lcore's CPUs\n");
+		fg_logf(FG_LOG_WARN, "cannot pin worker 0 back to its lcore's CPUs");
 	return rc;
 }
 
@@ -327,10 +356,19 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 			argv[own_argc + 1]);
 		return 2;
 	}
+	fg_log_configure((enum fg_log_format)d->s->log_format, (enum fg_log_level)d->s->log_level);
+	uint32_t gid;
+	char why[256];
+	if (fg_control_socket_gid(d->s->control_socket_group, &gid, why, sizeof(why))) {
+		fg_logf(FG_LOG_ERROR, "%s", why); /* a bad setting: refused as the others (exit 2) */
+		return 2;
+	}
 	struct fg_errors errs = { .len = 0 };
 	struct fg_fc_config *fc = fg_fc_compile(d->args.objects, d->s->seat_limit, &errs);
 	if (!fc) {
-		fprintf(stderr, "fairgate: configuration: %u error(s):\n%s", errs.count, errs.text);
+		fg_logf(FG_LOG_ERROR, "configuration: %u error(s):", errs.count);
+		for (char *line = strtok(errs.text, "\n"); line; line = strtok(NULL, "\n"))
+			fg_log(FG_LOG_ERROR, line, FG_LOG_STR("source", "configuration"));
 		return 1;
 	}
 	if (d->args.check_only) {
@@ -339,11 +377,11 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		return -1;
 	}
 	if (d->s->n_backends == 0)
-		fprintf(stderr, "fairgate: warning: no backends configured; every request gets REJECT no-backend\n");
+		fg_logf(FG_LOG_WARN, "no backends configured; every request gets REJECT no-backend");
 	/* From here a SIGHUP waits in the eventfd until the control thread runs. */
 	reload_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (reload_fd < 0) {
-		fprintf(stderr, "fairgate: eventfd for SIGHUP: %s\n", strerror(errno));
+		fg_logf(FG_LOG_ERROR, "eventfd for SIGHUP: %s", strerror(errno));
 		return 1;
 	}
 	install_signals();
@@ -359,31 +397,35 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	fg_config_publish(&d->published, fg_settings_compile(d->s, fc, 1)); /* owns fc, even on failure */
 	char err[160];
 	if (!d->published) {
-		fprintf(stderr, "fairgate: out of memory for the configuration\n");
+		fg_logf(FG_LOG_ERROR, "out of memory for the configuration");
 		return 1;
 	}
 	if (fg_workerset_create(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
 				sizeof(err))) {
-		fprintf(stderr, "fairgate: %s\n", err);
+		fg_logf(FG_LOG_ERROR, "%s", err);
 		return 1;
 	}
 	if (start_control_side(d))
 		return 1;
 	if (d->s->io == FG_IO_DPDK && fg_telemetry_register(d->stats, d->workers.n))
-		fprintf(stderr, "fairgate: warning: DPDK telemetry commands not registered (/fairgate/...)\n");
+		fg_logf(FG_LOG_WARN, "DPDK telemetry commands not registered (/fairgate/...)");
 	if (d->workers.n > 1) {
 		/* A DPDK control thread: on the CPUs EAL started with minus the
 		 * lcores (the main lcore's CPU when there are none left). */
 		if (rte_ctrl_thread_create(&d->allotter_thread, "fg-allotter", NULL, allotter_main, d)) {
-			fprintf(stderr, "fairgate: cannot start the allotter thread\n");
+			fg_logf(FG_LOG_ERROR, "cannot start the allotter thread");
 			return 1;
 		}
 		d->allotter_running = true;
 	}
 	char ep[32];
-	fprintf(stderr, "fairgate %s: %s mode on %s, %u worker(s), %u backend(s), seat limit %u, control socket %s\n",
-		FG_VERSION, d->s->io == FG_IO_DPDK ? "dpdk" : "socket", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
-		d->workers.n, d->s->n_backends, d->s->seat_limit, d->s->control_socket);
+	fg_log(FG_LOG_INFO, "started", FG_LOG_STR("version", FG_VERSION),
+	       FG_LOG_STR("io", d->s->io == FG_IO_DPDK ? "dpdk" : "socket"),
+	       FG_LOG_STR("listen", fg_endpoint_format(&d->s->listen, ep, sizeof(ep))), FG_LOG_UINT("workers", d->workers.n),
+	       FG_LOG_UINT("backends", d->s->n_backends), FG_LOG_UINT("seatLimit", d->s->seat_limit),
+	       FG_LOG_STR("controlSocket", d->s->control_socket),
+	       FG_LOG_STR("http", d->http ? fg_http_address(d->http) : "off"),
+	       FG_LOG_UINT("generation", d->published->generation));
 	return 0;
 }
 
@@ -403,7 +445,11 @@ static void run(struct daemon *d)
 		}
 		d->lcores_launched = true;
 	}
+	/* systemd (Type=notify): the configuration is published and the workers
+	 * poll from here on; the control thread says STOPPING=1 at the drain. */
+	sd_notify(0, "READY=1");
 	run_worker(d, d->workers.w[0]);
+	sd_notify(0, "STOPPING=1"); /* again if the control thread said it: a quick drain may beat it */
 	if (d->lcores_launched)
 		rte_eal_mp_wait_lcore();
 	d->lcores_launched = false;
@@ -416,8 +462,8 @@ static void run(struct daemon *d)
 		for (int r = 0; r < FG_REJECT__COUNT; r++)
 			rejected += st->rejected[r];
 	}
-	fprintf(stderr, "fairgate: shut down (signal %d%s): %llu requests, %llu responded, %llu rejected, "
-		"%llu malformed datagrams\n", (int)stop_signal, stop_now ? ", drain cut short by a second signal" : "",
+	fg_logf(FG_LOG_INFO, "shut down (signal %d%s): %llu requests, %llu responded, %llu rejected, "
+		"%llu malformed datagrams", (int)stop_signal, stop_now ? ", drain cut short by a second signal" : "",
 		(unsigned long long)received, (unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
 }
 
@@ -449,6 +495,10 @@ static void teardown(struct daemon *d)
 	}
 	fg_sock_io_free(d->sio);
 	fg_dpdk_io_free(d->dio);
+	if (d->dpdk_log) {
+		rte_openlog_stream(NULL); /* EAL falls back to its own stream */
+		fclose(d->dpdk_log);      /* and a last partial line goes out */
+	}
 	fg_daemon_args_fini(&d->args);
 }
 

@@ -36,6 +36,9 @@ struct fg_io_ops {
 	 * removed ones included): resolve new ones (ARP in DPDK mode); may be
 	 * NULL. */
 	void (*follow_backends)(void *ctx, const struct fg_backend_cfg *b, uint32_t n);
+	/* Datagrams dropped for a martian source, over all lanes; any thread
+	 * (relaxed loads: the control thread logs them); may be NULL. */
+	uint64_t (*martians)(void *ctx);
 };
 
 struct fg_io {

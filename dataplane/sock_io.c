@@ -105,7 +105,8 @@ static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 	unsigned out = 0;
 	for (unsigned i = 0; i < max; i++) {
 		if (i >= (unsigned)n || martian_loopback(s, &msgs[i].msg_hdr, from[i].sin_addr.s_addr)) {
-			s->dropped_martians += i < (unsigned)n;
+			if (i < (unsigned)n) /* single writer; the control thread reads (io.h) */
+				__atomic_store_n(&s->dropped_martians, s->dropped_martians + 1, __ATOMIC_RELAXED);
 			sio_free(s, &pkts[i]);
 			continue;
 		}
@@ -192,9 +193,14 @@ static uint64_t sio_pool_size(void *ctx)
 	return ((struct fg_sock_io *)ctx)->n_bufs;
 }
 
+static uint64_t sio_martians(void *ctx)
+{
+	return __atomic_load_n(&((struct fg_sock_io *)ctx)->dropped_martians, __ATOMIC_RELAXED);
+}
+
 static const struct fg_io_ops sock_ops = {
 	.rx = sio_rx, .tx = sio_tx, .flush = sio_flush, .alloc = sio_alloc, .free = sio_free,
-	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use, .pool_size = sio_pool_size,
+	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use, .pool_size = sio_pool_size, .martians = sio_martians,
 };
 
 struct fg_io fg_sock_io_as_io(struct fg_sock_io *s) { return (struct fg_io){ &sock_ops, s }; }

@@ -294,6 +294,50 @@ TEST(http_listen)
 	CHECK_EQ(fg_endpoint_parse("127.0.0.1:0", &s.listen), -EINVAL); /* the UDP listen keeps port >= 1 */
 }
 
+/* controlSocketGroup and controlSocketMode: what may be given, and why the rest is refused. */
+TEST(control_socket_group_and_mode)
+{
+	const struct fg_setting *g = fg_setting_by_name("controlSocketGroup"), *m = fg_setting_by_name("controlSocketMode");
+	struct fg_settings s;
+	char why[256];
+	fg_settings_defaults(&s);
+	CHECK(g && m && s.control_socket_mode == 0660 && !*s.control_socket_group);
+	if (!g || !m)
+		return;
+	CHECK_EQ(fg_setting_set_text(g, &s, "fairgate-ops", why, sizeof(why)), 0);
+	CHECK_STR(s.control_socket_group, "fairgate-ops");
+	CHECK_EQ(fg_setting_set_text(g, &s, "1000", why, sizeof(why)), 0);
+	CHECK_EQ(fg_setting_set_text(g, &s, "-rf", why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "group name") != NULL);
+	CHECK_EQ(fg_setting_set_text(g, &s, "a b", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(g, &s, "g\n", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(g, &s, "abcdefghijklmnopqrstuvwxyz0123456", why, sizeof(why)), -EINVAL);
+	CHECK_STR(s.control_socket_group, "1000"); /* a refused value changes nothing */
+	CHECK_EQ(fg_setting_set_text(m, &s, "0600", why, sizeof(why)), 0);
+	CHECK_EQ(s.control_socket_mode, 0600);
+	CHECK_EQ(fg_setting_set_text(m, &s, "770", why, sizeof(why)), 0);
+	CHECK_EQ(s.control_socket_mode, 0770);
+	CHECK_EQ(fg_setting_set_text(m, &s, "0666", why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "0666 gives others access") != NULL);
+	CHECK_EQ(fg_setting_set_text(m, &s, "2660", why, sizeof(why)), -EINVAL);
+	CHECK(strstr(why, "setgid") != NULL);
+	CHECK_EQ(fg_setting_set_text(m, &s, "0o660", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(m, &s, "0680", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(fg_setting_set_text(m, &s, "66", why, sizeof(why)), -EINVAL);
+	CHECK_EQ(s.control_socket_mode, 0770);
+	struct fg_errors e = { .len = 0 };
+	json_t *v = json_integer(432);
+	fg_setting_set_json(m, &s, v, &e);
+	json_decref(v);
+	CHECK(e.count == 1 && strstr(e.text, "spec.controlSocketMode: must be an octal mode such as \"0660\"") != NULL);
+	e = (struct fg_errors){ .len = 0 };
+	v = json_integer(5);
+	fg_setting_set_json(g, &s, v, &e);
+	json_decref(v);
+	CHECK(e.count == 1 && strstr(e.text, "spec.controlSocketGroup: must be a string") != NULL);
+	CHECK_STR(s.control_socket_group, "1000");
+}
+
 /* --- the settings table ---------------------------------------------------- */
 
 TEST(table_rows_are_well_formed)

@@ -85,7 +85,9 @@ print(fgtest.decode_header(s.recv(9000))["type"])
     exempt = [lv for lv in d.status()["priorityLevels"] if lv["name"] == "exempt"]
     t.check(r.stdout.strip() == "2" and exempt and exempt[0]["received"] >= 1,
             f"the same request from a local process is served, in exempt ({r.stdout.strip()} {r.stderr[-200:]})")
-    d.stop()
+    _, err = d.stop()
+    drops = [ln for ln in (err or "").splitlines() if 'msg="datagrams dropped" reason="martian source' in ln]
+    t.check(len(drops) == 1 and " count=20 " in drops[0], f"the 20 drops are one log line ({drops})")
 finally:
     t.cleanup()
     sh("ip", "netns", "del", NS)
