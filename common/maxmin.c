@@ -48,10 +48,7 @@ static double weight_of(const struct fg_maxmin_item *it, unsigned flags)
 	return (flags & FG_MAXMIN_KUBE) && !(it->weight >= FG_MAXMIN_MIN_TARGET) ? FG_MAXMIN_MIN_TARGET : it->weight;
 }
 
-static double clamp(double x, double lo, double hi)
-{
-	return x < lo ? lo : x > hi ? hi : x;
-}
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* The proportion where sum(clamp(w p, lower, upper)) reaches total, known
  * to lie strictly between sum(lower) and sum(upper). */
@@ -165,10 +162,12 @@ const char *fg_maxmin_strerror(const struct fg_maxmin_error *e, char *buf, size_
 		snprintf(buf, len, "negative sums are not supported");
 		break;
 	case FG_MAXMIN_NEGATIVE_LOWER:
-		snprintf(buf, len, "lower bound %zu is %g but negative lower bounds are not allowed", e->index, e->value);
+		snprintf(buf, len, "lower bound %zu is %g but negative lower bounds are not allowed", e->index,
+			 e->value);
 		break;
 	case FG_MAXMIN_TARGET_BELOW_LOWER:
-		snprintf(buf, len, "target %zu is %g, which is below its lower bound of %g", e->index, e->value, e->bound);
+		snprintf(buf, len, "target %zu is %g, which is below its lower bound of %g", e->index, e->value,
+			 e->bound);
 		break;
 	case FG_MAXMIN_UPPER_BELOW_LOWER:
 		snprintf(buf, len, "upper bound %zu is %g but should not be less than the lower bound %g", e->index,

@@ -59,19 +59,19 @@ struct fg_maxmin_item {
 /* Why a problem has no answer; the messages are Kubernetes' own. */
 enum fg_maxmin_reason {
 	FG_MAXMIN_OK = 0,
-	FG_MAXMIN_NEGATIVE_SUM,     /* T < 0 (or not a number) */
-	FG_MAXMIN_NEGATIVE_LOWER,   /* lower_i < 0 (or not a number) */
+	FG_MAXMIN_NEGATIVE_SUM,       /* T < 0 (or not a number) */
+	FG_MAXMIN_NEGATIVE_LOWER,     /* lower_i < 0 (or not a number) */
 	FG_MAXMIN_TARGET_BELOW_LOWER, /* FG_MAXMIN_KUBE: target_i < lower_i */
-	FG_MAXMIN_UPPER_BELOW_LOWER, /* upper_i < lower_i (or not a number) */
-	FG_MAXMIN_BAD_WEIGHT,       /* without FG_MAXMIN_KUBE: w_i <= 0 or not finite */
-	FG_MAXMIN_LOWERS_ABOVE_SUM, /* sum(lower) > T + FG_MAXMIN_EPSILON */
-	FG_MAXMIN_UPPERS_BELOW_SUM, /* sum(upper) < T - FG_MAXMIN_EPSILON (not with FG_MAXMIN_SLACK) */
-	FG_MAXMIN_TOO_MANY,         /* n > FG_MAXMIN_MAX_ITEMS */
+	FG_MAXMIN_UPPER_BELOW_LOWER,  /* upper_i < lower_i (or not a number) */
+	FG_MAXMIN_BAD_WEIGHT,         /* without FG_MAXMIN_KUBE: w_i <= 0 or not finite */
+	FG_MAXMIN_LOWERS_ABOVE_SUM,   /* sum(lower) > T + FG_MAXMIN_EPSILON */
+	FG_MAXMIN_UPPERS_BELOW_SUM,   /* sum(upper) < T - FG_MAXMIN_EPSILON (not with FG_MAXMIN_SLACK) */
+	FG_MAXMIN_TOO_MANY,           /* n > FG_MAXMIN_MAX_ITEMS */
 };
 
 struct fg_maxmin_error {
 	enum fg_maxmin_reason reason;
-	size_t index;       /* the item, for the per-item reasons */
+	size_t index;        /* the item, for the per-item reasons */
 	double value, bound; /* the offending value and the bound or sum it breaks */
 };
 

@@ -38,7 +38,12 @@ static const struct {
 	{ "volcano seed", 0, 9, 2, { { 2, 0, 5 }, { 4, 0, 10 } }, { 3, 6 }, 1.5 },
 	/* fair-sharing-facts.md §4, water-filling: 12 CPU, weights 1 1 2,
 	 * requests 2 20 20 -> 2, 3.33, 6.67. */
-	{ "volcano water-filling", 0, 12, 3, { { 1, 0, 2 }, { 1, 0, 20 }, { 2, 0, 20 } }, { 2, 10.0 / 3, 20.0 / 3 },
+	{ "volcano water-filling",
+	  0,
+	  12,
+	  3,
+	  { { 1, 0, 2 }, { 1, 0, 20 }, { 2, 0, 20 } },
+	  { 2, 10.0 / 3, 20.0 / 3 },
 	  10.0 / 3 },
 	{ "no bound matters", FG_MAXMIN_KUBE, 10, 2, { { 1, 0, INF }, { 4, 0, INF } }, { 2, 8 }, 2 },
 	{ "all at lower (no room)", FG_MAXMIN_KUBE, 6, 3, { { 5, 1, 9 }, { 5, 2, 9 }, { 5, 3, 9 } }, { 1, 2, 3 }, 0.2 },
@@ -48,14 +53,29 @@ static const struct {
 	/* apf-facts.md §4.7 TestBorrowing, lendable-limited: ServerCL 24, two
 	 * levels nominal 12 (lend 50%/33%, borrow 67%/50%) and catch-all 1;
 	 * steady demands 24 and 6 -> 16 and 8 (flow 0 runs ~16). */
-	{ "TestBorrowing lendable-limited", FG_MAXMIN_KUBE, 25, 3, { { 24, 12, 20 }, { 8, 8, 18 }, { 1, 1, 1 } },
-	  { 16, 8, 1 }, 2.0 / 3 },
+	{ "TestBorrowing lendable-limited",
+	  FG_MAXMIN_KUBE,
+	  25,
+	  3,
+	  { { 24, 12, 20 }, { 8, 8, 18 }, { 1, 1, 1 } },
+	  { 16, 8, 1 },
+	  2.0 / 3 },
 	/* Borrowing-limited (lend 50%/67%, borrow 33%/50%): 16 and 8. */
-	{ "TestBorrowing borrowing-limited", FG_MAXMIN_KUBE, 25, 3, { { 24, 12, 16 }, { 6, 6, 18 }, { 1, 1, 1 } },
-	  { 16, 8, 1 }, 4.0 / 3 },
+	{ "TestBorrowing borrowing-limited",
+	  FG_MAXMIN_KUBE,
+	  25,
+	  3,
+	  { { 24, 12, 16 }, { 6, 6, 18 }, { 1, 1, 1 } },
+	  { 16, 8, 1 },
+	  4.0 / 3 },
 	/* A zero target is raised to MinTarget: it gets a sliver. */
-	{ "zero target", FG_MAXMIN_KUBE, 10, 2, { { 0, 0, 5 }, { 10, 0, INF } },
-	  { 0.001 * 10 / 10.001, 10 * 10 / 10.001 }, 10 / 10.001 },
+	{ "zero target",
+	  FG_MAXMIN_KUBE,
+	  10,
+	  2,
+	  { { 0, 0, 5 }, { 10, 0, INF } },
+	  { 0.001 * 10 / 10.001, 10 * 10 / 10.001 },
+	  10 / 10.001 },
 	{ "zero total", FG_MAXMIN_KUBE, 0, 2, { { 3, 0, 5 }, { 1, 0, 5 } }, { 0, 0 }, 0 },
 	{ "no items, zero total", 0, 0, 0, { { 0 } }, { 0 }, 0 },
 	/* FG_MAXMIN_SLACK: more than everyone asks; each gets its request. */
@@ -69,7 +89,8 @@ TEST(worked_examples)
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		double alloc[MAX_ITEMS], prop = -1;
 		struct fg_maxmin_error err;
-		int rc = fg_maxmin_solve(cases[k].total, cases[k].items, cases[k].n, cases[k].flags, alloc, &prop, &err);
+		int rc =
+			fg_maxmin_solve(cases[k].total, cases[k].items, cases[k].n, cases[k].flags, alloc, &prop, &err);
 		if (rc) {
 			fprintf(stderr, "  %s: rc %d\n", cases[k].name, rc);
 			CHECK(0);
@@ -99,22 +120,62 @@ static const struct {
 	const char *msg;
 } errors_table[] = {
 	{ FG_MAXMIN_KUBE, -1, 1, { { 1, 0, 1 } }, -EINVAL, FG_MAXMIN_NEGATIVE_SUM, "negative sums are not supported" },
-	{ FG_MAXMIN_KUBE, 5, 2, { { 1, 0, 9 }, { 1, -1, 9 } }, -EINVAL, FG_MAXMIN_NEGATIVE_LOWER,
+	{ FG_MAXMIN_KUBE,
+	  5,
+	  2,
+	  { { 1, 0, 9 }, { 1, -1, 9 } },
+	  -EINVAL,
+	  FG_MAXMIN_NEGATIVE_LOWER,
 	  "lower bound 1 is -1 but negative lower bounds are not allowed" },
-	{ FG_MAXMIN_KUBE, 5, 1, { { 1, 2, 9 } }, -EINVAL, FG_MAXMIN_TARGET_BELOW_LOWER,
+	{ FG_MAXMIN_KUBE,
+	  5,
+	  1,
+	  { { 1, 2, 9 } },
+	  -EINVAL,
+	  FG_MAXMIN_TARGET_BELOW_LOWER,
 	  "target 0 is 1, which is below its lower bound of 2" },
-	{ 0, 5, 1, { { 3, 2, 1 } }, -EINVAL, FG_MAXMIN_UPPER_BELOW_LOWER,
+	{ 0,
+	  5,
+	  1,
+	  { { 3, 2, 1 } },
+	  -EINVAL,
+	  FG_MAXMIN_UPPER_BELOW_LOWER,
 	  "upper bound 0 is 1 but should not be less than the lower bound 2" },
-	{ FG_MAXMIN_KUBE, 5, 2, { { 3, 3, 9 }, { 3, 3, 9 } }, -ERANGE, FG_MAXMIN_LOWERS_ABOVE_SUM,
+	{ FG_MAXMIN_KUBE,
+	  5,
+	  2,
+	  { { 3, 3, 9 }, { 3, 3, 9 } },
+	  -ERANGE,
+	  FG_MAXMIN_LOWERS_ABOVE_SUM,
 	  "lower bounds sum to 6, which is higher than the required sum of 5" },
-	{ FG_MAXMIN_KUBE, 5, 2, { { 1, 0, 1 }, { 1, 0, 1 } }, -ERANGE, FG_MAXMIN_UPPERS_BELOW_SUM,
+	{ FG_MAXMIN_KUBE,
+	  5,
+	  2,
+	  { { 1, 0, 1 }, { 1, 0, 1 } },
+	  -ERANGE,
+	  FG_MAXMIN_UPPERS_BELOW_SUM,
 	  "upper bounds sum to 2, which is lower than the required sum of 5" },
-	{ 0, 5, 0, { { 0 } }, -ERANGE, FG_MAXMIN_UPPERS_BELOW_SUM,
+	{ 0,
+	  5,
+	  0,
+	  { { 0 } },
+	  -ERANGE,
+	  FG_MAXMIN_UPPERS_BELOW_SUM,
 	  "upper bounds sum to 0, which is lower than the required sum of 5" },
 	/* Zero weights: refused outside Kubernetes' mode, which raises them. */
-	{ 0, 5, 2, { { 1, 0, 9 }, { 0, 0, 9 } }, -EINVAL, FG_MAXMIN_BAD_WEIGHT,
+	{ 0,
+	  5,
+	  2,
+	  { { 1, 0, 9 }, { 0, 0, 9 } },
+	  -EINVAL,
+	  FG_MAXMIN_BAD_WEIGHT,
 	  "weight 1 is 0 but weights must be positive and finite" },
-	{ 0, 5, 1, { { NAN, 0, 9 } }, -EINVAL, FG_MAXMIN_BAD_WEIGHT,
+	{ 0,
+	  5,
+	  1,
+	  { { NAN, 0, 9 } },
+	  -EINVAL,
+	  FG_MAXMIN_BAD_WEIGHT,
 	  "weight 0 is nan but weights must be positive and finite" },
 	{ 0, NAN, 1, { { 1, 0, 9 } }, -EINVAL, FG_MAXMIN_NEGATIVE_SUM, "negative sums are not supported" },
 };
@@ -188,7 +249,8 @@ TEST(kubernetes_random_problems)
 			total = rng_int(n * 3);
 			partition(n, total, part);
 			for (unsigned j = 0; j < n; j++)
-				it[j] = (struct fg_maxmin_item){ part[j] + 2 * rng_float(), part[j], part[j] + 3 * rng_float() };
+				it[j] = (struct fg_maxmin_item){ part[j] + 2 * rng_float(), part[j],
+								 part[j] + 3 * rng_float() };
 		} else if (style == 1) { /* bound from above */
 			total = rng_int(n * 3) + 1;
 			partition(n, total, part);
