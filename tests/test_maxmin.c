@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "fairshare.h"
 #include "maxmin.h"
 #include "test.h"
 
@@ -454,6 +455,40 @@ TEST(rounding_to_whole_units)
 		}
 		CHECK_EQ(s, total);
 	}
+}
+
+/*
+ * The per-worker seat split (common/seatshare.c) is the unweighted case:
+ * weights 1, upper = min(demand, C), FG_MAXMIN_SLACK.  Its water level is
+ * the fair proportion; checked against the incremental one of
+ * common/fairshare (Fenwick trees), which shares no code with the sweep.
+ */
+TEST(unweighted_matches_fairshare_level)
+{
+	enum { Q = 64, C = 40 };
+	struct fg_fairshare f;
+	CHECK_EQ(fg_fairshare_init(&f, C), 0);
+	uint64_t d[Q] = { 0 };
+	for (int step = 0; step < 3000; step++) {
+		unsigned q = rng_int(Q);
+		uint64_t nd = rng_int(4) ? rng_int(step % 2 ? 3 : 30) : 0;
+		fg_fairshare_update(&f, d[q], nd);
+		d[q] = nd;
+		struct fg_maxmin_item it[Q];
+		size_t n = 0;
+		for (unsigned i = 0; i < Q; i++)
+			if (d[i]) /* idle queues take no part: fewer breakpoints */
+				it[n++] = (struct fg_maxmin_item){ 1, 0, (double)d[i] };
+		double a[Q], prop;
+		CHECK_EQ(fg_maxmin_solve(C, it, n, FG_MAXMIN_SLACK, a, &prop, NULL), 0);
+		double want = (double)fg_fairshare_level(&f, C) / 4294967296.0;
+		if (fabs(prop - want) > 1e-6 * (1 + want)) {
+			fprintf(stderr, "  step %d: level %.9f, fairshare %.9f\n", step, prop, want);
+			CHECK(0);
+			break;
+		}
+	}
+	fg_fairshare_fini(&f);
 }
 
 TEST_MAIN
