@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "borrowing.h"
+#include "flowcontrol.h"
 #include "test.h"
 
 #define SEC FG_NS_PER_SEC
@@ -103,13 +104,47 @@ static const struct {
 	{ 5, { SAME, SAME, SAME, SAME }, true, { 540, 240, 60, 30 }, FG_BORROWING_BETWEEN },
 };
 
+/* The four levels of the test from the embedded bootstrap objects, the
+ * others deleted, compiled at ServerCL 870: the derived limits are
+ * fairgate's own (flowcontrol_compile.c), checked against the table above. */
+static int levels_from_bootstrap(struct fg_borrowing_level *lv, uint32_t *nominal_sum)
+{
+	static const char *const names[NLEV] = { "exempt", "workload-high", "workload-low", "catch-all" };
+	static const char *const gone[] = { "system", "node-high", "leader-election", "global-default" };
+	static const uint32_t want[NLEV][3] = { { 0, 0, 870 }, { 240, 120, 1110 }, { 600, 60, 1470 }, { 30, 30, 900 } };
+	struct fg_fc_set *set = fg_fc_set_bootstrap();
+	if (!set)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		CHECK_EQ(fg_fc_set_delete(set, FG_FC_PRIORITYLEVEL, gone[i]), 0);
+	struct fg_errors e = { .len = 0 };
+	struct fg_fc_config *c = fg_fc_compile(set, SERVER_CL, &e);
+	fg_fc_set_free(set);
+	if (!c)
+		return -EINVAL;
+	CHECK_EQ(c->n_levels, NLEV);
+	*nominal_sum = 0;
+	for (int i = 0; i < NLEV; i++) {
+		int k = fg_fc_level_index(c, names[i]);
+		CHECK(k >= 0);
+		if (k < 0)
+			continue;
+		const struct fg_fc_level *l = &c->levels[k];
+		CHECK(l->nominal == want[i][0] && l->min == want[i][1] && l->max == want[i][2]);
+		fg_borrowing_level_init(&lv[i], l->exempt, l->nominal, l->min, l->max, 0);
+		*nominal_sum += l->nominal;
+	}
+	fg_fc_config_free(c);
+	return 0;
+}
+
 TEST(kubernetes_update_borrowing)
 {
 	struct fg_borrowing_level lv[NLEV];
-	fg_borrowing_level_init(&lv[EX], true, 0, 0, 0 + SERVER_CL, 0);
-	fg_borrowing_level_init(&lv[HI], false, 240, 120, 240 + SERVER_CL, 0);
-	fg_borrowing_level_init(&lv[MID], false, 600, 60, 600 + SERVER_CL, 0);
-	fg_borrowing_level_init(&lv[LO], false, 30, 30, 30 + SERVER_CL, 0);
+	uint32_t nominal_sum = 0;
+	CHECK_EQ(levels_from_bootstrap(lv, &nominal_sum), 0);
+	CHECK_EQ(nominal_sum, SERVER_CL); /* Kubernetes' test insists there is no rounding */
+	CHECK(lv[EX].exempt && !lv[HI].exempt);
 	CHECK_EQ(lv[HI].current, 240 - 120 / 2); /* a new level starts at nominal - lendable/2 */
 	CHECK_EQ(lv[MID].current, 600 - 540 / 2);
 	for (size_t k = 0; k < sizeof(update_borrowing) / sizeof(update_borrowing[0]); k++) {
@@ -120,7 +155,7 @@ TEST(kubernetes_update_borrowing)
 		if (!update_borrowing[k].round)
 			continue;
 		struct fg_borrowing_result res;
-		CHECK_EQ(fg_borrowing_round(lv, NLEV, SERVER_CL, now, &res), 0);
+		CHECK_EQ(fg_borrowing_round(lv, NLEV, nominal_sum, now, &res), 0);
 		CHECK(!res.backstop);
 		if (update_borrowing[k].kase)
 			CHECK_EQ(res.kase, update_borrowing[k].kase);
