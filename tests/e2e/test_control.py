@@ -107,7 +107,7 @@ t.check(out.returncode == 1 and "cannot reach fairgate" in out.stderr, "unreacha
 out = subprocess.run([t.FAIRGATECTL, "bogus"], capture_output=True, text=True)
 t.check(out.returncode == 2 and "unknown command" in out.stderr, "fairgatectl unknown command: exit 2")
 # A second daemon on the same control socket is refused.
-p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", d.sock],
+p = subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--http", "127.0.0.1:0", "--control-socket", d.sock],
                    capture_output=True, text=True, timeout=10)
 t.check(p.returncode == 1 and f"another fairgate is listening on {d.sock}" in p.stderr, "control socket in use: refused")
 # A whole configuration file, FairgateSettings included, can be applied live:

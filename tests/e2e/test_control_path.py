@@ -15,7 +15,7 @@ path = os.path.join(tmp, "fairgate.sock")
 
 
 def start(extra=()):
-    return subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", path]
+    return subprocess.run([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--http", "127.0.0.1:0", "--control-socket", path]
                           + list(extra), capture_output=True, text=True, timeout=20)
 
 
@@ -43,7 +43,8 @@ live.close()
 # Now stale (bound, nobody listens): replaced, and the daemon serves on it.
 t.check(os.path.exists(path), "a stale socket is at the path")
 b = f"127.0.0.1:{t.free_port()}"
-proc = t.spawn([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--control-socket", path, "--backend", b])
+proc = t.spawn([t.FAIRGATE, "--listen", f"127.0.0.1:{t.free_port()}", "--http", "127.0.0.1:0", "--control-socket", path,
+                "--backend", b])
 answered = None
 deadline = time.time() + 20
 while time.time() < deadline and proc.poll() is None and answered is None:

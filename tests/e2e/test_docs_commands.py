@@ -2,7 +2,8 @@
 """Every command the reader is told to run — each ```sh block of README.md
 and docs/operations.md — runs, so the documents cannot drift from the
 product.  What a test may not do to the machine is substituted, and only
-that: free loopback ports for the documented ones, temporary files for
+that: free loopback ports for the documented ones (and port 0 for the HTTP
+endpoint of a daemon started on the host), temporary files for
 /tmp/fg*.sock and the reader's own configuration file, a unique network
 namespace and DPDK file prefix, a scratch root for `install` and `ninja
 install` (DESTDIR), and recording stand-ins for `systemctl`, `groupadd` and
@@ -65,6 +66,8 @@ def substitute(block, ports, tag):
     s = re.sub(r"/tmp/(fg1?)\.sock", lambda m: os.path.join(work, m.group(1) + ".sock"), s)
     s = s.replace("my-cluster-flowcontrol.yaml", os.path.join(work, "my-cluster-flowcontrol.yaml"))
     s = s.replace("--duration 10s", "--duration 2s")
+    # The HTTP endpoint's fixed default port could be taken on a test machine.
+    s = re.sub(r"(?m)^fairgate --", "fairgate --http 127.0.0.1:0 --", s)
     s = re.sub(r"\bnetns (add|exec|del) fg\b", rf"netns \1 {tag}", s)
     s = s.replace("--file-prefix=fg1", f"--file-prefix={tag}")
     s = s.replace("meson setup build && ninja -C build && ninja -C build install",
