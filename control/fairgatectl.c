@@ -94,6 +94,12 @@ static int read_all(const char *path, char **out, size_t *len)
 	int rc = fg_read_file(path, out, len);
 	if (rc)
 		fprintf(stderr, "fairgatectl: %s: %s\n", path, fg_read_file_strerror(rc));
+	else if (fg_input_empty(*out)) {
+		fprintf(stderr, "fairgatectl: %s: empty input: no objects and no settings\n", path);
+		free(*out);
+		*out = NULL;
+		rc = -ENODATA;
+	}
 	return rc;
 }
 
@@ -525,6 +531,10 @@ static int cmd_get(const char *path, int argc, char **argv)
 	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
 	const char *fmt = output_format(argc, argv, "table");
 	if (kind < 0 || (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
+		if (argc >= 2 && kind < 0)
+			fprintf(stderr, "fairgatectl: get: unknown kind \"%s\"\n", argv[1]);
+		else if (argc >= 2)
+			fprintf(stderr, "fairgatectl: get: unknown output format \"%s\"\n", fmt);
 		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|all|settings [NAME] "
 				"[-o table|json|yaml]\n");
 		return 2;

@@ -132,6 +132,11 @@ static int load_config(struct fg_daemon_args *a, const char *path, bool strict)
 		fprintf(stderr, "fairgate: --config %s: %s\n", path, fg_read_file_strerror(rc));
 		return FG_ARGS_BAD;
 	}
+	if (fg_input_empty(buf)) {
+		fprintf(stderr, "fairgate: --config %s: empty input: no objects and no settings\n", path);
+		free(buf);
+		return FG_ARGS_BAD;
+	}
 	struct fg_errors errs = { .len = 0 };
 	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &a->warnings };
 	rc = fg_fc_set_apply_opts(a->objects, (const uint8_t *)buf, len, &a->settings, &opts, &errs);

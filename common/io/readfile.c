@@ -6,12 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int fg_read_file(const char *path, char **buf, size_t *len)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	if (!f)
 		return -errno;
+	struct stat st;
+	if (f != stdin && !fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		fclose(f);
+		return -EISDIR; /* fopen takes a directory; reading it fails with EIO */
+	}
 	size_t cap = 1 << 16, n = 0;
 	char *b = malloc(cap + 1);
 	int rc = b ? 0 : -ENOMEM;
@@ -53,5 +59,22 @@ const char *fg_read_file_strerror(int err)
 		snprintf(msg, sizeof(msg), "larger than %u MiB", FG_INPUT_FILE_MAX >> 20);
 		return msg;
 	}
+	if (err == -EISDIR)
+		return "is a directory (give the files one by one: -f names one file)";
 	return strerror(-err);
+}
+
+bool fg_input_empty(const char *s)
+{
+	for (const char *line = s; *line;) {
+		const char *end = strchr(line, '\n');
+		size_t n = end ? (size_t)(end - line) : strlen(line);
+		size_t k = strspn(line, " \t\r");
+		bool blank = k == n || line[k] == '#' ||
+			     (n - k >= 3 && !strncmp(line + k, "---", 3) && strspn(line + k + 3, " \t\r") == n - k - 3);
+		if (!blank)
+			return false;
+		line = end ? end + 1 : line + n;
+	}
+	return true;
 }

@@ -9,6 +9,7 @@
 #ifndef FG_READFILE_H
 #define FG_READFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "defs.h"
@@ -20,5 +21,10 @@ int fg_read_file(const char *path, char **buf, size_t *len);
 
 /* A message for fg_read_file's error ("larger than 2 MiB" for -EFBIG). */
 const char *fg_read_file_strerror(int err);
+
+/* Whether a text holds nothing but blanks, comments and YAML document
+ * markers: an input that says nothing, refused as an error rather than read
+ * as "no objects" (fairgatectl, --config). */
+bool fg_input_empty(const char *text);
 
 #endif

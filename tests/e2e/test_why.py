@@ -122,6 +122,20 @@ if os.geteuid() == 0:
     else:
         t.check(p.returncode == 1 and "permission denied" in p.stderr and "controlSocketGroup" in p.stderr,
                 f"no permission: the hint shows the socket's mode and owner ({p.stderr.strip()})")
+# Inputs that say nothing or are not files, unknown kinds and formats: refused, named.
+empty = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+empty.write("# nothing here\n---\n\n")
+empty.close()
+try:
+    for args, rc, want in ((["apply", "-f", empty.name], 1, "empty input"), (["validate", "-f", empty.name], 1, "empty input"),
+                           (["apply", "-f", "/tmp"], 1, "is a directory"), (["get", "foo"], 2, 'unknown kind "foo"'),
+                           (["get", "fs", "-o", "xml"], 2, 'unknown output format "xml"')):
+        p = subprocess.run(ctl + args, capture_output=True, text=True, timeout=30)
+        t.check(p.returncode == rc and want in p.stderr, f"fairgatectl {' '.join(args)}: exit {rc}, {want!r} ({p.stderr.strip()[:200]})")
+    p = subprocess.run([t.FAIRGATE, "--config", empty.name, "--check"], capture_output=True, text=True, timeout=30)
+    t.check(p.returncode == 2 and "empty input" in p.stderr, f"fairgate --config EMPTY: exit 2 ({p.stderr.strip()[:200]})")
+finally:
+    os.unlink(empty.name)
 # The daemon refuses what it cannot honour, naming what it expects.
 for args, want in ((["--listen", "[::1]:7400"], "IPv4 only"), (["--workers", "x"], "whole number in [1, 64]"),
                    (["--queue-wait", "15"], "duration"), (["--", "-l", "0"], "for --io dpdk only")):
