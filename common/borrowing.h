@@ -53,7 +53,6 @@
  * setting's default. */
 #define FG_BORROWING_DEFAULT_PERIOD_NS (10 * FG_NS_PER_SEC)
 
-_Static_assert(FG_BORROWING_SMOOTHING > 0 && FG_BORROWING_SMOOTHING < 1, "smoothing must decay");
 _Static_assert(FG_MAX_LEVELS <= FG_MAXMIN_MAX_ITEMS, "a round's levels fit one allocation problem");
 
 /* Kubernetes' fq.Integrator: the integrals of 1, x and x^2 over time. */
