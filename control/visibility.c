@@ -792,6 +792,16 @@ void fg_vis_dump(struct fg_vis *v, enum fg_vis_dump what, bool details, bool jso
 #define TAB_PADDING 1u
 #define TAB_MAX_COLS 32u
 
+/* A cell's width as Go's tabwriter counts it: in runes (UTF-8 characters),
+ * not bytes. */
+static size_t runes(const char *p, size_t n)
+{
+	size_t r = 0;
+	for (size_t i = 0; i < n; i++)
+		r += ((unsigned char)p[i] & 0xc0) != 0x80;
+	return r;
+}
+
 char *fg_vis_tabwrite(const char *text, size_t *len)
 {
 	size_t width[TAB_MAX_COLS] = { 0 };
@@ -804,8 +814,9 @@ char *fg_vis_tabwrite(const char *text, size_t *len)
 				p += n + (p[n] == '\n');
 				break;
 			}
-			if (c < TAB_MAX_COLS && n + TAB_PADDING > width[c])
-				width[c] = n + TAB_PADDING;
+			size_t r = runes(p, n);
+			if (c < TAB_MAX_COLS && r + TAB_PADDING > width[c])
+				width[c] = r + TAB_PADDING;
 			c++;
 			p += n + 1;
 		}
@@ -822,10 +833,10 @@ char *fg_vis_tabwrite(const char *text, size_t *len)
 				p += n + (p[n] == '\n');
 				break;
 			}
-			size_t w = c < TAB_MAX_COLS ? width[c] : n + TAB_PADDING;
+			size_t r = runes(p, n), w = c < TAB_MAX_COLS ? width[c] : r + TAB_PADDING;
 			if (w < TAB_MINWIDTH)
 				w = TAB_MINWIDTH;
-			for (size_t i = n; i < w; i++)
+			for (size_t i = r; i < w; i++)
 				sb_put(&b, " ", 1);
 			c++;
 			p += n + 1;

@@ -194,6 +194,10 @@ TEST(tabwriter_aligns_like_go)
 	/* Column 1: width 12+1; column 2: at least 8. */
 	CHECK_STR(t, "A,           BB,     C\nlonger-name, 1,      2\n");
 	free(t);
+	/* Widths in runes, as Go counts them: "é" is one column. */
+	t = fg_vis_tabwrite("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9,\tx\nab,\ty\n", &len);
+	CHECK_STR(t, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9, x\nab,        y\n");
+	free(t);
 }
 
 TEST(hostile_bytes_are_escaped_in_json_and_text)
