@@ -295,6 +295,33 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
 }
 
+/* An open-loop client (rate > 0) needs no threads: threads 0 is accepted and
+ * its Poisson arrivals run; a closed-loop client still needs one. */
+TEST(open_loop_without_threads)
+{
+	const char *json = "{\"duration\": \"20s\", \"levelConcurrency\": {\"global-default\": 10},"
+			   "\"clients\": [{\"name\": \"a\", \"threads\": 0, \"rate\": 5, \"execTime\": \"100ms\"}]}";
+	char err[512] = "";
+	struct fg_sim *s = fg_sim_load((const uint8_t *)json, strlen(json), err, sizeof(err));
+	if (!s)
+		fprintf(stderr, "  %s\n", err);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	json_t *r = fg_sim_run(s);
+	CHECK(r != NULL);
+	json_t *c = json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), 0), "clients"), 0);
+	json_int_t n = json_integer_value(json_object_get(c, "dispatched"));
+	/* 5/s over 20 s: about 100 arrivals, all dispatched at once (0.5 seats of 10 used on average). */
+	CHECK(n > 60 && n < 140);
+	CHECK(fabs(json_real_value(json_object_get(c, "avgSeats")) - 0.5) < 0.2);
+	json_decref(r);
+	fg_sim_free(s);
+	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}",
+		     "clients[0].threads: must be an integer in [1, 100000] for a closed-loop client (rate 0)");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0, \"rate\": 0}]}", "clients[0].threads");
+}
+
 int main_tests(void);
 #define main main_tests
 TEST_MAIN
