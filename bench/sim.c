@@ -23,6 +23,7 @@
 #define SIM_DEFAULT_DURATION_NS 10000000000LL
 #define SIM_DEFAULT_WAIT_NS 15000000000LL
 #define SIM_DEFAULT_SCL 600
+#define SIM_MIN_RETRY_NS 1000LL /* a refused call's next call: after thinkTime, at least 1us */
 #define SIM_MIN_BORROWING_PERIOD_NS 1000000LL /* 1ms: a round costs O(levels log levels) */
 
 /*
@@ -798,7 +799,9 @@ static int borrow_init(struct fg_sim *s)
 static void after_refusal(struct fg_sim *s, int ci, int th)
 {
 	struct client *c = &s->clients[ci];
-	next_call(s, ci, th, s->now + (c->think_ns > 0 ? c->think_ns : 0));
+	/* Never at the same instant: a refusal that no event of this instant
+	 * can undo (no seats granted yet) would repeat forever. */
+	next_call(s, ci, th, s->now + (c->think_ns > SIM_MIN_RETRY_NS ? c->think_ns : SIM_MIN_RETRY_NS));
 }
 
 static void arrive(struct fg_sim *s, const struct event *e)
