@@ -317,6 +317,9 @@ TEST(bad_scenarios_name_the_field)
 		     "handSize: Invalid value: 8: required entropy bits of deckSize 512 and handSize 8 should not be greater than 60");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"priorityLevel\": \"nope\"}]}", "clients[0].priorityLevel");
 	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
+	expect_error("{\"borrowingPeriod\": \"500us\", \"clients\": [{\"name\":\"a\"}]}",
+		     "borrowingPeriod: must be at least 1ms");
+	expect_error("{\"borrowingPeriod\": 10, \"clients\": [{\"name\":\"a\"}]}", "borrowingPeriod: must be a duration");
 }
 
 /* An open-loop client (rate > 0) needs no threads: threads 0 is accepted and
