@@ -988,7 +988,13 @@ json_t *fg_sim_run(struct fg_sim *s)
 		return NULL;
 	if (s->workers > 1)
 		push(s, (struct event){ .t = s->allot_ns, .type = EV_ALLOT });
-	if (s->borrow_ns < s->duration_ns)
+	/* Rounds only when some level lends: without lendable seats every round
+	 * leaves each level at its nominal limit (and a scenario of years would
+	 * spend its time in rounds). */
+	bool lends = false;
+	for (int i = 0; i < s->n_levels; i++)
+		lends |= s->borrow[i].min < s->borrow[i].nominal;
+	if (lends && s->borrow_ns < s->duration_ns)
 		push(s, (struct event){ .t = s->borrow_ns, .type = EV_BORROW });
 	/* Kubernetes' harness staggers thread starts: thread j of client i at
 	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
