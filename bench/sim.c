@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "borrowing.h"
 #include "duration.h"
 #include "flowcontrol.h"
 #include "flowhash.h"
 #include "readfile.h"
-#include "seatshare.h"
 #include "queueset.h"
 #include "seatshare.h"
 
@@ -23,6 +23,8 @@
 #define SIM_DEFAULT_DURATION_NS 10000000000LL
 #define SIM_DEFAULT_WAIT_NS 15000000000LL
 #define SIM_DEFAULT_SCL 600
+#define SIM_MIN_RETRY_NS 1000LL /* a refused call's next call: after thinkTime, at least 1us */
+#define SIM_MIN_BORROWING_PERIOD_NS 1000000LL /* 1ms: a round costs O(levels log levels) */
 
 /*
  * A level as `workers` cores run it: queue q is owned by worker q % workers,
@@ -30,14 +32,22 @@
  * the level's queues and joins the least loaded card's owner.  Every
  * allotment period the seats are split into per-worker allotments by a
  * global max-min over all queues' demands, granting only seats that are free.
+ * cfg.concurrency_limit is the level's current limit: its nominal limit at
+ * the start, then what each borrowing round gives it (fixed by
+ * levelConcurrency).
  */
 struct level {
 	const char *name;              /* in the compiled configuration */
+	bool fixed;                    /* levelConcurrency: no borrowing */
 	struct fg_qs_config cfg;
 	struct fg_queueset *qs;        /* one per worker */
 	struct fg_dealer dealer;
 	uint64_t enqueues;
 	uint64_t limit_violations;     /* instants where the workers together exceeded the limit */
+	uint32_t draining;             /* seats held above a shrunk limit, allowed to finish (0: none) */
+	uint32_t demand;               /* seats in use + waiting, as last fed to the integrator */
+	int64_t limit_since;           /* the current limit's time integral runs from here */
+	double limit_ns[SIM_MAX_WINDOWS]; /* integral of the current limit per window */
 	double credit[FG_SEATSHARE_MAX_WORKERS]; /* the allotter's memory (fg_seatshare_round) */
 	bool blocked[FG_SEATSHARE_MAX_WORKERS];  /* a worker's head did not fit its allotment */
 };
@@ -73,7 +83,7 @@ struct sim_req {
 	uint32_t gen;
 };
 
-enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT };
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT, EV_BORROW };
 
 struct event {
 	int64_t t;
@@ -88,8 +98,13 @@ struct fg_sim {
 	int workers;
 	int64_t allot_ns;
 	bool signal_pending;           /* an early allotter round is scheduled */
+	bool failed;                   /* out of memory mid-run */
+	int64_t borrow_ns;             /* borrowingPeriod */
+	uint64_t borrow_rounds, borrow_backstops;
+	uint32_t nominal_sum;          /* of the borrowing levels (Kubernetes' nominalCLSum) */
 	struct fg_fc_config *fc;       /* the scenario's objects, compiled */
 	struct level *levels;
+	struct fg_borrowing_level *borrow; /* [n_levels]: the daemon's borrowing state per level */
 	int n_levels;
 	int64_t win_from[SIM_MAX_WINDOWS], win_to[SIM_MAX_WINDOWS];
 	int n_windows;
@@ -201,7 +216,7 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 			return fail(err, errlen, "%s%s", path, msg);
 	}
 	int64_t threads, calls, initial, final;
-	if (get_int(o, "threads", 1, 1, 100000, &threads, path, err, errlen) ||
+	if (get_int(o, "threads", 1, 0, 100000, &threads, path, err, errlen) ||
 	    get_int(o, "calls", 0, 0, INT64_MAX, &calls, path, err, errlen) ||
 	    get_int(o, "initialSeats", 1, 1, 65535, &initial, path, err, errlen) ||
 	    get_int(o, "finalSeats", 0, 0, 65535, &final, path, err, errlen) ||
@@ -221,6 +236,10 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	c->rate = rate ? json_number_value(rate) : 0;
 	if (rate && (!json_is_number(rate) || c->rate < 0 || c->rate > 1e9))
 		return fail(err, errlen, "%srate: must be a number in [0, 1e9]", path);
+	/* Open loop (rate > 0) has no threads to speak of; a closed loop needs one. */
+	if (threads == 0 && !(c->rate > 0))
+		return fail(err, errlen, "%sthreads: must be an integer in [1, 100000] for a closed-loop client (rate 0)",
+			    path);
 	c->threads = (unsigned)threads;
 	c->calls = (uint64_t)calls;
 	c->initial = (uint16_t)initial;
@@ -304,11 +323,16 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		goto bad;
 	int64_t workers;
 	if (get_int(root, "workers", 1, 1, 64, &workers, "", err, errlen) ||
-	    get_duration(root, "allotmentPeriod", 1000000, &s->allot_ns, "", err, errlen))
+	    get_duration(root, "allotmentPeriod", 1000000, &s->allot_ns, "", err, errlen) ||
+	    get_duration(root, "borrowingPeriod", FG_BORROWING_DEFAULT_PERIOD_NS, &s->borrow_ns, "", err, errlen))
 		goto bad;
 	s->workers = (int)workers;
 	if (s->allot_ns < 1000) {
 		fail(err, errlen, "allotmentPeriod: must be at least 1us");
+		goto bad;
+	}
+	if (s->borrow_ns < SIM_MIN_BORROWING_PERIOD_NS) {
+		fail(err, errlen, "borrowingPeriod: must be at least 1ms");
 		goto bad;
 	}
 	if (s->duration_ns <= 0 || s->wait_ns < 0) {
@@ -336,6 +360,7 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 			goto bad;
 		}
 		s->levels[l].cfg.concurrency_limit = (uint32_t)json_integer_value(v);
+		s->levels[l].fixed = true;
 	}
 	json_t *windows = json_object_get(root, "windows");
 	if (windows && (!json_is_array(windows) || json_array_size(windows) == 0 ||
@@ -371,7 +396,8 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	json_array_foreach(clients, i, v) {
 		if (parse_client(s, v, (int)i, &s->clients[i], err, errlen))
 			goto bad;
-		s->thread_calls[i] = calloc(s->clients[i].threads, sizeof(uint64_t));
+		/* An open-loop client's arrivals all run as thread 0. */
+		s->thread_calls[i] = calloc(s->clients[i].threads ? s->clients[i].threads : 1, sizeof(uint64_t));
 		if (!s->thread_calls[i]) {
 			fail(err, errlen, "out of memory");
 			goto bad;
@@ -395,6 +421,7 @@ void fg_sim_free(struct fg_sim *s)
 	for (int l = 0; s->levels && l < s->n_levels; l++)
 		free(s->levels[l].qs);
 	free(s->levels);
+	free(s->borrow);
 	fg_fc_config_free(s->fc);
 	for (int c = 0; c < s->n_clients; c++) {
 		for (int w = 0; w < SIM_MAX_WINDOWS; w++)
@@ -577,11 +604,19 @@ static void dispatch(struct fg_sim *s, struct level *l)
 		}
 		l->blocked[w] = blocked;
 	}
-	uint64_t used = 0;
+	uint32_t used = 0, limit = l->cfg.concurrency_limit;
 	for (int w = 0; w < s->workers; w++)
 		used += l->qs[w].seats_in_use;
-	if (l->cfg.mode != FG_QS_EXEMPT && used > l->cfg.concurrency_limit)
+	if (l->cfg.mode == FG_QS_EXEMPT)
+		return;
+	/* After a shrink the seats held above the new limit may finish (the
+	 * KEP's transient); none may start while the level is above it. */
+	if (used > (limit > l->draining ? limit : l->draining))
 		l->limit_violations++;
+	if (used <= limit)
+		l->draining = 0;
+	else if (used < l->draining)
+		l->draining = used;
 }
 
 /* Queue q lives on worker q mod W, as queue ownership in the daemon. */
@@ -643,10 +678,130 @@ static void allot(struct fg_sim *s, struct level *l)
 		fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
 }
 
+/* --- borrowing --------------------------------------------------------- */
+
+/* The current limit's time integral per window, up to t. */
+static void integrate_limit(struct fg_sim *s, int li, int64_t t)
+{
+	struct level *l = &s->levels[li];
+	double limit = s->borrow[li].current;
+	for (int w = 0; w < s->n_windows; w++) {
+		int64_t a = l->limit_since > s->win_from[w] ? l->limit_since : s->win_from[w];
+		int64_t b = t < s->win_to[w] ? t : s->win_to[w];
+		if (b > a)
+			l->limit_ns[w] += limit * (double)(b - a);
+	}
+	l->limit_since = t;
+}
+
+/*
+ * A level's new current limit, applied at once: every worker's queue set is
+ * reconfigured to the level's new seats by the reload path (fair-share trees
+ * resized, nothing running aborted).  With several workers each then runs at
+ * min(its allotment, its static share of the new limit), as a worker
+ * following a new configuration does, and an allotter round hands out the
+ * rest from the seats that are free, so the workers together stay within
+ * the limit.  Seats held above a shrunk limit drain (see dispatch).
+ */
+static int apply_limit(struct fg_sim *s, struct level *l, uint32_t limit)
+{
+	unsigned W = (unsigned)s->workers;
+	uint32_t used = 0;
+	for (unsigned w = 0; w < W; w++)
+		used += l->qs[w].seats_in_use;
+	l->draining = used > limit ? used : 0;
+	l->cfg.concurrency_limit = limit;
+	for (unsigned w = 0; w < W; w++) {
+		struct fg_qs_config c = l->qs[w].cfg;
+		uint32_t applied = c.concurrency_limit, share = fg_seatshare_static(limit, W, w);
+		c.concurrency_limit = limit;
+		int rc = fg_qs_reconfigure(&l->qs[w], &c, (uint64_t)s->now);
+		if (rc)
+			return rc;
+		if (W > 1)
+			fg_qs_set_limit(&l->qs[w], applied < share ? applied : share, (uint64_t)s->now);
+	}
+	if (W > 1)
+		allot(s, l);
+	return 0;
+}
+
+/*
+ * Each level's seat demand (seats in use + seats waiting, over all workers)
+ * into its integrator, once an instant's events are handled and dispatched:
+ * the values in force between instants, which are all the integrator weighs.
+ */
+static void sample_demand(struct fg_sim *s)
+{
+	for (int i = 0; i < s->n_levels; i++) {
+		struct level *l = &s->levels[i];
+		uint32_t d = 0;
+		for (int w = 0; w < s->workers; w++)
+			d += l->qs[w].seats_in_use + l->qs[w].seats_waiting;
+		if (d != l->demand) {
+			fg_borrowing_demand_set(&s->borrow[i].demand, (uint64_t)s->now, d);
+			l->demand = d;
+		}
+	}
+}
+
+/* A round of the daemon's borrowing code; the new current limits go to the
+ * levels that borrow (exempt levels are never limited; fixed levels keep
+ * their seats, which the round gives them anyway: see borrow_init). */
+static void borrow_round(struct fg_sim *s)
+{
+	for (int i = 0; i < s->n_levels; i++)
+		integrate_limit(s, i, s->now);
+	struct fg_borrowing_result res;
+	if (fg_borrowing_round(s->borrow, (size_t)s->n_levels, s->nominal_sum, (uint64_t)s->now, &res)) {
+		s->failed = true;
+		return;
+	}
+	s->borrow_rounds++;
+	s->borrow_backstops += res.backstop;
+	for (int i = 0; i < s->n_levels; i++) {
+		struct level *l = &s->levels[i];
+		if (l->cfg.mode == FG_QS_EXEMPT || l->fixed || s->borrow[i].current == l->cfg.concurrency_limit)
+			continue;
+		if (apply_limit(s, l, s->borrow[i].current))
+			s->failed = true;
+	}
+}
+
+/*
+ * Every level takes part in the rounds with its derived limits (nominal,
+ * min, max) and starts at its nominal limit.  A level fixed by
+ * levelConcurrency takes part with nominal = min = max = its seats: it
+ * neither lends nor borrows, and its seats count in the sum the others
+ * share instead of its nominal limit.
+ */
+static int borrow_init(struct fg_sim *s)
+{
+	s->borrow = calloc((size_t)s->n_levels, sizeof(*s->borrow));
+	if (!s->borrow)
+		return -ENOMEM;
+	s->nominal_sum = 0;
+	for (int i = 0; i < s->n_levels; i++) {
+		const struct fg_fc_level *fl = &s->fc->levels[i];
+		struct level *l = &s->levels[i];
+		struct fg_borrowing_level *b = &s->borrow[i];
+		uint32_t fixed = l->cfg.concurrency_limit;
+		if (l->fixed)
+			fg_borrowing_level_init(b, fl->exempt, fixed, fixed, fixed, 0);
+		else
+			fg_borrowing_level_init(b, fl->exempt, fl->nominal, fl->min, fl->max, 0);
+		b->current = l->fixed ? fixed : fl->nominal;
+		s->nominal_sum += b->nominal;
+	}
+	return 0;
+}
+
 static void after_refusal(struct fg_sim *s, int ci, int th)
 {
 	struct client *c = &s->clients[ci];
-	next_call(s, ci, th, s->now + (c->think_ns > 0 ? c->think_ns : 0));
+	/* Never at the same instant: a refusal that no event of this instant
+	 * can undo (no seats granted yet) would repeat forever. */
+	next_call(s, ci, th, s->now + (c->think_ns > SIM_MIN_RETRY_NS ? c->think_ns : SIM_MIN_RETRY_NS));
 }
 
 static void arrive(struct fg_sim *s, const struct event *e)
@@ -705,6 +860,12 @@ static void handle(struct fg_sim *s, const struct event *e)
 		s->signal_pending = false;
 		for (int l = 0; l < s->n_levels; l++)
 			allot(s, &s->levels[l]);
+		return;
+	}
+	if (e->type == EV_BORROW) {
+		borrow_round(s);
+		if (s->now + s->borrow_ns < s->duration_ns)
+			push(s, (struct event){ .t = s->now + s->borrow_ns, .type = EV_BORROW });
 		return;
 	}
 	if (e->type == EV_ALLOT) {
@@ -786,13 +947,23 @@ static json_t *results(struct fg_sim *s)
 			dispatched += s->levels[l].qs[w].stats.dispatched;
 			epochs += s->levels[l].qs[w].stats.epochs;
 		}
-		json_array_append_new(levels, json_pack("{s:s, s:s, s:i, s:I, s:I, s:I}", "name", s->levels[l].name,
+		const struct fg_borrowing_level *b = &s->borrow[l];
+		json_t *avg = json_array();
+		for (int w = 0; w < s->n_windows; w++)
+			json_array_append_new(avg, json_real(s->levels[l].limit_ns[w] /
+							     (double)(s->win_to[w] - s->win_from[w])));
+		json_array_append_new(levels, json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+			"name", s->levels[l].name,
 			"type", s->levels[l].cfg.mode == FG_QS_EXEMPT ? "Exempt" : s->levels[l].cfg.mode == FG_QS_REJECT ? "Reject" : "Queue",
 			"concurrencyLimit", (int)s->levels[l].cfg.concurrency_limit,
 			"dispatched", (json_int_t)dispatched, "epochs", (json_int_t)epochs,
-			"seatLimitViolations", (json_int_t)s->levels[l].limit_violations));
+			"seatLimitViolations", (json_int_t)s->levels[l].limit_violations,
+			"nominalLimit", (json_int_t)b->nominal, "lowerLimit", (json_int_t)b->min,
+			"upperLimit", (json_int_t)b->max, "currentLimit", (json_int_t)b->current,
+			"avgCurrentLimit", avg));
 	}
-	return json_pack("{s:o, s:o}", "windows", windows, "levels", levels);
+	return json_pack("{s:o, s:o, s:{s:I, s:I}}", "windows", windows, "levels", levels, "borrowing",
+			 "rounds", (json_int_t)s->borrow_rounds, "backstops", (json_int_t)s->borrow_backstops);
 }
 
 json_t *fg_sim_run(struct fg_sim *s)
@@ -813,8 +984,18 @@ json_t *fg_sim_run(struct fg_sim *s)
 		if (s->workers > 1)
 			allot(s, lv);
 	}
+	if (borrow_init(s))
+		return NULL;
 	if (s->workers > 1)
 		push(s, (struct event){ .t = s->allot_ns, .type = EV_ALLOT });
+	/* Rounds only when some level lends: without lendable seats every round
+	 * leaves each level at its nominal limit (and a scenario of years would
+	 * spend its time in rounds). */
+	bool lends = false;
+	for (int i = 0; i < s->n_levels; i++)
+		lends |= s->borrow[i].min < s->borrow[i].nominal;
+	if (lends && s->borrow_ns < s->duration_ns)
+		push(s, (struct event){ .t = s->borrow_ns, .type = EV_BORROW });
 	/* Kubernetes' harness staggers thread starts: thread j of client i at
 	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
 	for (int ci = 0; ci < s->n_clients; ci++) {
@@ -833,11 +1014,14 @@ json_t *fg_sim_run(struct fg_sim *s)
 		}
 		for (int l = 0; l < s->n_levels; l++)
 			dispatch(s, &s->levels[l]);
+		sample_demand(s);
 	}
 	s->now = s->duration_ns;
 	for (int ci = 0; ci < s->n_clients; ci++)
 		integrate(s, &s->clients[ci], s->duration_ns);
-	return results(s);
+	for (int l = 0; l < s->n_levels; l++)
+		integrate_limit(s, l, s->duration_ns);
+	return s->failed ? NULL : results(s);
 }
 
 int fg_bench_sim(int argc, char **argv)

@@ -5,8 +5,9 @@
  * are compared with the max-min ideal computed here, independently, from the
  * scenario itself: demand = threads * initialSeats * exec / (exec + think)
  * (open loop: rate * exec * initialSeats), water-filled over the level's
- * concurrency.  The "expect" list of a scenario gives, per window, the
- * margin and what else must hold.
+ * concurrency (its current limit at the end: borrowing may have moved it).
+ * The "expect" list of a scenario gives, per window, the margin and what else
+ * must hold (bounds on flows' seats, levels' average current limits, ...).
  */
 #include <dirent.h>
 #include <math.h>
@@ -156,6 +157,29 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 		for (int f = 0; f < n_flows && f < 12; f++)
 			fprintf(stderr, "    flow %d: measured %.5f ideal %.5f\n", f, measured[f],
 				ideal ? json_number_value(json_array_get(ideal, (size_t)f)) : alloc[f]);
+	/* A test's own assertions: per-flow bounds on the average seats, and the
+	 * window's average current limit of named levels (borrowing happened). */
+	json_t *bounds = json_object_get(exp, "bounds");
+	for (int f = 0; f < n_flows && f < (int)json_array_size(bounds); f++) {
+		json_t *b = json_array_get(bounds, (size_t)f);
+		double lo = json_number_value(json_array_get(b, 0)), hi = json_number_value(json_array_get(b, 1));
+		printf("  %s window %d: flow %d got %.4f seats, bounds [%g, %g]\n", file, w, f, measured[f], lo, hi);
+		CHECK(measured[f] >= lo && measured[f] <= hi);
+	}
+	const char *lname;
+	json_t *range;
+	json_object_foreach(json_object_get(exp, "avgCurrentLimit"), lname, range) {
+		json_t *found = NULL, *lv3;
+		size_t k3;
+		json_array_foreach(levels, k3, lv3)
+			if (!strcmp(json_string_value(json_object_get(lv3, "name")), lname))
+				found = lv3;
+		CHECK(found != NULL);
+		double avg = json_number_value(json_array_get(json_object_get(found, "avgCurrentLimit"), (size_t)w));
+		double lo = json_number_value(json_array_get(range, 0)), hi = json_number_value(json_array_get(range, 1));
+		printf("  %s window %d: %s's average current limit %.4f, bounds [%g, %g]\n", file, w, lname, avg, lo, hi);
+		CHECK(avg >= lo - 1e-9 && avg <= hi + 1e-9);
+	}
 	/* Rejections. */
 	uint64_t rejects = 0, want_reason = 0;
 	const char *reason = json_string_value(json_object_get(exp, "requireRejects"));
@@ -293,6 +317,36 @@ TEST(bad_scenarios_name_the_field)
 		     "handSize: Invalid value: 8: required entropy bits of deckSize 512 and handSize 8 should not be greater than 60");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"priorityLevel\": \"nope\"}]}", "clients[0].priorityLevel");
 	expect_error("{\"levelConcurrency\": {\"nope\": 3}, \"clients\": [{\"name\":\"a\"}]}", "levelConcurrency.nope");
+	expect_error("{\"borrowingPeriod\": \"500us\", \"clients\": [{\"name\":\"a\"}]}",
+		     "borrowingPeriod: must be at least 1ms");
+	expect_error("{\"borrowingPeriod\": 10, \"clients\": [{\"name\":\"a\"}]}", "borrowingPeriod: must be a duration");
+}
+
+/* An open-loop client (rate > 0) needs no threads: threads 0 is accepted and
+ * its Poisson arrivals run; a closed-loop client still needs one. */
+TEST(open_loop_without_threads)
+{
+	const char *json = "{\"duration\": \"20s\", \"levelConcurrency\": {\"global-default\": 10},"
+			   "\"clients\": [{\"name\": \"a\", \"threads\": 0, \"rate\": 5, \"execTime\": \"100ms\"}]}";
+	char err[512] = "";
+	struct fg_sim *s = fg_sim_load((const uint8_t *)json, strlen(json), err, sizeof(err));
+	if (!s)
+		fprintf(stderr, "  %s\n", err);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	json_t *r = fg_sim_run(s);
+	CHECK(r != NULL);
+	json_t *c = json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), 0), "clients"), 0);
+	json_int_t n = json_integer_value(json_object_get(c, "dispatched"));
+	/* 5/s over 20 s: about 100 arrivals, all dispatched at once (0.5 seats of 10 used on average). */
+	CHECK(n > 60 && n < 140);
+	CHECK(fabs(json_real_value(json_object_get(c, "avgSeats")) - 0.5) < 0.2);
+	json_decref(r);
+	fg_sim_free(s);
+	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}",
+		     "clients[0].threads: must be an integer in [1, 100000] for a closed-loop client (rate 0)");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0, \"rate\": 0}]}", "clients[0].threads");
 }
 
 int main_tests(void);
