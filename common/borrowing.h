@@ -49,9 +49,10 @@
 /* Kubernetes' seatDemandSmoothingCoefficient: about a 5-minute half-life at
  * the 10 s period (0.977^30 ~ 0.5). */
 #define FG_BORROWING_SMOOTHING 0.977
-/* Kubernetes' borrowingAdjustmentPeriod; the future `borrowingPeriod`
- * setting's default. */
+/* Kubernetes' borrowingAdjustmentPeriod; the `borrowingPeriod` setting's
+ * default. */
 #define FG_BORROWING_DEFAULT_PERIOD_NS (10 * FG_NS_PER_SEC)
+_Static_assert(FG_BORROWING_DEFAULT_PERIOD_NS == FG_DEFAULT_BORROWING_PERIOD_NS, "one default period");
 
 _Static_assert(FG_BORROWING_SMOOTHING > 0 && FG_BORROWING_SMOOTHING < 1, "smoothing must decay");
 _Static_assert(FG_MAX_LEVELS <= FG_MAXMIN_MAX_ITEMS, "a round's levels fit one allocation problem");
