@@ -258,7 +258,7 @@ uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i)
 	return c->fc->levels[i].limit;
 }
 
-void fg_config_set_level_limit(struct fg_config *c, uint32_t i, uint32_t limit)
+void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit)
 {
 	if (c->limits && i < c->limits->n)
 		__atomic_store_n(&c->limits->current[i], limit, __ATOMIC_RELAXED);

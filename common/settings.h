@@ -149,7 +149,7 @@ void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config 
  * thread that runs the borrowing rounds only; fg_level_limits.seq is the
  * caller's to bump after). */
 uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i);
-void fg_config_set_level_limit(struct fg_config *c, uint32_t i, uint32_t limit);
+void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit);
 /* Free a configuration built by fg_settings_compile (not yet published, or
  * after its grace period). */
 void fg_config_free(struct fg_config *c);
