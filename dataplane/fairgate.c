@@ -426,6 +426,7 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		fg_logf(FG_LOG_ERROR, "out of memory for the configuration");
 		return 1;
 	}
+	fg_config_keep_level_limits(d->published, NULL); /* nobody reads it yet: levels start as new ones */
 	if (fg_workerset_create(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
 				sizeof(err))) {
 		fg_logf(FG_LOG_ERROR, "%s", err);
