@@ -6,9 +6,11 @@ borrowing periods the busy level's current limit (status) rises above its
 nominal and its requests/s rise with it; a configuration change keeps the
 levels' demand statistics; when the idle level gets busy the lent seats go
 back and both levels return to their nominal limits."""
+import re
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import fgtest as t
 
@@ -84,6 +86,27 @@ limit = lv(s2, "busy")["borrowing"]["current"]
 t.check(rate > 1.2 * NOMINAL / SERVICE, f"requests/s rose with the limit: {rate:.0f}/s at {limit} seats "
         f"(nominal allows {NOMINAL / SERVICE:.0f}/s)")
 t.check(max(lv(s, "busy")["seatsInUse"] for s in (s1, s2)) <= limit, "seats in use within the current limit")
+
+# /metrics: Kubernetes' names for the borrowed limit and the round's figures.
+with urllib.request.urlopen(f"http://{d.http_address()}/metrics", timeout=5) as r:
+    metrics = r.read().decode()
+st = d.status()
+
+
+def sample(name, labels='{priority_level="busy"}'):
+    m = re.search("^" + re.escape(name + labels) + r" (\S+)$", metrics, re.M)
+    return float(m.group(1)) if m else None
+
+
+cur = sample("fairgate_flowcontrol_current_limit_seats")
+t.check(cur is not None and cur > NOMINAL, f"current_limit_seats shows the borrowed limit ({cur})")
+t.check(sample("fairgate_flowcontrol_nominal_limit_seats") == NOMINAL, "nominal_limit_seats")
+for name in ("demand_seats_high_watermark", "demand_seats_average", "demand_seats_smoothed", "target_seats"):
+    v = sample("fairgate_flowcontrol_" + name)
+    t.check(v is not None and v > NOMINAL, f"{name} of the busy level ({v})")
+t.check(sample("fairgate_flowcontrol_demand_seats_stdev") is not None, "demand_seats_stdev")
+ff = sample("fairgate_flowcontrol_seat_fair_frac", "")
+t.check(ff is not None and ff > 0, f"seat_fair_frac ({ff})")
 
 # A configuration change keeps the levels' statistics (Kubernetes matches levels by name).
 f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
