@@ -108,6 +108,13 @@ t.check(sample("fairgate_flowcontrol_demand_seats_stdev") is not None, "demand_s
 ff = sample("fairgate_flowcontrol_seat_fair_frac", "")
 t.check(ff is not None and ff > 0, f"seat_fair_frac ({ff})")
 
+out = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "get", "prioritylevelconfigurations", "-o", "wide"],
+                     capture_output=True, text=True, timeout=10)
+rows = {ln.split()[0]: ln.split() for ln in out.stdout.splitlines()}
+t.check(out.returncode == 0 and rows["NAME"][-4:] == ["NOMINAL", "LOWER", "UPPER", "CURRENT"]
+        and rows["busy"][-4:-1] == [str(NOMINAL), str(NOMINAL // 2), str(NOMINAL + 20)]
+        and int(rows["busy"][-1]) > NOMINAL, f"get prioritylevelconfigurations -o wide:\n{out.stdout}{out.stderr}")
+
 # A configuration change keeps the levels' statistics (Kubernetes matches levels by name).
 f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
 f.write(config(idle_qll=40))
