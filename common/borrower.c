@@ -194,12 +194,8 @@ bool fg_borrower_step(struct fg_borrower *b, const struct fg_config *cfg, struct
 		      unsigned n_workers, uint64_t now)
 {
 	bool fresh = b->generation != cfg->generation;
-	if (fresh) {
-		bool first = b->generation == 0;
+	if (fresh)
 		follow(b, cfg, now);
-		if (first)
-			b->last_round_ns = now; /* the first periodic round is a period away */
-	}
 	if (now >= b->next_sample_ns) {
 		sample(b, ws, n_workers, now);
 		b->next_sample_ns = now + FG_BORROWING_SAMPLE_NS;
