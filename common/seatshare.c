@@ -21,6 +21,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		struct fg_level_board *l = &b->levels[i];
 		l->exempt = fl->exempt;
 		l->limit = fl->exempt ? 0 : fl->limit;
+		l->allotted_limit = l->limit;
 		l->n_queues = fl->queues;
 		l->per_owner = (fl->queues + n_workers - 1) / n_workers;
 		l->shares = aligned_alloc(FG_CACHE_LINE, sizeof(*l->shares) * n_workers);
@@ -40,6 +41,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 void fg_board_reset_level(struct fg_board *b, uint32_t i)
 {
 	struct fg_level_board *l = &b->levels[i];
+	l->allotted_limit = l->limit;
 	for (unsigned w = 0; w < b->n_workers; w++)
 		l->shares[w].applied = l->exempt ? 0 : fg_seatshare_static(l->limit, b->n_workers, w);
 }
@@ -268,12 +270,13 @@ unsigned fg_board_allot(struct fg_board *b)
 		fg_seatshare_round(limit, W, demand, l->n_queues, v, l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
-			if (v[w].pending || v[w].grant == load_u32(&s->applied))
+			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
 				continue;
 			__atomic_store_n(&s->grant, v[w].grant, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->grant_seq, s->grant_seq + 1, __ATOMIC_RELEASE);
 			changed++;
 		}
+		l->allotted_limit = limit;
 	}
 	free(demand);
 	return changed;

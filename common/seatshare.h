@@ -77,6 +77,9 @@ struct fg_level_board {
 	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
 	struct fg_seat_share *shares;  /* [W] */
 	double *credit;                /* [W], the allotter's only (fg_seatshare_round) */
+	uint32_t allotted_limit;       /* the allotter's only: the limit its last round split; when the
+					* limit moved, every worker gets a grant (and with it the level's
+					* new limit for its width checks), changed or not */
 };
 
 struct fg_board {

@@ -2243,8 +2243,9 @@ TEST(borrowed_limit_followed_at_the_next_poll)
  * use over all workers never grow above the largest limit since the level
  * last settled; it settles once a round that found no grant pending was
  * acknowledged and every worker drained to its allotment, and from then on
- * the allotments sum to at most the limit and the seats never grow above
- * it.  The KEP's transient: seats that executed under a larger limit finish. */
+ * the allotments sum to at most the limit, the seats never grow above it,
+ * and every worker checks widths against it.  The KEP's transient: seats
+ * that executed under a larger limit finish. */
 TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 {
 	struct mesh_rig r;
@@ -2253,7 +2254,7 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 	uint32_t k = (uint32_t)fg_fc_level_index(cfg->fc, "pl");
 	const struct fg_level_board *lb = &cfg->board->levels[k];
 	unsigned rng = 2026;
-	uint64_t next_id = 1, violations = 0, transient = 0, changes = 0, peak = 0;
+	uint64_t next_id = 1, violations = 0, transient = 0, changes = 0, peak = 0, stale_width = 0;
 	uint32_t limit = 12, bound = 12; /* bound: the largest limit since the level last settled */
 	int phase = 0; /* 0 settled; 1 the limit moved; 2 a round with nothing pending ran since */
 	static uint64_t executing[8192];
@@ -2317,6 +2318,9 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 		}
 		if (phase == 0 && applied > limit)
 			violations++; /* settled allotments above the limit */
+		for (unsigned w = 0; phase == 0 && w < r.n; w++)
+			if (pl_qs(&r.w[w])->level_limit != limit)
+				stale_width++; /* a worker's width checks on another limit */
 		if (after > before && after > bound)
 			violations++;
 		if (after > limit)
@@ -2326,6 +2330,7 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 	printf("  borrowing run: %llu limit changes, peak %llu seats, %llu of 20000 steps above a just-lowered limit\n",
 	       (unsigned long long)changes, (unsigned long long)peak, (unsigned long long)transient);
 	CHECK_EQ(violations, 0);
+	CHECK_EQ(stale_width, 0);
 	CHECK(changes > 300);
 	CHECK(peak > 12); /* the workers really used borrowed seats */
 	for (int round = 0; round < 2000 && (n_exec || mesh_seats_in_use(&r) || mesh_waiting(&r)); round++) {
