@@ -355,6 +355,9 @@ static int start_control_side(struct daemon *d)
 		fg_logf(FG_LOG_ERROR, "out of memory");
 		return 1;
 	}
+	/* The first step here, before the allotter thread takes the borrower
+	 * over: status and /metrics show the levels' limits from the start. */
+	fg_borrower_step(d->borrower, d->published, d->stats, d->workers.n, fg_now_ns());
 	int rc = start_http(d) || start_control(d);
 	if (!rc && d->s->io != FG_IO_DPDK) {
 		if (pthread_create(&d->allotter_thread, NULL, allotter_main, d)) {

@@ -6,6 +6,7 @@ borrowing periods the busy level's current limit (status) rises above its
 nominal and its requests/s rise with it; a configuration change keeps the
 levels' demand statistics; when the idle level gets busy the lent seats go
 back and both levels return to their nominal limits."""
+import atexit
 import re
 import subprocess
 import tempfile
@@ -13,6 +14,8 @@ import time
 import urllib.request
 
 import fgtest as t
+
+atexit.register(t.cleanup)  # an exception must not leave the daemon and the backend running
 
 PERIOD = 0.5
 SERVICE = 0.1  # seconds per request
@@ -59,7 +62,8 @@ def lv(st, name):
     return t.level_of(st, name)
 
 
-st = d.status()
+# The allotter thread's first step follows the configuration (a round at once).
+st = d.wait_status(lambda s: s["borrowing"]["rounds"] >= 1, timeout=5)
 t.check(st["borrowing"]["periodSeconds"] == PERIOD, f"the borrowing period in force ({st['borrowing']})")
 bb = lv(st, "busy")["borrowing"]
 t.check(bb["nominal"] == NOMINAL and bb["lower"] == NOMINAL // 2 and bb["upper"] == NOMINAL + 20,
