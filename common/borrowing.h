@@ -4,8 +4,7 @@
  * Kubernetes 1.26+; apf-facts.md §4): per-level seat-demand statistics, the
  * smoothed demand envelope, and the periodic round that sets each level's
  * current limit within [minCL, maxCL] with the bounded max-min allocator
- * (common/maxmin.h).  Not yet wired into the daemon: the queue sets and the
- * per-worker allotments still run at the nominal limits.
+ * (common/maxmin.h).  The daemon drives it through common/borrower.h.
  *
  * Per level, the demand is seats in use + seats of waiting requests; it is
  * fed to an integrator (Kubernetes' fq.Integrator) on every change, and at
@@ -32,8 +31,8 @@
  * successful round in the third case; current >= minCL always.
  *
  * Thread contract: pure computation over caller memory with time passed in
- * (monotonic nanoseconds, non-decreasing per integrator); one owner (the
- * future borrowing round runs on the control side); no locks, no threads.
+ * (monotonic nanoseconds, non-decreasing per integrator); one owner (in the
+ * daemon the allotter thread, common/borrower.h); no locks, no threads.
  */
 #ifndef FG_BORROWING_H
 #define FG_BORROWING_H
@@ -49,9 +48,10 @@
 /* Kubernetes' seatDemandSmoothingCoefficient: about a 5-minute half-life at
  * the 10 s period (0.977^30 ~ 0.5). */
 #define FG_BORROWING_SMOOTHING 0.977
-/* Kubernetes' borrowingAdjustmentPeriod; the future `borrowingPeriod`
- * setting's default. */
+/* Kubernetes' borrowingAdjustmentPeriod; the `borrowingPeriod` setting's
+ * default. */
 #define FG_BORROWING_DEFAULT_PERIOD_NS (10 * FG_NS_PER_SEC)
+_Static_assert(FG_BORROWING_DEFAULT_PERIOD_NS == FG_DEFAULT_BORROWING_PERIOD_NS, "one default period");
 
 _Static_assert(FG_MAX_LEVELS <= FG_MAXMIN_MAX_ITEMS, "a round's levels fit one allocation problem");
 

@@ -7,8 +7,9 @@
  * worker that took a pointer with rcu_dereference at the top of its loop
  * iteration may use it until its next quiescent state.  Nothing in it changes
  * after publication, except the seat board it points to (common/seatshare.h:
- * shared, single-writer fields with their own protocol), which lives and dies
- * with its configuration.
+ * shared, single-writer fields with their own protocol) and the levels'
+ * current limits (struct fg_level_limits), which live and die with their
+ * configuration.
  */
 #ifndef FG_CONFIG_H
 #define FG_CONFIG_H
@@ -24,6 +25,20 @@
 struct fg_fc_config;
 struct fg_board;
 
+/*
+ * The levels' current limits (borrowing between levels, common/borrower.h),
+ * one per configuration level in its order: with one worker, the second
+ * mutable part of a configuration.  Written by the thread that runs the
+ * borrowing rounds (relaxed stores of current[], then seq with release); the
+ * worker applies them when it sees seq change (acquire).  With several
+ * workers the board's level limits carry them (seatshare.h).
+ */
+struct fg_level_limits {
+	uint32_t seq;
+	uint32_t n;
+	uint32_t current[];
+};
+
 struct fg_config {
 	struct rcu_head rcu;
 	uint64_t generation;
@@ -38,7 +53,9 @@ struct fg_config {
 	struct fg_backend_cfg backends[FG_MAX_BACKENDS];
 	unsigned n_workers;
 	uint64_t allotment_period_ns;
+	uint64_t borrowing_period_ns;  /* borrowingPeriod */
 	struct fg_board *board;      /* several workers: queue loads and seat shares; else NULL */
+	struct fg_level_limits *limits; /* one worker: the levels' current limits; else NULL */
 	uint64_t max_extra_latency_ns;
 	bool flowcontrol_metrics;    /* workers count per (level, schema) (apfstats.h); fixed at start */
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */

@@ -31,6 +31,13 @@
 #define FG_MIN_ALLOTMENT_PERIOD_NS 100000ull  /* 100 us */
 #define FG_ALLOT_SIGNAL_POLL_NS 50000ull   /* the allotter looks for workers' demand signals this often */
 #define FG_MAX_ALLOTMENT_PERIOD_NS 100000000ull /* 100 ms */
+#define FG_DEFAULT_BORROWING_PERIOD_NS 10000000000ull /* 10 s: Kubernetes' borrowingAdjustmentPeriod */
+#define FG_MIN_BORROWING_PERIOD_NS 100000000ull     /* 100 ms */
+#define FG_MAX_BORROWING_PERIOD_NS 3600000000000ull  /* 1 h */
+/* The levels' seat demand is sampled from the workers' gauges this often
+ * (the borrowing integrators see a step function at this resolution). */
+#define FG_BORROWING_SAMPLE_NS 10000000ull         /* 10 ms */
+_Static_assert(FG_BORROWING_SAMPLE_NS * 10 <= FG_MIN_BORROWING_PERIOD_NS, "a period holds several samples");
 #define FG_MAX_WORKER_CORES 64u
 #define FG_HANDOFF_RING_SIZE 4096u        /* hand-offs in flight into one worker, from all others */
 #define FG_HANDOFF_RING_MIN 64u           /* ... but at least two bursts from each */

@@ -128,7 +128,8 @@ struct fg_fc_level {
 	uint32_t nominal, lendable, borrowing, min, max;
 	uint32_t max_seats;                 /* per-request width cap: maxSeats (queue levels), min(limit, 10)
 					     * (reject levels), FG_EXEMPT_MAX_SEATS (exempt); workest.h */
-	uint32_t limit;                     /* seats in force: nominal until borrowing */
+	uint32_t limit;                     /* nominal; the limit in force moves with borrowing
+					     * (fg_config_level_limit, common/borrower.h) */
 };
 
 struct fg_fc_schema;                         /* compiled rules, opaque */

@@ -28,10 +28,12 @@ static inline struct contribution contribution_of(const struct fg_qs_queue *q)
 
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
-/* Demands are clamped to the seat limit (at least 1, for a jailed level). */
+/* Demands are clamped to the seats the level may ever have (at least 1, for
+ * a jailed level): clamping above the limit changes no max-min share. */
 static inline uint32_t share_size(const struct fg_qs_config *c)
 {
-	return c->concurrency_limit ? c->concurrency_limit : 1;
+	uint32_t size = c->capacity > c->concurrency_limit ? c->capacity : c->concurrency_limit;
+	return size ? size : 1;
 }
 
 static void update_rate(struct fg_queueset *qs);
@@ -386,6 +388,11 @@ void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 	/* Never above the limit the fair-share trees were sized for. */
 	qs->cfg.concurrency_limit = qs->share.size && limit > qs->share.size ? qs->share.size : limit;
 	qs->rate_stale = true;
+}
+
+void fg_qs_set_level_limit(struct fg_queueset *qs, uint32_t level_limit)
+{
+	qs->level_limit = qs->share.size && level_limit > qs->share.size ? qs->share.size : level_limit;
 }
 
 static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct fg_qs_req *r)

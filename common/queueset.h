@@ -65,6 +65,9 @@ struct fg_qs_config {
 	uint32_t hand_size;
 	uint32_t queue_length_limit; /* requests per queue */
 	uint32_t concurrency_limit;  /* seats */
+	uint32_t capacity;           /* seats the fair-share trees are sized for: borrowing may raise the
+				      * limits up to it (fg_qs_set_level_limit); below concurrency_limit:
+				      * concurrency_limit */
 	uint32_t max_seats;          /* width cap; 0 = none */
 	uint64_t initial_guess_ns;   /* first service-time guess; 0 = 3 ms */
 	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
@@ -160,9 +163,14 @@ enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uin
 enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint16_t initial_seats,
 				   uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now_ns);
 
-/* A new seat allotment for this queue set (at most the limit it was created
- * with): it governs the next dispatch; nothing running is aborted. */
+/* A new seat allotment for this queue set (at most its capacity): it governs
+ * the next dispatch; nothing running is aborted. */
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now_ns);
+
+/* The level's own limit moved (borrowing between levels): the width cap and
+ * "too wide, runs alone" follow it at once; with one worker the caller sets
+ * the allotment (fg_qs_set_limit) to the same.  Clamped to the capacity. */
+void fg_qs_set_level_limit(struct fg_queueset *qs, uint32_t level_limit);
 
 /* The next request to start executing, or NULL (nothing waits, or the chosen
  * head does not fit yet). */

@@ -19,7 +19,9 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 	for (uint32_t i = 0; i < fc->n_levels; i++) {
 		const struct fg_fc_level *fl = &fc->levels[i];
 		struct fg_level_board *l = &b->levels[i];
+		l->exempt = fl->exempt;
 		l->limit = fl->exempt ? 0 : fl->limit;
+		l->allotted_limit = l->limit;
 		l->n_queues = fl->queues;
 		l->per_owner = (fl->queues + n_workers - 1) / n_workers;
 		l->shares = aligned_alloc(FG_CACHE_LINE, sizeof(*l->shares) * n_workers);
@@ -34,6 +36,14 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 			l->shares[w].applied = fg_seatshare_static(l->limit, n_workers, w);
 	}
 	return b;
+}
+
+void fg_board_reset_level(struct fg_board *b, uint32_t i)
+{
+	struct fg_level_board *l = &b->levels[i];
+	l->allotted_limit = l->limit;
+	for (unsigned w = 0; w < b->n_workers; w++)
+		l->shares[w].applied = l->exempt ? 0 : fg_seatshare_static(l->limit, b->n_workers, w);
 }
 
 void fg_board_free(struct fg_board *b)
@@ -231,8 +241,9 @@ unsigned fg_board_allot(struct fg_board *b)
 	uint32_t demand_cap = 0;
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		struct fg_level_board *l = &b->levels[i];
-		if (!l->limit)
-			continue; /* exempt */
+		if (l->exempt)
+			continue;
+		uint32_t limit = load_u32(&l->limit); /* ours to change, between rounds: read once all the same */
 		/* Shares first (acknowledgement, then what it covers), demands after:
 		 * a demand read late only makes the split newer, never unsafe. */
 		for (unsigned w = 0; w < W; w++) {
@@ -256,15 +267,16 @@ unsigned fg_board_allot(struct fg_board *b)
 		}
 		for (uint32_t q = 0; q < l->n_queues; q++)
 			demand[q] = load_u32(&fg_board_load(l, W, q)->demand);
-		fg_seatshare_round(l->limit, W, demand, l->n_queues, v, l->credit);
+		fg_seatshare_round(limit, W, demand, l->n_queues, v, l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
-			if (v[w].pending || v[w].grant == load_u32(&s->applied))
+			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
 				continue;
 			__atomic_store_n(&s->grant, v[w].grant, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->grant_seq, s->grant_seq + 1, __ATOMIC_RELEASE);
 			changed++;
 		}
+		l->allotted_limit = limit;
 	}
 	free(demand);
 	return changed;

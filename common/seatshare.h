@@ -30,7 +30,10 @@
  *     acknowledged and the seats drained;
  *   - a worker following a new configuration starts each level at
  *     min(applied, its static share of the new limit), so workers on
- *     different generations together stay within the larger of the limits.
+ *     different generations together stay within the larger of the limits;
+ *   - the level's limit itself moves (borrowing) only on the allotter
+ *     thread, between rounds: a smaller limit is a round of shrinking
+ *     grants like any other, a larger one frees seats to grant.
  * Exceptions the KEP allows: the transient above a decreased limit while
  * executions finish, and a lone too-wide request.
  */
@@ -63,12 +66,20 @@ struct fg_queue_load {
 };
 
 struct fg_level_board {
-	uint32_t limit;                /* the level's seats (0: exempt, no sharing) */
+	/* The level's current limit: nominal (or as fg_config_keep_level_limits
+	 * starts it), then borrowing's — written by the thread that runs the
+	 * borrowing rounds, the allotter thread, between its allotment rounds
+	 * (relaxed); a worker joining the board reads it for its even split. */
+	uint32_t limit;
+	bool exempt;                   /* no limit, no sharing */
 	uint32_t n_queues;             /* 0: no queues (reject type): an even split */
 	uint32_t per_owner;            /* queue slots per worker: ceil(n_queues / W) */
 	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
 	struct fg_seat_share *shares;  /* [W] */
 	double *credit;                /* [W], the allotter's only (fg_seatshare_round) */
+	uint32_t allotted_limit;       /* the allotter's only: the limit its last round split; when the
+					* limit moved, every worker gets a grant (and with it the level's
+					* new limit for its width checks), changed or not */
 };
 
 struct fg_board {
@@ -108,6 +119,9 @@ struct fg_fc_config;
 /* A board for a compiled configuration and W workers (NULL: out of memory). */
 struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers);
 void fg_board_free(struct fg_board *b);
+/* Before the board is published: level i's shares start at the even split
+ * of its limit as it is now. */
+void fg_board_reset_level(struct fg_board *b, uint32_t i);
 
 static inline struct fg_queue_load *fg_board_load(const struct fg_level_board *l, unsigned n_workers, uint32_t q)
 {

@@ -64,6 +64,7 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->max_requests = FG_DEFAULT_MAX_REQUESTS;
 	s->workers = 1;
 	s->allotment_period_ns = (int64_t)FG_DEFAULT_ALLOTMENT_PERIOD_NS;
+	s->borrowing_period_ns = (int64_t)FG_DEFAULT_BORROWING_PERIOD_NS;
 	s->max_extra_latency_ns = (int64_t)FG_DEFAULT_MAX_EXTRA_LATENCY_NS;
 	s->flowcontrol_metrics = true;
 	s->addr_validation = FG_AV_UNTRUSTED;
@@ -226,6 +227,7 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	memcpy(c->backends, s->backends, sizeof(c->backends[0]) * s->n_backends);
 	c->n_workers = s->workers ? s->workers : 1;
 	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
+	c->borrowing_period_ns = (uint64_t)s->borrowing_period_ns;
 	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
 	c->flowcontrol_metrics = s->flowcontrol_metrics;
 	fg_trust_init(&c->trust, s);
@@ -233,7 +235,58 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 		fg_config_free(c);
 		return NULL;
 	}
+	uint32_t n_levels = fc ? fc->n_levels : 0;
+	if (c->n_workers == 1) {
+		c->limits = calloc(1, sizeof(*c->limits) + sizeof(c->limits->current[0]) * (n_levels ? n_levels : 1));
+		if (!c->limits) {
+			fg_config_free(c);
+			return NULL;
+		}
+		c->limits->n = n_levels;
+		for (uint32_t i = 0; i < n_levels; i++)
+			c->limits->current[i] = fc->levels[i].limit;
+	}
 	return c;
+}
+
+uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i)
+{
+	if (c->limits && i < c->limits->n)
+		return __atomic_load_n(&c->limits->current[i], __ATOMIC_RELAXED);
+	if (c->board && i < c->board->n_levels && !c->board->levels[i].exempt)
+		return __atomic_load_n(&c->board->levels[i].limit, __ATOMIC_RELAXED);
+	return c->fc->levels[i].limit;
+}
+
+void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit)
+{
+	if (c->limits && i < c->limits->n)
+		__atomic_store_n(&c->limits->current[i], limit, __ATOMIC_RELAXED);
+	else if (c->board && i < c->board->n_levels && !c->board->levels[i].exempt)
+		__atomic_store_n(&c->board->levels[i].limit, limit, __ATOMIC_RELAXED);
+}
+
+void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev)
+{
+	const struct fg_fc_config *fc = next->fc;
+	for (uint32_t i = 0; fc && i < fc->n_levels; i++) {
+		const struct fg_fc_level *l = &fc->levels[i];
+		if (l->exempt)
+			continue;
+		/* A new level starts at nominal - lendable / 2 (Kubernetes; the
+		 * borrowing state's start, borrowing.h); one that stays keeps its
+		 * current limit within its new bounds. */
+		uint32_t limit = l->nominal - (l->nominal - l->min) / 2;
+		for (uint32_t j = 0; prev && prev->fc && j < prev->fc->n_levels; j++)
+			if (!prev->fc->levels[j].exempt && !strcmp(prev->fc->levels[j].name, l->name)) {
+				uint32_t was = fg_config_level_limit(prev, j);
+				limit = was < l->min ? l->min : was > l->max ? l->max : was;
+				break;
+			}
+		fg_config_set_level_limit(next, i, limit);
+		if (next->board)
+			fg_board_reset_level(next->board, i);
+	}
 }
 
 void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev)
@@ -281,6 +334,7 @@ void fg_config_free(struct fg_config *c)
 	if (!c)
 		return;
 	fg_board_free(c->board);
+	free(c->limits);
 	fg_fc_config_free(c->fc);
 	free(c);
 }

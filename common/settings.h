@@ -65,6 +65,7 @@ struct fg_settings {
 	uint32_t max_requests;
 	uint32_t workers;            /* worker cores (DPDK mode); restart-only */
 	int64_t allotment_period_ns; /* how often seats are re-split between workers */
+	int64_t borrowing_period_ns; /* how often the levels' current limits are recomputed */
 	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
 	bool flowcontrol_metrics;    /* per (level, schema) metrics (common/apfstats.h); restart-only */
 	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
@@ -138,6 +139,17 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
  * then answered backend-timeout by the workers).  next->n_backends becomes
  * the number of slots, removed ones included. */
 void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev);
+/* The levels' starting current limits in a configuration not yet published
+ * (prev: the one in force, or NULL): a level that stays keeps its current
+ * limit clamped to its new [min, max], a new one starts at nominal -
+ * lendable / 2, as Kubernetes does on a configuration change.  Without
+ * this call every level starts at its nominal limit. */
+void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev);
+/* Level i's current limit (any thread: a relaxed read), and setting it (the
+ * thread that runs the borrowing rounds only; fg_level_limits.seq is the
+ * caller's to bump after). */
+uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i);
+void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit);
 /* Free a configuration built by fg_settings_compile (not yet published, or
  * after its grace period). */
 void fg_config_free(struct fg_config *c);

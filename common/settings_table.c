@@ -82,6 +82,10 @@ const struct fg_setting fg_settings_table[] = {
 	  (int64_t)FG_MIN_ALLOTMENT_PERIOD_NS, (int64_t)FG_MAX_ALLOTMENT_PERIOD_NS, true,
 	  "how often each level's seats are re-split between workers; a worker whose request waits for want of "
 	  "allotted seats also triggers a round within 50 us" },
+	{ "borrowingPeriod", "borrowing-period", FG_SET_DURATION, FIELD(borrowing_period_ns),
+	  (int64_t)FG_MIN_BORROWING_PERIOD_NS, (int64_t)FG_MAX_BORROWING_PERIOD_NS, true,
+	  "how often the priority levels' current limits are recomputed from their seat demand (borrowing "
+	  "between levels, borrowing.md; Kubernetes' 10 s)" },
 	{ "strictFields", "strict-fields", FG_SET_BOOL, FIELD(strict_fields), 0, 0, true,
 	  "unknown fields in FlowSchema and PriorityLevelConfiguration objects are errors, not warnings "
 	  "(`--config`, `apply`, `validate`)" },

@@ -92,6 +92,8 @@ struct fg_level_stats {
 	uint64_t received, dispatched, responded, rejected;
 	uint64_t rejected_by[FG_REJECT__COUNT];
 	uint32_t waiting, executing, seats_in_use;
+	uint32_t seats_waiting;        /* seats the waiting requests ask: with seats_in_use, the demand
+				        * borrowing integrates (common/borrower.h) */
 	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
 	 * at the last dispatch, and how often it wrapped (flowcontrolMetrics). */
 	uint64_t current_r, dispatch_r, r_wraps;
@@ -227,7 +229,7 @@ struct fg_level_total {
 	char name[FG_LEVEL_NAME_MAX];
 	uint32_t limit, queues;
 	bool live;
-	uint64_t seats_in_use, waiting, executing;
+	uint64_t seats_in_use, waiting, executing, seats_waiting;
 	uint64_t received, dispatched, responded, rejected;
 	uint64_t rejected_by[FG_REJECT__COUNT];
 };

@@ -304,6 +304,7 @@ static char *commit_ex(const struct fg_control_view *view, struct fg_fc_set *can
 	struct fg_config *next = fg_settings_compile(&settings, fc, generation);
 	if (next) {
 		fg_config_keep_backend_slots(next, rcu_dereference(*view->config_ptr));
+		fg_config_keep_level_limits(next, rcu_dereference(*view->config_ptr));
 		fg_config_publish(view->config_ptr, next);
 	}
 	rcu_thread_offline();

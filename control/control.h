@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "borrower.h"
 #include "config.h"
 #include "defs.h"
 #include "flowcontrol.h"
@@ -65,6 +66,7 @@ struct fg_control_view {
 	volatile int *shutting_down;
 	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
+	const struct fg_borrower_view *borrowing; /* the levels' current limits (borrower.h); NULL: none */
 	int reload_fd;                   /* eventfd: readable when SIGHUP asked for a reload; -1 none */
 	const char *const *reload_paths; /* the --config files a reload applies, in order */
 	unsigned n_reload_paths;

@@ -49,10 +49,11 @@ static void usage(FILE *f)
 		"  delete KIND NAME | delete -f FILE|- [--ignore-not-found]\n"
 		"                             remove objects (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
 		"                             a mandatory object (exempt, catch-all) is restored to its built-in copy\n"
-		"  get KIND [NAME] [-o table|json|yaml]\n"
+		"  get KIND [NAME] [-o table|json|yaml|wide]\n"
 		"                             what is in force, mandatory objects included; FlowSchemas with\n"
 		"                             their Dangling condition (MISSINGPL column); KIND all: every object\n"
-		"                             and the settings as one file that applies back; settings: the settings\n"
+		"                             and the settings as one file that applies back; settings: the settings;\n"
+		"                             levels -o wide: their NOMINAL, LOWER, UPPER and CURRENT seat limits\n"
 		"  history [-o table|json]    the kept configuration generations: time, uid, summary\n"
 		"  rollback [--to GENERATION] make a kept generation (default: the previous) the next one\n"
 		"  validate -f FILE|- [--strict] [--base none|live|bootstrap|FILE]\n"
@@ -523,6 +524,31 @@ static const char *output_format(int argc, char **argv, const char *dflt)
 
 static int cmd_get_all(const char *path, int argc, char **argv);
 
+/* get prioritylevelconfigurations -o wide: the level's limits as status has
+ * them (st NULL: not wide; "-" for a level status does not know). */
+static void print_limits(json_t *st, const char *name)
+{
+	if (!st) {
+		printf("\n");
+		return;
+	}
+	json_t *lv, *b = NULL;
+	size_t i;
+	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv) {
+		const char *n = json_string_value(json_object_get(lv, "name"));
+		if (n && name && !strcmp(n, name))
+			b = json_object_get(lv, "borrowing");
+	}
+	if (!b) {
+		printf(" %8s %6s %6s %8s\n", "-", "-", "-", "-");
+		return;
+	}
+	printf(" %8lld %6lld %6lld %8lld\n", (long long)json_integer_value(json_object_get(b, "nominal")),
+	       (long long)json_integer_value(json_object_get(b, "lower")),
+	       (long long)json_integer_value(json_object_get(b, "upper")),
+	       (long long)json_integer_value(json_object_get(b, "current")));
+}
+
 static int cmd_get(const char *path, int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "all") || !strcmp(argv[1], "settings")))
@@ -530,15 +556,22 @@ static int cmd_get(const char *path, int argc, char **argv)
 	int kind = argc >= 2 ? fg_fc_kind_parse(argv[1]) : -1;
 	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
 	const char *fmt = output_format(argc, argv, "table");
+	bool wide = !strcmp(fmt, "wide") && kind == FG_FC_PRIORITYLEVEL;
+	if (wide)
+		fmt = "table";
 	if (kind < 0 || (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
 		if (argc >= 2 && kind < 0)
 			fprintf(stderr, "fairgatectl: get: unknown kind \"%s\"\n", argv[1]);
 		else if (argc >= 2)
 			fprintf(stderr, "fairgatectl: get: unknown output format \"%s\"\n", fmt);
 		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|all|settings [NAME] "
-				"[-o table|json|yaml]\n");
+				"[-o table|json|yaml|wide]\n");
 		return 2;
 	}
+	/* -o wide: the limits in force (borrowing.md) from status, by level name. */
+	json_t *st_resp = NULL, *st = wide ? fg_ctl_request(path, json_pack("{s:s}", "command", "status"), &st_resp) : NULL;
+	if (wide && !st)
+		return 1;
 	json_t *req = json_pack("{s:s, s:s}", "command", "get", "kind", argv[1]);
 	if (name)
 		json_object_set_new(req, "name", json_string(name));
@@ -566,7 +599,8 @@ static int cmd_get(const char *path, int argc, char **argv)
 			       dangling ? dangling : "?");
 		}
 	} else {
-		printf("%-28s %-8s %8s %8s %6s %6s %8s\n", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");
+		printf("%-28s %-8s %8s %8s %6s %6s %8s", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");
+		printf(wide ? " %8s %6s %6s %8s\n" : "\n", "NOMINAL", "LOWER", "UPPER", "CURRENT");
 		json_array_foreach(items, i, o) {
 			json_t *spec = json_object_get(o, "spec");
 			int exempt = !strcmp(json_string_value(json_object_get(spec, "type")), "Exempt");
@@ -576,13 +610,15 @@ static int cmd_get(const char *path, int argc, char **argv)
 			       exempt ? "Exempt" : "Limited", (long long)json_integer_value(json_object_get(b, "nominalConcurrencyShares")),
 			       (long long)json_integer_value(json_object_get(b, "lendablePercent")));
 			if (q)
-				printf("%6lld %6lld %8lld\n", (long long)json_integer_value(json_object_get(q, "queues")),
+				printf("%6lld %6lld %8lld", (long long)json_integer_value(json_object_get(q, "queues")),
 				       (long long)json_integer_value(json_object_get(q, "handSize")),
 				       (long long)json_integer_value(json_object_get(q, "queueLengthLimit")));
 			else
-				printf("%6s %6s %8s\n", "-", "-", exempt ? "-" : "reject");
+				printf("%6s %6s %8s", "-", "-", exempt ? "-" : "reject");
+			print_limits(wide ? st : NULL, json_string_value(json_object_get(json_object_get(o, "metadata"), "name")));
 		}
 	}
+	json_decref(st_resp);
 	json_decref(resp);
 	return 0;
 }

@@ -262,10 +262,49 @@ static const struct {
 	{ "fairgate_flowcontrol_upper_limit_seats",
 	  "Configured upper bound on number of execution seats available to each priority level",
 	  offsetof(struct fg_fc_level, max) },
-	{ "fairgate_flowcontrol_current_limit_seats",
-	  "current derived number of execution seats available to each priority level",
-	  offsetof(struct fg_fc_level, limit) },
 };
+
+/* The borrowing round's per-level figures (borrower.h), Kubernetes' names and help. */
+static const struct {
+	const char *name, *help;
+	size_t offset; /* of a double in struct fg_borrower_level_view */
+} borrowing_gauges[] = {
+	{ "fairgate_flowcontrol_demand_seats_high_watermark",
+	  "High watermark, over last adjustment period, of demand_seats",
+	  offsetof(struct fg_borrower_level_view, stats.hwm) },
+	{ "fairgate_flowcontrol_demand_seats_average", "Time-weighted average, over last adjustment period, of demand_seats",
+	  offsetof(struct fg_borrower_level_view, stats.avg) },
+	{ "fairgate_flowcontrol_demand_seats_stdev",
+	  "Time-weighted standard deviation, over last adjustment period, of demand_seats",
+	  offsetof(struct fg_borrower_level_view, stats.stddev) },
+	{ "fairgate_flowcontrol_demand_seats_smoothed", "Smoothed seat demands",
+	  offsetof(struct fg_borrower_level_view, stats.smoothed) },
+	{ "fairgate_flowcontrol_target_seats", "Seat allocation targets",
+	  offsetof(struct fg_borrower_level_view, target) },
+};
+
+/* The statistics and targets of the last borrowing round (a copy of the
+ * borrower's view: a consistent round). */
+static void borrowing_metrics(struct fg_expfmt *e, const struct fg_borrower_view *view)
+{
+	struct fg_borrower_view *b = view ? malloc(sizeof(*b)) : NULL;
+	if (!b)
+		return;
+	fg_borrower_read(view, b);
+	for (size_t g = 0; g < sizeof(borrowing_gauges) / sizeof(borrowing_gauges[0]); g++) {
+		fg_expfmt_family(e, borrowing_gauges[g].name, FG_EXPFMT_GAUGE, borrowing_gauges[g].help);
+		for (uint32_t i = 0; i < b->n && i < FG_MAX_LEVELS; i++) {
+			const struct fg_borrower_level_view *lv = &b->levels[i];
+			struct fg_expfmt_label l = { "priority_level", lv->name };
+			fg_expfmt_double(e, borrowing_gauges[g].name, &l, 1,
+					 *(const double *)((const char *)lv + borrowing_gauges[g].offset));
+		}
+	}
+	fg_expfmt_family(e, "fairgate_flowcontrol_seat_fair_frac", FG_EXPFMT_GAUGE,
+			 "Fair fraction of server's concurrency to allocate to each priority level that can use it");
+	fg_expfmt_double(e, "fairgate_flowcontrol_seat_fair_frac", NULL, 0, b->fair_frac);
+	free(b);
+}
 
 /* The control thread's count of configuration changes. */
 static void change_metrics(struct fg_expfmt *e, const struct fg_config_changes *c)
@@ -303,9 +342,18 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 					      *(const uint32_t *)((const char *)lv + level_gauges[g].offset));
 			}
 		}
+		/* The limit in force: borrowing's, as the workers follow it. */
+		const char *cur = "fairgate_flowcontrol_current_limit_seats";
+		fg_expfmt_family(e, cur, FG_EXPFMT_GAUGE,
+				 "current derived number of execution seats available to each priority level");
+		for (uint32_t i = 0; i < cfg->fc->n_levels; i++) {
+			struct fg_expfmt_label l = { "priority_level", cfg->fc->levels[i].name };
+			fg_expfmt_u64(e, cur, &l, 1, fg_config_level_limit(cfg, i));
+		}
 		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
 	}
 	rcu_thread_offline();
+	borrowing_metrics(e, v->borrowing);
 	if (v->changes)
 		change_metrics(e, v->changes);
 }

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "allotter.h"
+#include "borrower.h"
 #include "config.h"
 #include "endpoint.h"
 #include "stats.h"
@@ -59,6 +60,7 @@ struct fg_http_view {
 	struct fg_worker_stats *const *worker_stats;
 	unsigned n_workers;
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
+	const struct fg_borrower_view *borrowing; /* the levels' current limits (borrower.h); NULL: none */
 	volatile int *shutting_down;              /* set by the workers at the first stop signal */
 	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
 	struct fg_vis *vis;                       /* worker snapshots (visibility.h); NULL: no debug paths */

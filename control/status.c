@@ -49,8 +49,45 @@ static json_t *flows_json(const struct fg_control_view *v)
 	return arr;
 }
 
+/* A level's borrowing figures (borrowing.md), or NULL when the view has no such level. */
+static json_t *level_borrowing_json(const struct fg_borrower_view *b, const char *name)
+{
+	for (uint32_t i = 0; b && i < b->n && i < FG_MAX_LEVELS; i++) {
+		const struct fg_borrower_level_view *l = &b->levels[i];
+		if (strcmp(l->name, name))
+			continue;
+		return json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:{s:f, s:f, s:f, s:f, s:f}}", "nominal", (int)l->nominal,
+				 "lower", (int)l->min, "upper", (int)l->max, "current", (int)l->current,
+				 "minCurrent", (int)l->lower, "target", l->target, "demand", "now", l->demand, "average",
+				 l->stats.avg, "stdev", l->stats.stddev, "highWatermark", l->stats.hwm, "smoothed",
+				 l->stats.smoothed);
+	}
+	return NULL;
+}
+
+/* The borrowing rounds, or null. */
+static json_t *borrowing_json(const struct fg_borrower_view *b)
+{
+	static const char *const cases[] = { "none", "atMinimum", "between", "fair" };
+	if (!b)
+		return json_null();
+	return json_pack("{s:f, s:I, s:I, s:s, s:I, s:f, s:f}", "periodSeconds", (double)b->period_ns / 1e9,
+			 "rounds", (json_int_t)b->rounds, "backstops", (json_int_t)b->backstops, "case",
+			 b->kase < 4 ? cases[b->kase] : "?", "remaining", (json_int_t)b->remaining, "fairFrac",
+			 b->fair_frac, "lastRoundMicroseconds", (double)b->round_ns / 1e3);
+}
+
+/* A consistent copy of the borrower's view (malloc'd), or NULL. */
+static struct fg_borrower_view *borrowing_copy(const struct fg_control_view *v)
+{
+	struct fg_borrower_view *b = v->borrowing ? malloc(sizeof(*b)) : NULL;
+	if (b)
+		fg_borrower_read(v->borrowing, b);
+	return b;
+}
+
 /* Levels summed over workers by name, in the order the first worker has them. */
-static json_t *levels_json(const struct fg_control_view *v)
+static json_t *levels_json(const struct fg_control_view *v, const struct fg_borrower_view *b)
 {
 	json_t *arr = json_array();
 	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
@@ -62,6 +99,13 @@ static json_t *levels_json(const struct fg_control_view *v)
 			"executing", (json_int_t)t[i].executing, "received", (json_int_t)t[i].received,
 			"dispatched", (json_int_t)t[i].dispatched, "responded", (json_int_t)t[i].responded,
 			"rejected", (json_int_t)t[i].rejected, "rejectedBy", reasons_json(t[i].rejected_by)));
+	for (unsigned i = 0; i < n; i++) {
+		json_t *lb = level_borrowing_json(b, t[i].name);
+		json_t *row = json_array_get(arr, i);
+		json_object_set_new(row, "seatsWaiting", json_integer((json_int_t)t[i].seats_waiting));
+		if (lb)
+			json_object_set_new(row, "borrowing", lb);
+	}
 	free(t);
 	return arr;
 }
@@ -219,7 +263,10 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
 	json_t *backends = backends_json(v, cfg);
 	rcu_thread_offline();
-	json_t *level = levels_json(v);
+	struct fg_borrower_view *borrow = borrowing_copy(v);
+	json_t *level = levels_json(v, borrow);
+	json_t *borrowing = borrowing_json(borrow);
+	free(borrow);
 
 	char listen[32];
 	fg_endpoint_format(&v->settings->listen, listen, sizeof(listen));
@@ -264,6 +311,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	json_object_set_new(doc, "backendPool", backends);
+	json_object_set_new(doc, "borrowing", borrowing);
 	json_object_set_new(doc, "warnings", capacity_warnings(v, t.held_for_backend));
 	return doc;
 }

@@ -7,8 +7,8 @@
  *
  * Threads: the workers (the main lcore runs worker 0), the control thread
  * (control/), libmicrohttpd's thread for the HTTP endpoint (control/http.h;
- * httpListen off: none), and with several workers the allotter thread
- * (common/allotter.h).  The control side's threads run on the CPUs the
+ * httpListen off: none), and the allotter thread (borrowing between levels,
+ * common/borrower.h; with several workers the allotments, common/allotter.h).  The control side's threads run on the CPUs the
  * process started with minus the workers' lcores (DPDK mode pins main to
  * worker 0's lcore, and a thread inherits its creator's CPUs).  The
  * process-wide state is what the signal handlers set: the signal that stops
@@ -38,6 +38,7 @@
 #include <rte_log.h>
 
 #include "allotter.h"
+#include "borrower.h"
 #include "clock.h"
 #include "control.h"
 #include "daemon_args.h"
@@ -101,6 +102,7 @@ struct daemon {
 	struct fg_config_changes changes;   /* the control thread counts, /metrics shows */
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
+	struct fg_borrower *borrower;       /* the allotter thread steps it; status and /metrics read its view */
 	pthread_t allotter_thread;
 	volatile int allotter_stop;
 	bool allotter_running, lcores_launched, rcu_registered;
@@ -173,16 +175,26 @@ static int worker_lcore_main(void *arg)
 	return 0;
 }
 
-/* The allotter thread steps the allotment policy (common/allotter.h) and
- * sleeps between steps, offline for RCU. */
+/* The allotter thread steps borrowing between levels (common/borrower.h)
+ * and, with several workers, the allotment policy (common/allotter.h), and
+ * sleeps between steps, offline for RCU.  Borrowing runs here rather than on
+ * the control thread: the board's level limits then change only between
+ * this thread's own allotment rounds, and the control thread may wait on a
+ * command (apply waits for the workers, pending for their snapshots) for
+ * longer than a demand sample's interval. */
 static void *allotter_main(void *arg)
 {
 	struct daemon *d = arg;
 	rcu_register_thread();
 	while (!__atomic_load_n(&d->allotter_stop, __ATOMIC_ACQUIRE)) {
 		const struct fg_config *cfg = rcu_dereference(d->published);
-		fg_allotter_step(&d->allotter, cfg, fg_workerset_all_follow(&d->workers, cfg->generation), fg_now_ns());
-		struct timespec ts = { 0, (long)fg_allotter_nap_ns(cfg) };
+		uint64_t now = fg_now_ns();
+		fg_borrower_step(d->borrower, cfg, d->stats, d->workers.n, now);
+		fg_allotter_step(&d->allotter, cfg, fg_workerset_all_follow(&d->workers, cfg->generation), now);
+		uint64_t nap = fg_borrower_nap_ns(d->borrower, fg_now_ns());
+		if (cfg->board && fg_allotter_nap_ns(cfg) < nap)
+			nap = fg_allotter_nap_ns(cfg);
+		struct timespec ts = { (time_t)(nap / FG_NS_PER_SEC), (long)(nap % FG_NS_PER_SEC) };
 		rcu_thread_offline();
 		nanosleep(&ts, NULL);
 		rcu_thread_online();
@@ -277,7 +289,7 @@ static int start_http(struct daemon *d)
 		return 0;
 	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
-				     .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis };
+				     .borrowing = &d->borrower->view, .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
 		fg_logf(FG_LOG_ERROR, "%s", errbuf);
 		return 1;
@@ -299,6 +311,7 @@ static int start_control(struct daemon *d)
 		.settings = malloc(sizeof(struct fg_settings)), .config_ptr = &d->published, .worker_stats = d->stats,
 		.n_workers = d->workers.n, .start_ns = fg_now_ns(), .shutting_down = &d->shutting_down,
 		.objects = d->args.objects, .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
+		.borrowing = &d->borrower->view,
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 		.changes = &d->changes, .vis = d->vis,
 		.backend_mac = d->dio ? fg_dpdk_io_backend_mac : NULL, .backend_mac_ctx = d->dio,
@@ -320,7 +333,8 @@ static int start_control(struct daemon *d)
 	return 0;
 }
 
-/* The HTTP endpoint and the control thread, on the control side's CPUs:
+/* The HTTP endpoint, the control thread and (socket mode) the allotter
+ * thread, on the control side's CPUs:
  * they inherit the CPUs main has while it starts them, so main moves there
  * for the while and back to worker 0's lcore.  0, or 1 (printed). */
 static int start_control_side(struct daemon *d)
@@ -337,7 +351,22 @@ static int start_control_side(struct daemon *d)
 	control_cpus(d, &ctl_cpus);
 	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(ctl_cpus), &ctl_cpus))
 		moved = false;
+	if (!(d->borrower = fg_borrower_new())) {
+		fg_logf(FG_LOG_ERROR, "out of memory");
+		return 1;
+	}
+	/* The first step here, before the allotter thread takes the borrower
+	 * over: status and /metrics show the levels' limits from the start. */
+	fg_borrower_step(d->borrower, d->published, d->stats, d->workers.n, fg_now_ns());
 	int rc = start_http(d) || start_control(d);
+	if (!rc && d->s->io != FG_IO_DPDK) {
+		if (pthread_create(&d->allotter_thread, NULL, allotter_main, d)) {
+			fg_logf(FG_LOG_ERROR, "cannot start the allotter thread");
+			rc = 1;
+		} else {
+			d->allotter_running = true;
+		}
+	}
 	if (moved && pthread_setaffinity_np(pthread_self(), sizeof(main_cpus), &main_cpus))
 		fg_logf(FG_LOG_WARN, "cannot pin worker 0 back to its lcore's CPUs");
 	return rc;
@@ -400,6 +429,7 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		fg_logf(FG_LOG_ERROR, "out of memory for the configuration");
 		return 1;
 	}
+	fg_config_keep_level_limits(d->published, NULL); /* nobody reads it yet: levels start as new ones */
 	if (fg_workerset_create(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
 				sizeof(err))) {
 		fg_logf(FG_LOG_ERROR, "%s", err);
@@ -409,9 +439,11 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		return 1;
 	if (d->s->io == FG_IO_DPDK && fg_telemetry_register(d->stats, d->workers.n))
 		fg_logf(FG_LOG_WARN, "DPDK telemetry commands not registered (/fairgate/...)");
-	if (d->workers.n > 1) {
+	if (d->s->io == FG_IO_DPDK) {
 		/* A DPDK control thread: on the CPUs EAL started with minus the
-		 * lcores (the main lcore's CPU when there are none left). */
+		 * lcores (the main lcore's CPU when there are none left).  One
+		 * worker or several: borrowing runs there (socket mode:
+		 * start_control_side starts it). */
 		if (rte_ctrl_thread_create(&d->allotter_thread, "fg-allotter", NULL, allotter_main, d)) {
 			fg_logf(FG_LOG_ERROR, "cannot start the allotter thread");
 			return 1;
@@ -480,6 +512,7 @@ static void teardown(struct daemon *d)
 	}
 	fg_http_stop(d->http); /* before the statistics and the configuration it reads */
 	fg_control_stop(d->ctl);
+	fg_borrower_free(d->borrower); /* after its readers and its stepping thread */
 	if (reload_fd >= 0) {
 		signal(SIGHUP, SIG_IGN); /* before its fd goes */
 		close(reload_fd);

@@ -212,6 +212,7 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
 	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
 	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
+	FG_STAT_SET(w->stats.levels[slot].seats_waiting, qs->seats_waiting);
 }
 
 /* Every FG_PERIODIC_PUBLISH_NS rather than per request (a scrape comes at
@@ -819,6 +820,11 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_worker_configure(w, cfg, now);
 	if (w->board && likely(w->config_generation == cfg->generation))
 		fg_worker__follow_grants(w, now);
+	if (cfg->limits && likely(w->config_generation == cfg->generation)) {
+		uint32_t seq = __atomic_load_n(&cfg->limits->seq, __ATOMIC_ACQUIRE);
+		if (unlikely(seq != w->limits_seq))
+			fg_worker__follow_limits(w, cfg->limits, seq, now);
+	}
 	unsigned taken = w->mesh ? take_handoffs(w, cfg, now) : 0;
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);

@@ -126,6 +126,7 @@ struct fg_worker {
 	struct fg_mesh *mesh;        /* NULL: the only worker */
 	uint64_t deals;              /* rotates the first card of hands dealt here */
 	struct fg_board *board;      /* the followed configuration's, with a mesh */
+	uint32_t limits_seq;         /* one worker: the levels' current limits followed (config.h) */
 	bool draining;               /* shutting down: admit nothing new */
 	struct fg_nonces nonces;     /* dispatch ids' unpredictable part */
 	uint32_t n_reserve;          /* buffers kept for answers fairgate owes when the pool runs dry */

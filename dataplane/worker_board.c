@@ -3,7 +3,8 @@
  * worker_board — several workers: the hand-off mesh between them, and each
  * worker's side of the board (publishing its queues' loads and seat use,
  * following the allotter's grants, the hand's least loaded queue over all
- * workers).  See worker.h and common/seatshare.h.
+ * workers), and a lone worker's side of the levels' current limits.  See
+ * worker.h and common/seatshare.h.
  */
 #include "worker.h"
 #include "worker_int.h"
@@ -78,7 +79,7 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue
 	 * a shrink either). */
 	if (queue < lb->n_queues && queue % w->board->n_workers == w->id)
 		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
-	if (lb->limit) {
+	if (!lb->exempt) {
 		uint32_t head = fg_qs_next_seats(&rt->qs);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 		FG_STAT_SET(lb->shares[w->id].head, head);
@@ -100,15 +101,33 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 	struct fg_level_rt *rt = &w->levels[slot];
 	const struct fg_level_board *lb = &cfg->board->levels[rt->cfg_index];
 	unsigned n = cfg->board->n_workers;
-	if (lb->limit) {
-		uint32_t share = fg_seatshare_static(lb->limit, n, w->id);
+	if (!lb->exempt) {
+		uint32_t limit = FG_STAT_GET(lb->limit);
+		uint32_t share = fg_seatshare_static(limit, n, w->id);
 		uint32_t start = held < share ? held : share;
+		fg_qs_set_level_limit(&rt->qs, limit);
 		fg_qs_set_limit(&rt->qs, start, now);
 		FG_STAT_SET(lb->shares[w->id].applied, start);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 	}
 	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
 		store_load(lb, n, q, &rt->qs.queues[q]);
+}
+
+/* One worker: apply the levels' current limits (borrowing) when they
+ * changed since the last poll. */
+void fg_worker__follow_limits(struct fg_worker *w, const struct fg_level_limits *lim, uint32_t seq, uint64_t now)
+{
+	for (uint32_t i = 0; i < lim->n && i < w->n_level_map; i++) {
+		struct fg_queueset *qs = &w->levels[w->level_of_cfg[i]].qs;
+		if (qs->cfg.mode == FG_QS_EXEMPT)
+			continue;
+		uint32_t limit = FG_STAT_GET(lim->current[i]);
+		fg_qs_set_level_limit(qs, limit);
+		fg_qs_set_limit(qs, limit, now);
+		FG_STAT_SET(w->stats.levels[w->level_of_cfg[i]].limit, qs->cfg.concurrency_limit);
+	}
+	w->limits_seq = seq;
 }
 
 /* Apply the seat grants the allotter made since the last poll. */
@@ -121,7 +140,13 @@ void fg_worker__follow_grants(struct fg_worker *w, uint64_t now)
 		if (seq == s->acked_seq)
 			continue;
 		uint32_t grant = FG_STAT_GET(s->grant);
-		fg_qs_set_limit(&w->levels[w->level_of_cfg[i]].qs, grant, now);
+		struct fg_queueset *qs = &w->levels[w->level_of_cfg[i]].qs;
+		/* The level's limit moves with borrowing; the allotter's grants
+		 * follow it, and so do the widths this worker admits. */
+		uint32_t limit = FG_STAT_GET(b->levels[i].limit);
+		fg_qs_set_level_limit(qs, limit);
+		fg_qs_set_limit(qs, grant, now);
+		FG_STAT_SET(w->stats.levels[w->level_of_cfg[i]].limit, limit);
 		FG_STAT_SET(s->applied, grant);
 		__atomic_store_n(&s->acked_seq, seq, __ATOMIC_RELEASE);
 		FG_STAT_ADD(w->stats.allotment_changes, 1);

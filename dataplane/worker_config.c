@@ -16,21 +16,36 @@
 
 #include "clock.h"
 #include "flowcontrol.h"
+#include "settings.h"
 
-static struct fg_qs_config qs_config_of(const struct fg_fc_level *l, unsigned worker, uint32_t slot)
+/* The seats a level may ever have: its maximum (nominal + borrowing), but
+ * no more than the configuration's nominal limits together, which no
+ * borrowing round exceeds (borrowing.h: the allocator shares out that sum). */
+static uint32_t capacity_of(const struct fg_fc_config *fc, const struct fg_fc_level *l)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < fc->n_levels; i++)
+		sum += fc->levels[i].exempt ? 0 : fc->levels[i].nominal;
+	return l->max < sum ? l->max : (uint32_t)sum;
+}
+
+/* limit: the level's current limit as the configuration starts it
+ * (fg_config_level_limit). */
+static struct fg_qs_config qs_config_of(const struct fg_fc_config *fc, const struct fg_fc_level *l, uint32_t limit,
+					unsigned worker, uint32_t slot)
 {
 	return (struct fg_qs_config){
 		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
-		.concurrency_limit = l->limit, .max_seats = l->max_seats,
-		.seed = 0x1040u + worker * 977u + slot,
+		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
+		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + slot,
 	};
 }
 
-static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l)
+static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l, uint32_t limit)
 {
 	struct fg_level_stats *ls = &w->stats.levels[slot];
-	FG_STAT_SET(ls->limit, l->exempt ? 0 : l->limit);
+	FG_STAT_SET(ls->limit, l->exempt ? 0 : limit);
 	FG_STAT_SET(ls->queues, l->queues);
 	FG_STAT_SET(ls->live, 1);
 }
@@ -107,9 +122,10 @@ static void abort_changes(struct fg_worker *w, struct level_change *changes, uin
 /* Prepare: for every level its slot, and every allocation — new queue sets
  * in unused slots, existing ones' reconfigurations on the side.  0 or
  * -errno with nothing changed. */
-static int prepare_levels(struct fg_worker *w, const struct fg_fc_config *fc, struct level_change *changes,
+static int prepare_levels(struct fg_worker *w, const struct fg_config *cfg, struct level_change *changes,
 			  uint64_t now)
 {
+	const struct fg_fc_config *fc = cfg->fc;
 	bool claimed[FG_MAX_LEVELS] = { false };
 	for (uint32_t i = 0; i < fc->n_levels; i++) {
 		const struct fg_fc_level *l = &fc->levels[i];
@@ -117,7 +133,7 @@ static int prepare_levels(struct fg_worker *w, const struct fg_fc_config *fc, st
 		c->slot = slot_named(w, l->name);
 		int rc;
 		if (c->slot < FG_MAX_LEVELS) {
-			struct fg_qs_config qc = qs_config_of(l, w->id, c->slot);
+			struct fg_qs_config qc = qs_config_of(fc, l, fg_config_level_limit(cfg, i), w->id, c->slot);
 			rc = fg_qs_prepare(&w->levels[c->slot].qs, &qc, &c->prep);
 		} else {
 			c->slot = 0;
@@ -128,7 +144,7 @@ static int prepare_levels(struct fg_worker *w, const struct fg_fc_config *fc, st
 				return -ENOSPC;
 			}
 			claimed[c->slot] = c->fresh = true;
-			struct fg_qs_config qc = qs_config_of(l, w->id, c->slot);
+			struct fg_qs_config qc = qs_config_of(fc, l, fg_config_level_limit(cfg, i), w->id, c->slot);
 			if ((rc = fg_qs_init(&w->levels[c->slot].qs, &qc, now)))
 				c->fresh = false; /* fg_qs_init cleaned up after itself */
 		}
@@ -184,13 +200,14 @@ static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, ui
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	const struct fg_fc_config *fc = cfg->fc;
+	uint32_t limits_seq = cfg->limits ? __atomic_load_n(&cfg->limits->seq, __ATOMIC_ACQUIRE) : 0;
 	if (fc->n_levels > FG_MAX_LEVELS || !levels_fit(w, fc))
 		return refuse_to_follow(w, cfg, -ENOSPC, now);
 	bool apf = w->config_generation ? w->apf_metrics : cfg->flowcontrol_metrics; /* restart-only */
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
 	uint16_t *pairs = apf ? calloc(fc->n_schemas ? fc->n_schemas : 1, sizeof(*pairs)) : NULL;
 	struct level_change *changes = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*changes));
-	int rc = map && changes && (pairs || !apf) ? prepare_levels(w, fc, changes, now) : -ENOMEM;
+	int rc = map && changes && (pairs || !apf) ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
 	if (rc) {
 		free(map);
 		free(pairs);
@@ -203,9 +220,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		const struct fg_fc_level *l = &fc->levels[i];
 		uint32_t slot = changes[i].slot;
 		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
+		uint32_t limit = fg_config_level_limit(cfg, i);
 		if (!changes[i].fresh) {
 			held = w->levels[slot].qs.cfg.concurrency_limit;
-			shrank[slot] = l->limit < w->levels[slot].qs.level_limit;
+			shrank[slot] = limit < w->levels[slot].qs.level_limit;
 			fg_qs_commit(&w->levels[slot].qs, &changes[i].prep, now);
 		} else {
 			fg_retry_after_init(&w->levels[slot].retry, now / FG_NS_PER_SEC);
@@ -220,7 +238,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		map[i] = (uint16_t)slot;
 		keep[slot] = true;
 		w->levels[slot].cfg_index = i;
-		publish_level_shape(w, slot, l);
+		publish_level_shape(w, slot, l, limit);
 		if (cfg->board)
 			fg_worker__join_board(w, cfg, slot, held, now);
 	}
@@ -248,6 +266,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	follow_backends(w, cfg, now);
 	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);
 	w->board = cfg->board;
+	/* The queue sets started with limits read after limits_seq: a later
+	 * round is followed at the next poll (again, at worst). */
+	w->limits_seq = limits_seq;
 	w->config_generation = cfg->generation;
 	FG_STAT_SET(w->stats.config_error, 0);
 	/* After the board entries: the allotter reads this first (acquire). */

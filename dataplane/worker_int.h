@@ -19,6 +19,8 @@
 void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue);
 /* Following a configuration with a board: the level's starting allotment
  * and this worker's loads on the new board. */
+/* One worker: the levels' current limits of generation seq. */
+void fg_worker__follow_limits(struct fg_worker *w, const struct fg_level_limits *lim, uint32_t seq, uint64_t now);
 void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held,
 			   uint64_t now);
 /* Apply the seat grants the allotter made since the last poll. */

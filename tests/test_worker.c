@@ -2168,4 +2168,189 @@ TEST(backends_added_and_removed_under_random_load)
 	rig_fini(&r);
 }
 
+/* --- borrowing between levels (common/borrower.h) ------------------------ */
+
+/* One worker: a new current limit published in the configuration is
+ * followed at the next poll — more seats dispatch at once, fewer stop
+ * dispatching until the level drains below them — and the width cap follows. */
+TEST(borrowed_limit_followed_at_the_next_poll)
+{
+	struct rig r;
+	rig_init(&r, 2, 50, 1);
+	uint32_t k = (uint32_t)fg_fc_level_index(r.cfg.fc, "pl");
+	r.cfg.limits = calloc(1, sizeof(*r.cfg.limits) + sizeof(uint32_t) * r.cfg.fc->n_levels);
+	r.cfg.limits->n = r.cfg.fc->n_levels;
+	for (uint32_t i = 0; i < r.cfg.fc->n_levels; i++)
+		r.cfg.limits->current[i] = r.cfg.fc->levels[i].limit;
+	char user[16];
+	for (uint64_t id = 1; id <= 12; id++) {
+		snprintf(user, sizeof(user), "u%u", (unsigned)id);
+		send_request(&r, 0, id, user, 1);
+	}
+	step(&r);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 2);
+	/* Borrowed: 6 seats, at the next poll. */
+	fg_config_set_level_limit(&r.cfg, k, 6);
+	r.cfg.limits->seq++;
+	step(&r);
+	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 6);
+	CHECK_EQ(pl_qs(&r.w)->level_limit, 6);
+	CHECK_EQ(r.w.stats.levels[r.w.level_of_cfg[k]].limit, 6);
+	/* Lent back: 3 seats; nothing dispatches until fewer than 3 are in use. */
+	fg_config_set_level_limit(&r.cfg, k, 3);
+	r.cfg.limits->seq++;
+	step(&r);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	uint64_t ids[32];
+	unsigned n = 0;
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_REQUEST)
+			ids[n++] = m.hdr.request_id;
+	CHECK_EQ(n, 6);
+	uint32_t peak_after = 0;
+	for (unsigned i = 0; i < n; i++) {
+		respond_from(&r, 0, ids[i], "ok");
+		step(&r);
+		uint32_t used = pl_qs(&r.w)->seats_in_use;
+		CHECK(used <= 6 - i - 1 || used <= 3); /* never grows back while above the limit */
+		if (i >= 3)
+			peak_after = used > peak_after ? used : peak_after;
+	}
+	CHECK_EQ(peak_after, 3); /* and refills to the new limit once below it */
+	CHECK_EQ(pl_qs(&r.w)->level_limit, 3);
+	/* A stale sequence is not followed again: the queue set keeps its limit. */
+	r.cfg.limits->current[k] = 9;
+	step(&r);
+	CHECK_EQ(pl_qs(&r.w)->cfg.concurrency_limit, 3);
+	/* Drain. */
+	for (int round = 0; round < 50 && (pl_qs(&r.w)->seats_in_use || r.w.stats.waiting); round++) {
+		while (next_sent(&r, &m, &to))
+			if (m.hdr.type == FG_MSG_REQUEST)
+				respond_from(&r, 0, m.hdr.request_id, "ok");
+		step(&r);
+	}
+	CHECK_EQ(r.w.stats.responded, 12);
+	check_invariant(&r);
+	free(r.cfg.limits);
+	rig_fini(&r);
+}
+
+/* Several workers: borrowing moves the level's limit on the board (as the
+ * allotter thread does, followed by an allotment round) under random load,
+ * every 33 steps on average.  seatshare.h's grant protocol holds across the
+ * moves: a worker's seats grow only within its applied allotment; seats in
+ * use over all workers never grow above the largest limit since the level
+ * last settled; it settles once a round that found no grant pending was
+ * acknowledged and every worker drained to its allotment, and from then on
+ * the allotments sum to at most the limit, the seats never grow above it,
+ * and every worker checks widths against it.  The KEP's transient: seats
+ * that executed under a larger limit finish. */
+TEST(mesh_borrowed_limits_keep_the_seat_invariant)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 3, 12);
+	struct fg_config *cfg = r.cfgs[0];
+	uint32_t k = (uint32_t)fg_fc_level_index(cfg->fc, "pl");
+	const struct fg_level_board *lb = &cfg->board->levels[k];
+	unsigned rng = 2026;
+	uint64_t next_id = 1, violations = 0, transient = 0, changes = 0, peak = 0, stale_width = 0;
+	uint32_t limit = 12, bound = 12; /* bound: the largest limit since the level last settled */
+	int phase = 0; /* 0 settled; 1 the limit moved; 2 a round with nothing pending ran since */
+	static uint64_t executing[8192];
+	static uint8_t exec_backend[8192];
+	unsigned n_exec = 0;
+	char user[16];
+	for (int stepn = 0; stepn < 20000; stepn++) {
+		uint32_t before = mesh_seats_in_use(&r);
+		uint32_t was[MESH_MAX];
+		for (unsigned w = 0; w < r.n; w++)
+			was[w] = pl_qs(&r.w[w])->seats_in_use;
+		unsigned action = (unsigned)rand_r(&rng) % 100;
+		if (action < 15) {
+			unsigned n = 1 + (unsigned)rand_r(&rng) % 3;
+			for (unsigned j = 0; j < n; j++) {
+				snprintf(user, sizeof(user), "u%u", (unsigned)rand_r(&rng) % 40);
+				mesh_send(&r, next_id++, user, (uint16_t)(1 + rand_r(&rng) % 2));
+			}
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 45) {
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 85 && n_exec) {
+			unsigned i = (unsigned)rand_r(&rng) % n_exec;
+			mesh_respond(&r, exec_backend[i], executing[i]);
+			n_exec--;
+			executing[i] = executing[n_exec];
+			exec_backend[i] = exec_backend[n_exec];
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 97) { /* an allotment round */
+			bool pending = false;
+			for (unsigned w = 0; w < r.n; w++)
+				pending |= lb->shares[w].grant_seq != lb->shares[w].acked_seq;
+			fg_board_allot(cfg->board);
+			if (phase == 1 && !pending)
+				phase = 2;
+		} else { /* a borrowing round moves the limit (2..20 seats), then allots */
+			limit = 2 + (uint32_t)rand_r(&rng) % 19;
+			bound = limit > bound ? limit : bound;
+			fg_config_set_level_limit(cfg, k, limit);
+			fg_board_allot(cfg->board);
+			phase = 1;
+			changes++;
+		}
+		r.now += MS / 10;
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
+		bool acked = true, drained = true;
+		for (unsigned w = 0; w < r.n; w++) {
+			acked &= lb->shares[w].grant_seq == lb->shares[w].acked_seq;
+			drained &= pl_qs(&r.w[w])->seats_in_use <= pl_qs(&r.w[w])->cfg.concurrency_limit;
+		}
+		if (phase == 2 && acked && drained) {
+			phase = 0;
+			bound = limit;
+		}
+		uint32_t after = mesh_seats_in_use(&r), applied = 0;
+		for (unsigned w = 0; w < r.n; w++) {
+			const struct fg_queueset *qs = pl_qs(&r.w[w]);
+			if (qs->seats_in_use > was[w] && qs->seats_in_use > qs->cfg.concurrency_limit)
+				violations++; /* grew above its own allotment */
+			applied += lb->shares[w].applied;
+		}
+		if (phase == 0 && applied > limit)
+			violations++; /* settled allotments above the limit */
+		for (unsigned w = 0; phase == 0 && w < r.n; w++)
+			if (pl_qs(&r.w[w])->level_limit != limit)
+				stale_width++; /* a worker's width checks on another limit */
+		if (after > before && after > bound)
+			violations++;
+		if (after > limit)
+			transient++;
+		peak = after > peak ? after : peak;
+	}
+	printf("  borrowing run: %llu limit changes, peak %llu seats, %llu of 20000 steps above a just-lowered limit\n",
+	       (unsigned long long)changes, (unsigned long long)peak, (unsigned long long)transient);
+	CHECK_EQ(violations, 0);
+	CHECK_EQ(stale_width, 0);
+	CHECK(changes > 300);
+	CHECK(peak > 12); /* the workers really used borrowed seats */
+	for (int round = 0; round < 2000 && (n_exec || mesh_seats_in_use(&r) || mesh_waiting(&r)); round++) {
+		while (n_exec) {
+			n_exec--;
+			mesh_respond(&r, exec_backend[n_exec], executing[n_exec]);
+		}
+		for (unsigned i = 0; i < r.n; i++)
+			mesh_step(&r, i);
+		fg_board_allot(cfg->board);
+		r.now += MS;
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
+	}
+	uint64_t rejected = 0;
+	for (int j = 0; j < FG_REJECT__COUNT; j++)
+		for (unsigned i = 0; i < r.n; i++)
+			rejected += r.w[i].stats.rejected[j];
+	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	mesh_fini(&r);
+}
+
 TEST_MAIN

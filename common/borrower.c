@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* borrower — borrowing wired to the workers and the configuration; see borrower.h. */
+#include "borrower.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flowcontrol.h"
+#include "settings.h"
+
+struct fg_borrower *fg_borrower_new(void)
+{
+	return calloc(1, sizeof(struct fg_borrower));
+}
+
+void fg_borrower_free(struct fg_borrower *b)
+{
+	free(b);
+}
+
+/* Sequence lock, writer side: odd while the view is being written. */
+static void view_begin(struct fg_borrower_view *v)
+{
+	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void view_end(struct fg_borrower_view *v)
+{
+	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELEASE);
+}
+
+bool fg_borrower_read(const struct fg_borrower_view *v, struct fg_borrower_view *out)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t s1 = __atomic_load_n(&v->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		memcpy(out, v, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&v->seq, __ATOMIC_RELAXED) == s1)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * FG_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The levels and their limits as status shows them (inside view_begin/end). */
+static void publish_levels(struct fg_borrower *b)
+{
+	struct fg_borrower_view *v = &b->view;
+	v->n = b->n;
+	for (uint32_t i = 0; i < b->n; i++) {
+		const struct fg_borrowing_level *l = &b->levels[i];
+		struct fg_borrower_level_view *lv = &v->levels[i];
+		memcpy(lv->name, b->names[i], sizeof(lv->name));
+		lv->exempt = l->exempt;
+		lv->nominal = l->nominal;
+		lv->min = l->min;
+		lv->max = l->max;
+		lv->current = l->current;
+		lv->lower = l->lower;
+		lv->target = l->target;
+		lv->demand = b->demand[i];
+		lv->stats = l->stats;
+	}
+}
+
+/* A new generation: levels matched by name (borrower.h). */
+static void follow(struct fg_borrower *b, const struct fg_config *cfg, uint64_t now)
+{
+	struct fg_borrower_prev *old = &b->prev;
+	const struct fg_fc_config *fc = cfg->fc;
+	old->n = b->n;
+	memcpy(old->levels, b->levels, sizeof(old->levels[0]) * b->n);
+	memcpy(old->names, b->names, sizeof(old->names[0]) * b->n);
+	memcpy(old->demand, b->demand, sizeof(old->demand[0]) * b->n);
+	uint32_t n = fc->n_levels < FG_MAX_LEVELS ? fc->n_levels : FG_MAX_LEVELS;
+	uint64_t nominal_sum = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct fg_fc_level *fl = &fc->levels[i];
+		struct fg_borrowing_level *l = &b->levels[i];
+		nominal_sum += fl->nominal;
+		uint32_t k = 0;
+		while (k < old->n && strcmp(old->names[k], fl->name))
+			k++;
+		if (k < old->n) {
+			*l = old->levels[k];
+			b->demand[i] = old->demand[k];
+			l->exempt = fl->exempt;
+			l->nominal = fl->nominal;
+			l->min = fl->min;
+			l->max = fl->max;
+			if (l->current < l->min)
+				l->current = l->min;
+			if (!l->exempt && l->current > l->max)
+				l->current = l->max;
+		} else {
+			fg_borrowing_level_init(l, fl->exempt, fl->nominal, fl->min, fl->max, now);
+			b->demand[i] = 0;
+		}
+		snprintf(b->names[i], sizeof(b->names[i]), "%s", fl->name);
+	}
+	b->n = n;
+	b->nominal_sum = nominal_sum > UINT32_MAX ? UINT32_MAX : (uint32_t)nominal_sum;
+	b->generation = cfg->generation;
+	memset(b->slot_gen, 0, sizeof(b->slot_gen)); /* the slots are found again for these levels */
+}
+
+/* Worker w's stats slot of each configuration level, found by name again
+ * whenever the worker follows another generation. */
+static void map_slots(struct fg_borrower *b, unsigned w, struct fg_worker_stats *ws)
+{
+	uint64_t gen = __atomic_load_n(&ws->config_generation, __ATOMIC_ACQUIRE);
+	if (gen == b->slot_gen[w] && gen)
+		return;
+	b->slot_gen[w] = gen;
+	for (uint32_t i = 0; i < b->n; i++) {
+		b->slot[w][i] = FG_MAX_LEVELS;
+		for (uint32_t k = 0; k < FG_MAX_LEVELS; k++) {
+			const struct fg_level_stats *ls = &ws->levels[k];
+			if (__atomic_load_n(&ls->used, __ATOMIC_ACQUIRE) && !strcmp(ls->name, b->names[i])) {
+				b->slot[w][i] = (uint16_t)k;
+				break;
+			}
+		}
+	}
+}
+
+static void sample(struct fg_borrower *b, struct fg_worker_stats *const *ws, unsigned n_workers, uint64_t now)
+{
+	if (n_workers > FG_MAX_WORKER_CORES)
+		n_workers = FG_MAX_WORKER_CORES;
+	for (unsigned w = 0; w < n_workers; w++)
+		map_slots(b, w, ws[w]);
+	for (uint32_t i = 0; i < b->n; i++) {
+		uint64_t seats = 0;
+		for (unsigned w = 0; w < n_workers; w++) {
+			uint16_t k = b->slot[w][i];
+			if (k == FG_MAX_LEVELS)
+				continue;
+			const struct fg_level_stats *ls = &ws[w]->levels[k];
+			seats += FG_STAT_GET(ls->seats_in_use) + FG_STAT_GET(ls->seats_waiting);
+		}
+		b->demand[i] = (double)seats;
+		fg_borrowing_demand_set(&b->levels[i].demand, now, (double)seats);
+	}
+}
+
+int fg_borrower_round(struct fg_borrower *b, const struct fg_config *cfg, uint64_t now)
+{
+	if (b->generation != cfg->generation)
+		follow(b, cfg, now);
+	if (b->n == 0)
+		return 0;
+	uint64_t t0 = thread_cpu_ns();
+	struct fg_borrowing_result res;
+	int rc = fg_borrowing_round(b->levels, b->n, b->nominal_sum, now, &res);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < b->n; i++)
+		if (!b->levels[i].exempt)
+			fg_config_set_level_limit(cfg, i, b->levels[i].current);
+	if (cfg->limits)
+		__atomic_store_n(&cfg->limits->seq, cfg->limits->seq + 1, __ATOMIC_RELEASE);
+	uint64_t t1 = thread_cpu_ns();
+	b->last_round_ns = now;
+	struct fg_borrower_view *v = &b->view;
+	view_begin(v);
+	v->generation = b->generation;
+	v->period_ns = cfg->borrowing_period_ns;
+	v->rounds++;
+	v->backstops += res.backstop;
+	v->round_ns = t1 - t0;
+	v->last_round_ns = now;
+	v->remaining = res.remaining;
+	v->kase = res.kase;
+	v->fair_frac = res.fair_frac;
+	publish_levels(b);
+	view_end(v);
+	return 0;
+}
+
+bool fg_borrower_step(struct fg_borrower *b, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
+		      unsigned n_workers, uint64_t now)
+{
+	bool fresh = b->generation != cfg->generation;
+	if (fresh)
+		follow(b, cfg, now);
+	if (now >= b->next_sample_ns) {
+		sample(b, ws, n_workers, now);
+		b->next_sample_ns = now + FG_BORROWING_SAMPLE_NS;
+	}
+	if (fresh || now - b->last_round_ns >= cfg->borrowing_period_ns)
+		return fg_borrower_round(b, cfg, now) == 0;
+	return false;
+}
+
+uint64_t fg_borrower_nap_ns(const struct fg_borrower *b, uint64_t now)
+{
+	return b->next_sample_ns > now ? b->next_sample_ns - now : 0;
+}
