@@ -31,19 +31,21 @@ ports = [s.getsockname()[1] for s in ss]
 [s.close() for s in ss]  # before printing: the reader starts binding them at once
 print(*ports, flush=True)')
 
-# Two backends, 8 concurrent requests each: 16 seats of real capacity.  With
-# the embedded Kubernetes bootstrap levels, a server limit of 196 seats gives
-# the global-default level (20 of 245 shares), where authenticated users land,
-# exactly those 16 seats.
+# Two backends, 8 concurrent requests each: 16 seats of real capacity, and
+# the server limit is those 16 seats (seats=8 each: fairgate, not the
+# backends' sockets, decides who waits).  With the embedded Kubernetes
+# bootstrap levels, global-default (where authenticated users land) has a
+# nominal 2 of them and borrows what the idle levels lend (borrowing, a round
+# every second here instead of Kubernetes' 10 s).
 $B/bench/fairgate-bench backend --listen 127.0.0.1:$BE1_PORT --workers 8 2>>"$WORK/backend.log" & pids+=($!)
 $B/bench/fairgate-bench backend --listen 127.0.0.1:$BE2_PORT --workers 8 2>>"$WORK/backend.log" & pids+=($!)
-$B/dataplane/fairgate --listen 127.0.0.1:$FG_PORT --control-socket "$SOCK" --seat-limit 196 \
-  --backend 127.0.0.1:$BE1_PORT --backend 127.0.0.1:$BE2_PORT 2>>"$WORK/fairgate.log" & pids+=($!)
+$B/dataplane/fairgate --listen 127.0.0.1:$FG_PORT --control-socket "$SOCK" --seat-limit 16 --borrowing-period 1s \
+  --backend 127.0.0.1:$BE1_PORT,seats=8 --backend 127.0.0.1:$BE2_PORT,seats=8 2>>"$WORK/fairgate.log" & pids+=($!)
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
 
 echo "fairgate on 127.0.0.1:$FG_PORT with the embedded default configuration (Kubernetes bootstrap"
 echo "FlowSchemas and levels); tenant-heavy floods with 200 closed-loop clients, tenant-light sends"
-echo "from 2; both land in global-default (16 seats), one flow each; every request takes 20 ms."
+echo "from 2; both land in global-default (which borrows idle levels' seats), one flow each; every request takes 20 ms."
 $B/bench/fairgate-bench loadgen --target 127.0.0.1:$FG_PORT --duration ${SECONDS_TO_RUN}s --timeout 5s --json \
   --flow name=tenant-heavy,user=tenant-heavy,groups=system:authenticated,threads=200,service=20ms \
   --flow name=tenant-light,user=tenant-light,groups=system:authenticated,threads=2,service=20ms >"$WORK/result.json" &
