@@ -441,15 +441,7 @@ static enum MHD_Result serve_metrics(struct fg_http *h, struct MHD_Connection *c
 		snprintf(line, sizeof(line), "cannot build the metrics: %s\n", strerror(-err));
 		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, line, NULL);
 	}
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, FG_EXPFMT_CONTENT_TYPE);
-	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	return fg_http_respond(c, MHD_HTTP_OK, body, len, FG_EXPFMT_CONTENT_TYPE);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,

@@ -38,7 +38,7 @@ bool fg_http_debug_route(const char *url)
 	       !strncmp(url, FG_HTTP_VISIBILITY_PREFIX, strlen(FG_HTTP_VISIBILITY_PREFIX));
 }
 
-static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, char *body, size_t len, const char *type)
+enum MHD_Result fg_http_respond(struct MHD_Connection *c, unsigned status, char *body, size_t len, const char *type)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
@@ -57,7 +57,7 @@ static enum MHD_Result send_line(struct MHD_Connection *c, unsigned status, cons
 	fg_vis_error(&a, status, line, json);
 	if (!a.body)
 		return MHD_NO;
-	return respond(c, a.status, a.body, a.len, json ? "application/json" : "text/plain; charset=utf-8");
+	return fg_http_respond(c, a.status, a.body, a.len, json ? "application/json" : "text/plain; charset=utf-8");
 }
 
 struct params {
@@ -98,7 +98,7 @@ static enum MHD_Result serve_pending(struct fg_vis *vis, struct MHD_Connection *
 	fg_vis_pending(vis, level, &q, &a);
 	if (!a.body)
 		return MHD_NO;
-	return respond(c, a.status, a.body, a.len, "application/json");
+	return fg_http_respond(c, a.status, a.body, a.len, "application/json");
 }
 
 static enum MHD_Result serve_dump(struct fg_vis *vis, struct MHD_Connection *c, enum fg_vis_dump what,
@@ -121,7 +121,7 @@ static enum MHD_Result serve_dump(struct fg_vis *vis, struct MHD_Connection *c, 
 	fg_vis_dump(vis, what, details, false, &a);
 	if (!a.body)
 		return MHD_NO;
-	return respond(c, a.status, a.body, a.len, "text/plain; charset=utf-8");
+	return fg_http_respond(c, a.status, a.body, a.len, "text/plain; charset=utf-8");
 }
 
 enum MHD_Result fg_http_debug_serve(struct fg_vis *vis, struct MHD_Connection *c, const char *url)

@@ -26,6 +26,10 @@
 #define FG_HTTP_VISIBILITY_PREFIX "/apis/visibility.fairgate.io/v1/prioritylevels/"
 
 /* Is url one of the paths served here? */
+/* Queue body (malloc'd, len bytes; taken over, freed on failure too) as the
+ * answer with this status and Content-Type.  Any HTTP thread. */
+enum MHD_Result fg_http_respond(struct MHD_Connection *c, unsigned status, char *body, size_t len, const char *type);
+
 bool fg_http_debug_route(const char *url);
 enum MHD_Result fg_http_debug_serve(struct fg_vis *vis, struct MHD_Connection *c, const char *url);
 
