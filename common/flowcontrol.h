@@ -130,7 +130,22 @@ struct fg_fc_level {
 					     * (reject levels), FG_EXEMPT_MAX_SEATS (exempt); workest.h */
 	uint32_t limit;                     /* nominal; the limit in force moves with borrowing
 					     * (fg_config_level_limit, common/borrower.h) */
+	/* Fair sharing (the level's FairSharing object; defaults without one): */
+	enum fg_fc_policy policy;
+	bool weighted;                      /* some flow of the level has a weight other than 1 */
+	uint64_t usage_half_life_ns;        /* UsageBased: half-life of decayed usage */
+	uint64_t usage_sampling_ns;         /* UsageBased: how often usage is folded in */
+	uint64_t reset_inactivity_ns;       /* UsageBased: an idle flow's usage is forgotten after this */
 };
+
+/* A level's fair-sharing policy (a fairgate.io/v1alpha1 FairSharing object
+ * named after the level; MaxMin without one). */
+enum fg_fc_policy { FG_FC_POLICY_MAXMIN = 0, FG_FC_POLICY_USAGE_BASED = 1 };
+
+/* Flow weights are compiled to thousandths: FG_FC_WEIGHT_ONE is weight 1,
+ * the range is [1, FG_FC_WEIGHT_MAX] (weights 0.001 to 1000). */
+#define FG_FC_WEIGHT_ONE 1000u
+#define FG_FC_WEIGHT_MAX 1000000u
 
 struct fg_fc_schema;                         /* compiled rules, opaque */
 
@@ -162,6 +177,7 @@ struct fg_fc_match {
 	uint32_t schema, level;
 	struct fg_str distinguisher;
 	uint64_t flow_hash;                 /* 0 for levels without queues */
+	uint32_t weight;                    /* the flow's weight in thousandths (FG_FC_WEIGHT_ONE: 1) */
 };
 
 /* Classify: first matching schema in (precedence, name) order, catch-all if

@@ -111,6 +111,7 @@ void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r,
 	m->level = c->schema_level[s];
 	m->distinguisher = (struct fg_str){ "", 0 };
 	m->flow_hash = 0;
+	m->weight = FG_FC_WEIGHT_ONE;
 	const struct fg_fc_level *l = &c->levels[m->level];
 	/* As Kubernetes: a flow only matters where there are queues to choose. */
 	if (l->queues > 1) {
