@@ -116,6 +116,15 @@ const char *fg_fc_kind_name(enum fg_fc_kind k);
 
 /* --- the compiled configuration ---------------------------------------- */
 
+/* A level's fair-sharing policy (a fairgate.io/v1alpha1 FairSharing object
+ * named after the level; MaxMin without one). */
+enum fg_fc_policy { FG_FC_POLICY_MAXMIN = 0, FG_FC_POLICY_USAGE_BASED = 1 };
+
+/* Flow weights are compiled to thousandths: FG_FC_WEIGHT_ONE is weight 1,
+ * the range is [1, FG_FC_WEIGHT_MAX] (weights 0.001 to 1000). */
+#define FG_FC_WEIGHT_ONE 1000u
+#define FG_FC_WEIGHT_MAX 1000000u
+
 enum fg_fc_distinguisher { FG_FC_DIST_NONE = 0, FG_FC_DIST_BY_USER, FG_FC_DIST_BY_NAMESPACE };
 
 struct fg_fc_level {
@@ -137,15 +146,6 @@ struct fg_fc_level {
 	uint64_t usage_sampling_ns;         /* UsageBased: how often usage is folded in */
 	uint64_t reset_inactivity_ns;       /* UsageBased: an idle flow's usage is forgotten after this */
 };
-
-/* A level's fair-sharing policy (a fairgate.io/v1alpha1 FairSharing object
- * named after the level; MaxMin without one). */
-enum fg_fc_policy { FG_FC_POLICY_MAXMIN = 0, FG_FC_POLICY_USAGE_BASED = 1 };
-
-/* Flow weights are compiled to thousandths: FG_FC_WEIGHT_ONE is weight 1,
- * the range is [1, FG_FC_WEIGHT_MAX] (weights 0.001 to 1000). */
-#define FG_FC_WEIGHT_ONE 1000u
-#define FG_FC_WEIGHT_MAX 1000000u
 
 struct fg_fc_schema;                         /* compiled rules, opaque */
 
