@@ -64,6 +64,7 @@ struct client {
 	char name[SIM_NAME_MAX];
 	int level;
 	uint64_t hash;
+	uint32_t weight;             /* the flow's weight (thousandths), from classification */
 	unsigned threads;
 	uint64_t calls;              /* per thread (closed loop) or in all (open loop); 0 = unbounded */
 	double rate;
@@ -210,6 +211,7 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 			fg_fc_classify(s->fc, &r, &m);
 			c->level = (int)m.level;
 			classified_hash = m.flow_hash;
+			c->weight = m.weight;
 		}
 		json_decref(dflt);
 		if (rc)
@@ -299,7 +301,7 @@ static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t err
 		s->levels[i].cfg = (struct fg_qs_config){
 			.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 			.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
-			.concurrency_limit = l->limit };
+			.concurrency_limit = l->limit, .weighted = l->weighted };
 	}
 	return 0;
 }
@@ -656,15 +658,20 @@ static void allot(struct fg_sim *s, struct level *l)
 	unsigned W = (unsigned)s->workers;
 	uint32_t n_queues = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
-	uint32_t *demand = NULL;
+	uint32_t *demand = NULL, *weight = NULL;
 	if (l->cfg.mode == FG_QS_QUEUE) {
 		n_queues = l->qs[0].n_alloc;
 		demand = malloc(sizeof(*demand) * n_queues);
-		if (!demand)
+		weight = malloc(sizeof(*weight) * n_queues);
+		if (!demand || !weight) {
+			free(demand);
+			free(weight);
 			return;
+		}
 		for (uint32_t q = 0; q < n_queues; q++) {
 			const struct fg_qs_queue *qq = &l->qs[q % W].queues[q];
 			demand[q] = qq->seats_waiting + qq->seats_executing;
+			weight[q] = fg_qs_queue_weight(qq);
 		}
 	}
 	for (unsigned w = 0; w < W; w++) {
@@ -672,8 +679,9 @@ static void allot(struct fg_sim *s, struct level *l)
 		v[w] = (struct fg_seatshare_view){ .used = used, .reserved = applied > used ? applied : used,
 						   .head = fg_qs_next_seats(&l->qs[w]), .grant = applied };
 	}
-	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, n_queues, v, l->credit);
+	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, n_queues, v, l->credit);
 	free(demand);
+	free(weight);
 	for (unsigned w = 0; w < W; w++)
 		fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
 }
@@ -828,9 +836,8 @@ static void arrive(struct fg_sim *s, const struct event *e)
 	uint32_t queue;
 	r->worker = place(l, s->workers, c->hash, e->client, &queue);
 	struct fg_queueset *qs = &l->qs[r->worker];
-	enum fg_qs_verdict v = queue == FG_QS_NO_QUEUE
-		? fg_qs_arrive(qs, &r->q, c->hash, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now)
-		: fg_qs_arrive_at(qs, &r->q, queue, c->initial, c->final, (uint64_t)c->extra_ns, (uint64_t)s->now);
+	enum fg_qs_verdict v = fg_qs_arrive_weighted(qs, &r->q, queue, c->hash, c->initial, c->final,
+						     (uint64_t)c->extra_ns, c->weight, (uint64_t)s->now);
 	switch (v) {
 	case FG_QS_EXECUTE:
 		start(s, ri);

@@ -16,17 +16,16 @@
  */
 struct contribution {
 	bool waiting;
+	uint32_t weight; /* weighted levels: the head's (the flow being served), else the last dispatched */
 	uint64_t seats;
 };
 
 static inline struct contribution contribution_of(const struct fg_qs_queue *q)
 {
 	if (q->n_waiting)
-		return (struct contribution){ true, (uint64_t)q->seats_waiting + q->seats_executing };
-	return (struct contribution){ false, q->seats_executing };
+		return (struct contribution){ true, fg_qs_queue_weight(q), (uint64_t)q->seats_waiting + q->seats_executing };
+	return (struct contribution){ false, fg_qs_queue_weight(q), q->seats_executing };
 }
-
-static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
 /* Demands are clamped to the seats the level may ever have (at least 1, for
  * a jailed level): clamping above the limit changes no max-min share. */
@@ -35,6 +34,44 @@ static inline uint32_t share_size(const struct fg_qs_config *c)
 	uint32_t size = c->capacity > c->concurrency_limit ? c->capacity : c->concurrency_limit;
 	return size ? size : 1;
 }
+
+/* A contribution entered into (or, sign < 0, taken out of) the demand
+ * structures: the weighted ones on a weighted level, else the exact ones. */
+static void contribute(struct fg_qs_demands *d, bool weighted, struct contribution c, int sign)
+{
+	uint64_t from = sign > 0 ? 0 : c.seats, to = sign > 0 ? c.seats : 0;
+	if (weighted)
+		fg_wfairshare_update(c.waiting ? &d->wshare : &d->wbusy, from, c.weight, to, c.weight);
+	else
+		fg_fairshare_update(c.waiting ? &d->share : &d->busy, from, to);
+}
+
+static void demands_fini(struct fg_qs_demands *d)
+{
+	if (d->share.size)
+		fg_fairshare_fini(&d->share);
+	if (d->busy.size)
+		fg_fairshare_fini(&d->busy);
+	if (d->wshare.n_buckets)
+		fg_wfairshare_fini(&d->wshare);
+	if (d->wbusy.n_buckets)
+		fg_wfairshare_fini(&d->wbusy);
+}
+
+/* Empty demand structures for a configuration. */
+static int demands_init(struct fg_qs_demands *d, const struct fg_qs_config *cfg)
+{
+	memset(d, 0, sizeof(*d));
+	int rc;
+	if ((rc = fg_fairshare_init(&d->share, share_size(cfg))) ||
+	    (rc = fg_fairshare_init_counts(&d->busy, share_size(cfg))) ||
+	    (cfg->weighted && ((rc = fg_wfairshare_init(&d->wshare, true)) ||
+			       (rc = fg_wfairshare_init(&d->wbusy, false)))))
+		demands_fini(d);
+	return rc;
+}
+
+static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
 static void update_rate(struct fg_queueset *qs);
 
@@ -64,12 +101,25 @@ static void update_rate(struct fg_queueset *qs)
 {
 	qs->rate_stale = false;
 	uint64_t cap = qs->cfg.concurrency_limit;
-	uint64_t avail = qs->busy.total < cap ? cap - qs->busy.total : 0;
-	if (qs->share.total <= avail) {
-		uint64_t a = fg_fairshare_max(&qs->share), b = fg_fairshare_max(&qs->busy);
+	if (qs->cfg.weighted) {
+		/* The same per unit of weight: a queue of weight w gets w times it. */
+		const struct fg_wfairshare *share = &qs->demands.wshare, *busy = &qs->demands.wbusy;
+		uint64_t avail = busy->total < cap ? cap - busy->total : 0;
+		if (share->total <= avail) {
+			uint64_t a = fg_wfairshare_max_rate(share), b = fg_wfairshare_max_rate(busy);
+			qs->r_rate = a > b ? a : b;
+		} else {
+			qs->r_rate = fg_wfairshare_rate(share, avail);
+		}
+		return;
+	}
+	const struct fg_fairshare *share = &qs->demands.share, *busy = &qs->demands.busy;
+	uint64_t avail = busy->total < cap ? cap - busy->total : 0;
+	if (share->total <= avail) {
+		uint64_t a = fg_fairshare_max(share), b = fg_fairshare_max(busy);
 		qs->r_rate = (a > b ? a : b) << FG_FAIRSHARE_FRAC_BITS;
 	} else {
-		qs->r_rate = fg_fairshare_level(&qs->share, avail);
+		qs->r_rate = fg_fairshare_level(share, avail);
 	}
 }
 
@@ -77,10 +127,11 @@ static void update_rate(struct fg_queueset *qs)
  * recomputed once, when R next moves. */
 static void demand_changed(struct fg_queueset *qs, struct contribution before, struct contribution after)
 {
-	if (before.waiting == after.waiting && before.seats == after.seats)
+	if (before.waiting == after.waiting && before.seats == after.seats &&
+	    (before.weight == after.weight || !qs->cfg.weighted))
 		return;
-	fg_fairshare_update(before.waiting ? &qs->share : &qs->busy, before.seats, 0);
-	fg_fairshare_update(after.waiting ? &qs->share : &qs->busy, 0, after.seats);
+	contribute(&qs->demands, qs->cfg.weighted, before, -1);
+	contribute(&qs->demands, qs->cfg.weighted, after, +1);
 	qs->rate_stale = true;
 }
 
@@ -89,7 +140,8 @@ static void demand_changed(struct fg_queueset *qs, struct contribution before, s
 static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
 {
 	r->guess_ns = qs->guess_ns;
-	r->cost = fg_qs_price(r->initial_seats, r->final_seats, r->extra_latency_ns, qs->guess_ns);
+	r->cost = fg_qs_weighted(fg_qs_price(r->initial_seats, r->final_seats, r->extra_latency_ns, qs->guess_ns),
+				 r->weight);
 }
 
 static inline uint64_t head_finish(const struct fg_qs_queue *q)
@@ -126,9 +178,7 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	if (!qs->queues)
 		return -ENOMEM;
 	qs->n_alloc = cfg->queues;
-	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) ||
-	    (rc = fg_fairshare_init(&qs->share, share_size(cfg))) ||
-	    (rc = fg_fairshare_init_counts(&qs->busy, share_size(cfg)))) {
+	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) || (rc = demands_init(&qs->demands, cfg))) {
 		fg_qs_fini(qs);
 		return rc;
 	}
@@ -163,20 +213,14 @@ int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, 
 				fg_skiplist_insert(&p->order, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
 	}
 	/* Fewer queues: the dealer stops choosing the extra ones, which drain.
-	 * A new seat limit: the fair-share trees are rebuilt from every queue. */
-	uint32_t size = share_size(&p->cfg);
-	if (n_alloc && size != qs->share.size) {
-		if ((rc = fg_fairshare_init(&p->share, size)))
+	 * A new seat limit, or weights turned on or off: the demand structures
+	 * are rebuilt from every queue. */
+	if (n_alloc && (share_size(&p->cfg) != qs->demands.share.size || p->cfg.weighted != qs->cfg.weighted)) {
+		if ((rc = demands_init(&p->demands, &p->cfg)))
 			goto err;
-		if ((rc = fg_fairshare_init_counts(&p->busy, size))) {
-			fg_fairshare_fini(&p->share);
-			goto err;
-		}
 		p->new_share = true;
-		for (uint32_t i = 0; i < qs->n_alloc; i++) {
-			struct contribution c = contribution_of(&qs->queues[i]);
-			fg_fairshare_update(c.waiting ? &p->share : &p->busy, 0, c.seats);
-		}
+		for (uint32_t i = 0; i < qs->n_alloc; i++)
+			contribute(&p->demands, p->cfg.weighted, contribution_of(&qs->queues[i]), +1);
 	}
 	p->n_alloc = n_alloc;
 	return 0;
@@ -190,10 +234,8 @@ void fg_qs_prep_abort(struct fg_qs_prep *p)
 	free(p->queues);
 	if (p->new_order)
 		fg_skiplist_fini(&p->order);
-	if (p->new_share) {
-		fg_fairshare_fini(&p->share);
-		fg_fairshare_fini(&p->busy);
-	}
+	if (p->new_share)
+		demands_fini(&p->demands);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -213,12 +255,8 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		qs->order = p->order;
 	}
 	if (p->new_share) {
-		if (qs->share.size)
-			fg_fairshare_fini(&qs->share);
-		if (qs->busy.size)
-			fg_fairshare_fini(&qs->busy);
-		qs->share = p->share;
-		qs->busy = p->busy;
+		demands_fini(&qs->demands);
+		qs->demands = p->demands;
 	}
 	qs->n_alloc = p->n_alloc;
 	qs->rate_stale = true;
@@ -245,10 +283,7 @@ void fg_qs_fini(struct fg_queueset *qs)
 	qs->queues = NULL;
 	if (qs->order.nodes)
 		fg_skiplist_fini(&qs->order);
-	if (qs->share.size)
-		fg_fairshare_fini(&qs->share);
-	if (qs->busy.size)
-		fg_fairshare_fini(&qs->busy);
+	demands_fini(&qs->demands);
 }
 
 void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards)
@@ -272,7 +307,7 @@ static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 /* An arrival's common part: widths normalized, the request reset; for levels
  * without queues the verdict itself.  Returns -1 when a queue must be chosen. */
 static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_t initial_seats, uint16_t final_seats,
-			    uint64_t extra_latency_ns, uint64_t now)
+			    uint64_t extra_latency_ns, uint32_t weight, uint64_t now)
 {
 	advance(qs, now);
 	qs->stats.arrived++;
@@ -292,6 +327,7 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 	r->extra_latency_ns = final_seats ? extra_latency_ns : 0;
 	r->arrival_ns = now;
 	r->queue = FG_QS_NO_QUEUE;
+	r->weight = !qs->cfg.weighted || weight == 0 ? FG_QS_WEIGHT_ONE : weight > FG_QS_WEIGHT_MAX ? FG_QS_WEIGHT_MAX : weight;
 
 	if (qs->cfg.mode != FG_QS_QUEUE) {
 		if (qs->cfg.mode == FG_QS_REJECT && !fg_qs_fits(qs, r->seats)) {
@@ -322,10 +358,12 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		r->queue = qi;
 		r->arrival_r = qs->r;
 		r->guess_ns = qs->guess_ns;
-		r->work = r->cost = (uint64_t)initial_seats * qs->guess_ns + (uint64_t)final_seats * r->extra_latency_ns;
+		r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
+		r->cost = fg_qs_weighted(r->work, r->weight);
 		q->f_prev = later(q->f_prev, r->arrival_r) + r->cost;
 		q->seats_executing += r->seats;
 		q->n_executing++;
+		q->weight = r->weight;
 		demand_changed(qs, before, contribution_of(q));
 		qs->seats_in_use += r->seats;
 		r->state = FG_QS_EXECUTING;
@@ -346,7 +384,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	r->queue = qi;
 	r->arrival_r = qs->r;
 	r->guess_ns = qs->guess_ns;
-	r->work = (uint64_t)initial_seats * qs->guess_ns + (uint64_t)final_seats * r->extra_latency_ns;
+	r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
 	r->state = FG_QS_WAITING;
 
 	struct contribution before = contribution_of(q);
@@ -368,31 +406,29 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	return FG_QS_QUEUED;
 }
 
-enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
-				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
+enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
+					 uint64_t flow_hash, uint16_t initial_seats, uint16_t final_seats,
+					 uint64_t extra_latency_ns, uint32_t weight, uint64_t now)
 {
-	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, now);
-	return v >= 0 ? (enum fg_qs_verdict)v : arrive_in_queue(qs, r, choose_queue(qs, flow_hash), now);
-}
-
-enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint16_t initial_seats,
-				   uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now)
-{
-	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, now);
-	return v >= 0 ? (enum fg_qs_verdict)v : arrive_in_queue(qs, r, queue, now);
+	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, weight, now);
+	if (v >= 0)
+		return (enum fg_qs_verdict)v;
+	return arrive_in_queue(qs, r, queue == FG_QS_NO_QUEUE ? choose_queue(qs, flow_hash) : queue, now);
 }
 
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 {
 	advance(qs, now);
 	/* Never above the limit the fair-share trees were sized for. */
-	qs->cfg.concurrency_limit = qs->share.size && limit > qs->share.size ? qs->share.size : limit;
+	uint32_t size = qs->demands.share.size;
+	qs->cfg.concurrency_limit = size && limit > size ? size : limit;
 	qs->rate_stale = true;
 }
 
 void fg_qs_set_level_limit(struct fg_queueset *qs, uint32_t level_limit)
 {
-	qs->level_limit = qs->share.size && level_limit > qs->share.size ? qs->share.size : level_limit;
+	uint32_t size = qs->demands.share.size;
+	qs->level_limit = size && level_limit > size ? size : level_limit;
 }
 
 static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct fg_qs_req *r)
@@ -434,6 +470,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	unlink_waiting(qs, q, r);
 	q->seats_executing += r->seats;
 	q->n_executing++;
+	q->weight = r->weight;
 	demand_changed(qs, before, contribution_of(q));
 	rekey(qs, qi);
 	qs->seats_in_use += r->seats;
@@ -466,7 +503,9 @@ uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 	if (r->queue != FG_QS_NO_QUEUE) {
 		/* Replace the guess inside the work by what the request really took. */
 		struct fg_qs_queue *q = &qs->queues[r->queue];
-		int64_t correction = (int64_t)r->initial_seats * (actual - (int64_t)r->guess_ns);
+		int64_t error = (int64_t)r->initial_seats * (actual - (int64_t)r->guess_ns);
+		int64_t correction = error >= 0 ? (int64_t)fg_qs_weighted((uint64_t)error, r->weight)
+						: -(int64_t)fg_qs_weighted((uint64_t)-error, r->weight);
 		q->f_prev += (uint64_t)correction;
 		if (correction && q->head)
 			rekey(qs, r->queue);

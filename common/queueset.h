@@ -44,6 +44,7 @@
 #include "fairshare.h"
 #include "shuffle.h"
 #include "skiplist.h"
+#include "wfairshare.h"
 
 enum fg_qs_mode { FG_QS_EXEMPT = 0, FG_QS_REJECT = 1, FG_QS_QUEUE = 2 };
 
@@ -58,6 +59,9 @@ enum fg_qs_state { FG_QS_IDLE = 0, FG_QS_WAITING, FG_QS_EXECUTING, FG_QS_LINGERI
 
 #define FG_QS_NO_QUEUE UINT32_MAX
 #define FG_QS_DEFAULT_GUESS_NS 3000000ull /* Kubernetes' G = 3 ms */
+/* Flow weights in thousandths (the same scale as flowcontrol's). */
+#define FG_QS_WEIGHT_ONE FG_WFAIRSHARE_WEIGHT_ONE
+#define FG_QS_WEIGHT_MAX FG_WFAIRSHARE_MAX_WEIGHT
 
 struct fg_qs_config {
 	enum fg_qs_mode mode;
@@ -71,18 +75,30 @@ struct fg_qs_config {
 	uint32_t max_seats;          /* width cap; 0 = none */
 	uint64_t initial_guess_ns;   /* first service-time guess; 0 = 3 ms */
 	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
+	bool weighted;               /* requests may carry weights other than 1: weighted max-min
+				      * (wfairshare); without it every weight counts as 1 */
 	uint64_t seed;               /* skip-list levels */
 };
 
 /* The ordering rule, shared with the pending-order replay (common/pending.h)
  * so that both agree: the later of two wrapping virtual times, a request's
- * cost (priced with the guess current when it reaches the head) and its
- * virtual finish after its queue's F_prev. */
+ * cost (priced with the guess current when it reaches the head; a weighted
+ * request's is divided by its weight, fg_qs_weighted) and its virtual finish
+ * after its queue's F_prev. */
 static inline uint64_t fg_qs_later(uint64_t a, uint64_t b) { return (int64_t)(a - b) >= 0 ? a : b; }
 static inline uint64_t fg_qs_price(uint32_t initial_seats, uint32_t final_seats, uint64_t extra_latency_ns,
 				   uint64_t guess_ns)
 {
 	return (uint64_t)initial_seats * guess_ns + (uint64_t)final_seats * extra_latency_ns;
+}
+/* Seat-ns as virtual time for a flow of this weight (thousandths): a flow of
+ * weight w moves its queue's finish times 1/w as fast, so it is served w
+ * times as fast as a flow of weight 1 when both are backlogged. */
+static inline uint64_t fg_qs_weighted(uint64_t seat_ns, uint32_t weight)
+{
+	if (weight == FG_QS_WEIGHT_ONE || weight == 0)
+		return seat_ns;
+	return (uint64_t)((unsigned __int128)seat_ns * FG_QS_WEIGHT_ONE / weight);
 }
 static inline uint64_t fg_qs_virtual_finish(uint64_t f_prev, uint64_t arrival_r, uint64_t cost)
 {
@@ -95,11 +111,13 @@ struct fg_qs_req {
 	uint64_t arrival_ns;
 	uint64_t arrival_r;
 	uint64_t work;                 /* estimated seat-ns at arrival (shortest-queue choice) */
-	uint64_t cost;                 /* estimated seat-ns priced when it became head (ordering) */
+	uint64_t cost;                 /* estimated seat-ns priced when it became head, divided by
+					* the weight (virtual time: ordering) */
 	uint64_t guess_ns;             /* the service-time guess inside cost */
 	uint64_t dispatch_ns;
 	uint64_t extra_latency_ns;
 	uint32_t queue;
+	uint32_t weight;               /* the flow's weight in thousandths (FG_QS_WEIGHT_ONE: 1) */
 	uint16_t initial_seats, final_seats, seats; /* seats = held for the whole life */
 	uint8_t state;
 };
@@ -111,6 +129,7 @@ struct fg_qs_queue {
 	uint32_t n_waiting;
 	uint32_t seats_waiting, seats_executing;
 	uint32_t n_executing;    /* executing or lingering requests */
+	uint32_t weight;         /* weighted levels: the weight of the last request dispatched */
 	uint64_t idle_epoch;     /* wraps of R when the queue last went idle */
 };
 
@@ -121,14 +140,23 @@ struct fg_qs_stats {
 	uint64_t blocked_by_width;  /* dispatch stopped on a head that did not fit */
 };
 
+/* What R's rate is computed from: the demands of the queues that wait and
+ * the executing seats of the queues that do not.  share and busy are exact
+ * and always allocated (their size is the largest limit the level may
+ * have); a weighted level keeps its contributions in wshare and wbusy
+ * instead. */
+struct fg_qs_demands {
+	struct fg_fairshare share, busy;
+	struct fg_wfairshare wshare, wbusy;
+};
+
 struct fg_queueset {
 	struct fg_qs_config cfg;
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
 	struct fg_skiplist order;    /* queues with a waiting head, by head finish */
-	struct fg_fairshare share;   /* demands of queues with waiting requests */
-	struct fg_fairshare busy;    /* executing seats of queues with nothing waiting */
+	struct fg_qs_demands demands;
 	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
 	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
 	bool rate_stale;             /* demands changed since r_rate was computed */
@@ -146,22 +174,48 @@ struct fg_queueset {
 	struct fg_qs_stats stats;
 };
 
+/* The weight a queue takes part in the max-min share with: its head's (the
+ * flow being served), or with nothing waiting the last dispatched one's; 0
+ * for a queue never used (counts as 1). */
+static inline uint32_t fg_qs_queue_weight(const struct fg_qs_queue *q)
+{
+	return q->n_waiting ? q->head->weight : q->weight;
+}
+
 /* 0, or -EINVAL (bad config: see fg_dealer_init for queues/hand) / -ENOMEM. */
 int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now_ns);
 void fg_qs_fini(struct fg_queueset *qs);
 
 /*
- * A request arrives.  initial/final seats of 0 mean 1/0; widths are capped by
- * max_seats; extra latency in ns.  On FG_QS_QUEUED call fg_qs_dispatch_next.
+ * A request of a flow of `weight` (thousandths; 0 means 1, clamped to
+ * FG_QS_WEIGHT_MAX, and 1 whatever it says on a level without cfg.weighted)
+ * arrives into `queue`, or, with FG_QS_NO_QUEUE, into the least loaded queue
+ * of the hand dealt from flow_hash (a multi-worker dataplane deals the hand
+ * over all workers' queues and picks the owner's queue itself).
+ * initial/final seats of 0 mean 1/0; widths are capped by max_seats; extra
+ * latency in ns.  On FG_QS_QUEUED call fg_qs_dispatch_next.
  */
-enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
-				uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns,
-				uint64_t now_ns);
+enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
+					 uint64_t flow_hash, uint16_t initial_seats, uint16_t final_seats,
+					 uint64_t extra_latency_ns, uint32_t weight, uint64_t now_ns);
 
-/* The same with the queue chosen by the caller (a multi-worker dataplane
- * deals the hand over all workers' queues and picks the owner's queue). */
-enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint16_t initial_seats,
-				   uint16_t final_seats, uint64_t extra_latency_ns, uint64_t now_ns);
+/* A flow of weight 1, dealt from its flow hash. */
+static inline enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,
+					      uint16_t initial_seats, uint16_t final_seats,
+					      uint64_t extra_latency_ns, uint64_t now_ns)
+{
+	return fg_qs_arrive_weighted(qs, r, FG_QS_NO_QUEUE, flow_hash, initial_seats, final_seats, extra_latency_ns,
+				     FG_QS_WEIGHT_ONE, now_ns);
+}
+
+/* A flow of weight 1 into the caller's queue. */
+static inline enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
+						 uint16_t initial_seats, uint16_t final_seats,
+						 uint64_t extra_latency_ns, uint64_t now_ns)
+{
+	return fg_qs_arrive_weighted(qs, r, queue, 0, initial_seats, final_seats, extra_latency_ns,
+				     FG_QS_WEIGHT_ONE, now_ns);
+}
 
 /* A new seat allotment for this queue set (at most its capacity): it governs
  * the next dispatch; nothing running is aborted. */
@@ -208,7 +262,7 @@ struct fg_qs_prep {
 	uint32_t n_alloc;
 	bool new_order, new_share;
 	struct fg_skiplist order;
-	struct fg_fairshare share, busy;
+	struct fg_qs_demands demands;
 };
 int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, struct fg_qs_prep *p);
 void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now_ns);

@@ -2,10 +2,13 @@
 /* seatshare — per-worker seat allotments of a level; see seatshare.h. */
 #include "seatshare.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flowcontrol.h"
+#include "maxmin.h"
+#include "queueset.h"
 
 struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 {
@@ -58,46 +61,33 @@ void fg_board_free(struct fg_board *b)
 	free(b);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Per-worker max-min shares of the limit (each queue's demand capped at it). */
-static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues, double *share)
+/* Per-worker (weighted) max-min shares of the limit, each queue's demand
+ * capped at it: the shared allocator (common/maxmin) with upper bounds the
+ * demands, weights the queues' flow weights (NULL: all 1). */
+static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+		      uint32_t n_queues, double *share)
 {
 	for (unsigned w = 0; w < n_workers; w++)
 		share[w] = 0;
-	/* The water level: everyone under it gets their demand, the rest get it. */
-	uint64_t total = 0;
-	for (uint32_t q = 0; q < n_queues; q++)
-		total += demand[q] < limit ? demand[q] : limit;
-	double level = 1e300;
-	if (total > limit) {
-		uint32_t *sorted = malloc(sizeof(*sorted) * n_queues);
-		if (sorted) {
+	struct fg_maxmin_item *items = malloc(sizeof(*items) * n_queues);
+	double *alloc = malloc(sizeof(*alloc) * n_queues);
+	if (items && alloc) {
+		for (uint32_t q = 0; q < n_queues; q++)
+			items[q] = (struct fg_maxmin_item){
+				.weight = weight && weight[q] ? weight[q] / (double)FG_QS_WEIGHT_ONE : 1.0,
+				.upper = demand[q] < limit ? demand[q] : limit };
+		if (fg_maxmin_solve(limit, items, n_queues, FG_MAXMIN_SLACK, alloc, NULL, NULL) == 0) {
 			for (uint32_t q = 0; q < n_queues; q++)
-				sorted[q] = demand[q] < limit ? demand[q] : limit;
-			qsort(sorted, n_queues, sizeof(*sorted), cmp_u32);
-			double left = limit;
-			for (uint32_t i = 0; i < n_queues; i++) {
-				double fair = left / (double)(n_queues - i);
-				if ((double)sorted[i] >= fair) {
-					level = fair;
-					break;
-				}
-				left -= sorted[i];
-			}
-			free(sorted);
-		} else {
-			level = (double)limit / n_queues; /* out of memory: equal shares, still within C */
+				share[q % n_workers] += alloc[q];
+			free(items);
+			free(alloc);
+			return;
 		}
 	}
-	for (uint32_t q = 0; q < n_queues; q++) {
-		double d = demand[q] < limit ? demand[q] : limit;
-		share[q % n_workers] += d < level ? d : level;
-	}
+	free(items);
+	free(alloc);
+	for (uint32_t q = 0; q < n_queues; q++) /* out of memory: equal shares, still within C */
+		share[q % n_workers] += fmin(demand[q], (double)limit / n_queues);
 }
 
 /* Whole seats adding up to at most C: floors, then the largest remainders
@@ -216,8 +206,8 @@ static void grants_of(uint32_t limit, unsigned n_workers, const uint32_t *target
 	}
 }
 
-void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
-			struct fg_seatshare_view *v, double *credit)
+void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+			uint32_t n_queues, struct fg_seatshare_view *v, double *credit)
 {
 	uint32_t target[FG_SEATSHARE_MAX_WORKERS];
 	if (n_queues == 0) {
@@ -225,7 +215,7 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 			target[w] = fg_seatshare_static(limit, n_workers, w);
 	} else {
 		double share[FG_SEATSHARE_MAX_WORKERS];
-		shares_of(limit, n_workers, demand, n_queues, share);
+		shares_of(limit, n_workers, demand, weight, n_queues, share);
 		targets_of(limit, n_workers, share, v, credit, target);
 	}
 	grants_of(limit, n_workers, target, v);
@@ -237,7 +227,7 @@ unsigned fg_board_allot(struct fg_board *b)
 {
 	unsigned W = b->n_workers, changed = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
-	uint32_t *demand = NULL;
+	uint32_t *demand = NULL, *weight = NULL;
 	uint32_t demand_cap = 0;
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		struct fg_level_board *l = &b->levels[i];
@@ -260,14 +250,21 @@ unsigned fg_board_allot(struct fg_board *b)
 		}
 		if (l->n_queues > demand_cap) {
 			uint32_t *nd = realloc(demand, sizeof(*demand) * l->n_queues);
-			if (!nd)
+			if (nd)
+				demand = nd;
+			uint32_t *nw = realloc(weight, sizeof(*weight) * l->n_queues);
+			if (nw)
+				weight = nw;
+			if (!nd || !nw)
 				continue; /* keep the current grants: safe */
-			demand = nd;
 			demand_cap = l->n_queues;
 		}
-		for (uint32_t q = 0; q < l->n_queues; q++)
-			demand[q] = load_u32(&fg_board_load(l, W, q)->demand);
-		fg_seatshare_round(limit, W, demand, l->n_queues, v, l->credit);
+		for (uint32_t q = 0; q < l->n_queues; q++) {
+			const struct fg_queue_load *ld = fg_board_load(l, W, q);
+			demand[q] = load_u32(&ld->demand);
+			weight[q] = load_u32(&ld->weight);
+		}
+		fg_seatshare_round(limit, W, demand, weight, l->n_queues, v, l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
 			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
@@ -279,5 +276,6 @@ unsigned fg_board_allot(struct fg_board *b)
 		l->allotted_limit = limit;
 	}
 	free(demand);
+	free(weight);
 	return changed;
 }

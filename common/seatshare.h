@@ -62,7 +62,7 @@ struct fg_seat_share {
 struct fg_queue_load {
 	uint64_t work;                 /* estimated seat-ns waiting: the shortest-queue choice */
 	uint32_t demand;               /* seats waiting + executing: the max-min demand */
-	uint32_t pad;
+	uint32_t weight;               /* its flow weight (thousandths; 0: 1): fg_qs_queue_weight */
 };
 
 struct fg_level_board {
@@ -146,8 +146,9 @@ struct fg_seatshare_view {
 /*
  * One round for one level (limit C, W workers, the demands of its queues,
  * queue q owned by worker q % W):
- *   - shares: the max-min water level of C over the queues' demands (each
- *     capped at C), summed per owner — real numbers;
+ *   - shares: the weighted max-min allocation of C over the queues'
+ *     demands (each capped at C; weights in thousandths, NULL: all 1;
+ *     common/maxmin), summed per owner — real numbers;
  *   - credits: while a worker has requests waiting, credit += (share - used)
  *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-C (no windup);
  *     cleared when nothing waits (nothing is banked);
@@ -160,8 +161,8 @@ struct fg_seatshare_view {
  * With no queues (reject-type levels): the even split.  credit[W] is the
  * allotter's memory of the level (zeroed for a new board).
  */
-void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, uint32_t n_queues,
-			struct fg_seatshare_view *v, double *credit);
+void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+			uint32_t n_queues, struct fg_seatshare_view *v, double *credit);
 
 /*
  * One allotment round over a board (the allotter): reads every worker's

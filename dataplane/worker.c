@@ -466,11 +466,9 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	if (!reason) {
 		struct fg_req *r = &w->reqs.slots[slot];
 		r->level = level;
-		enum fg_qs_verdict v = queue == FG_QS_NO_QUEUE
-			? fg_qs_arrive(level_qs(w, r), &r->qs, match->flow_hash, work->initial_seats, work->final_seats,
-				       work->extra_latency_ns, now)
-			: fg_qs_arrive_at(level_qs(w, r), &r->qs, queue, work->initial_seats, work->final_seats,
-					  work->extra_latency_ns, now);
+		enum fg_qs_verdict v = fg_qs_arrive_weighted(level_qs(w, r), &r->qs, queue, match->flow_hash,
+							     work->initial_seats, work->final_seats,
+							     work->extra_latency_ns, match->weight, now);
 		switch (v) {
 		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
 		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
@@ -590,7 +588,7 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			struct fg_handoff h = {
 				.pkt = *pkt, .hdr = m->hdr, .work = work, .generation = cfg->generation,
 				.flow_hash = match.flow_hash,
-				.cfg_level = match.level, .schema = match.schema, .queue = queue,
+				.cfg_level = match.level, .schema = match.schema, .queue = queue, .weight = match.weight,
 				.dist_off = in_pkt ? (uint16_t)(dist - pkt->data) : 0,
 				.dist_len = match.distinguisher.len,
 				.dist_assigned = match.distinguisher.len && !in_pkt,
@@ -620,7 +618,7 @@ static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct f
 	FG_STAT_ADD(w->stats.taken_over, 1);
 	if (likely(h->generation == cfg->generation && w->config_generation == cfg->generation)) {
 		struct fg_fc_match match = {
-			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash,
+			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash, .weight = h->weight,
 			.distinguisher = { h->dist_len ? (const char *)h->pkt.data + h->dist_off : "", h->dist_len },
 		};
 		if (unlikely(h->dist_assigned)) { /* the same configuration assigns the same user */

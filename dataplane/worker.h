@@ -76,6 +76,7 @@ struct fg_handoff {
 	uint64_t flow_hash;
 	uint32_t cfg_level, schema;   /* requests: the classification */
 	uint32_t queue;
+	uint32_t weight;              /* requests: the flow's weight (thousandths) */
 	uint16_t dist_off, dist_len;  /* the distinguisher, inside pkt.data ... */
 	bool dist_assigned;           /* ... or the user trust assigned to an untrusted source
 				       * (common/trust.h): the owner assigns it again */

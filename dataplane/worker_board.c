@@ -65,6 +65,7 @@ static inline void store_load(const struct fg_level_board *lb, unsigned n_worker
 	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
 	FG_STAT_SET(ld->work, q->waiting_work);
 	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
+	FG_STAT_SET(ld->weight, fg_qs_queue_weight(q));
 }
 
 /* One queue's load, and the level's seats in use here, for the other workers

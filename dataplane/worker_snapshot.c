@@ -174,13 +174,16 @@ static bool copy_queues(struct fg_worker *w, struct fg_snapshot *s, struct fg_sn
 				b->reqs--;
 				uint32_t rslot = slot_of(w, qr);
 				struct fg_snap_queue *row = &s->queues[c->qrow];
-				uint64_t cost = qr == q->head ? qr->cost
-							     : fg_qs_price(qr->initial_seats, qr->final_seats,
-									   qr->extra_latency_ns, qs->guess_ns);
+				/* The head was priced when it became head; the others will be
+				 * with the guess as it is now.  Virtual time divides by the
+				 * flow's weight; the work summed is seat-ns. */
+				uint64_t work = fg_qs_price(qr->initial_seats, qr->final_seats, qr->extra_latency_ns,
+							    qr == q->head ? qr->guess_ns : qs->guess_ns);
+				uint64_t cost = qr == q->head ? qr->cost : fg_qs_weighted(work, qr->weight);
 				c->finish = fg_qs_virtual_finish(c->finish, qr->arrival_r, cost);
 				row->initial_seats_sum += qr->initial_seats;
 				row->max_seats_sum += qr->seats;
-				row->work_sum += cost;
+				row->work_sum += work;
 				struct fg_snap_req *o = new_req(w, s, &w->reqs.slots[rslot], rslot, (uint16_t)c->level);
 				if (!o)
 					continue;

@@ -350,4 +350,141 @@ TEST(prepare_then_abort_changes_nothing)
 	fg_qs_fini(&qs);
 }
 
+/* --- weights: a closed-loop run on a virtual clock ----------------------- */
+
+/* Flow i keeps threads[i] requests of 1 seat and 1 s outstanding (each
+ * starts the next when it completes) from t = 0; returns the seats each
+ * flow held on average over [from, to) seconds. */
+enum { WF_MAX = 4, WF_THREADS = 40 };
+static void weighted_run(bool weighted, uint32_t limit, unsigned n, const unsigned *threads, const uint32_t *weight,
+			 unsigned from, unsigned to, double *avg_seats)
+{
+	struct fg_queueset qs;
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 1000,
+				  .concurrency_limit = limit, .initial_guess_ns = SEC, .fixed_guess = true,
+				  .weighted = weighted, .seed = 7 };
+	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	static struct fg_qs_req reqs[WF_MAX][WF_THREADS];
+	uint64_t done_at[WF_MAX][WF_THREADS] = { { 0 } }; /* 0: waiting or not started */
+	double held[WF_MAX] = { 0 };
+	for (unsigned f = 0; f < n; f++)
+		for (unsigned t = 0; t < threads[f]; t++)
+			if (fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, f + 1, 1, 0, 0, weight[f], 0) ==
+			    FG_QS_EXECUTE)
+				done_at[f][t] = SEC;
+	for (uint64_t now = 0; now < (uint64_t)to * SEC;) {
+		struct fg_qs_req *r;
+		while ((r = fg_qs_dispatch_next(&qs, now)))
+			for (unsigned f = 0; f < n; f++)
+				if (r >= reqs[f] && r < reqs[f] + WF_THREADS)
+					done_at[f][r - reqs[f]] = now + SEC;
+		uint64_t next = UINT64_MAX;
+		for (unsigned f = 0; f < n; f++)
+			for (unsigned t = 0; t < threads[f]; t++)
+				if (done_at[f][t] && done_at[f][t] < next)
+					next = done_at[f][t];
+		if (next == UINT64_MAX)
+			break;
+		/* Seats held between now and next. */
+		for (unsigned f = 0; f < n; f++)
+			for (unsigned t = 0; t < threads[f]; t++)
+				if (done_at[f][t]) {
+					uint64_t a = now > (uint64_t)from * SEC ? now : (uint64_t)from * SEC;
+					uint64_t b = next < (uint64_t)to * SEC ? next : (uint64_t)to * SEC;
+					if (b > a)
+						held[f] += (double)(b - a);
+				}
+		now = next;
+		for (unsigned f = 0; f < n; f++)
+			for (unsigned t = 0; t < threads[f]; t++)
+				if (done_at[f][t] == now) {
+					fg_qs_finish(&qs, &reqs[f][t], now);
+					done_at[f][t] = 0;
+					if (fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, f + 1, 1, 0, 0, weight[f],
+								  now) == FG_QS_EXECUTE)
+						done_at[f][t] = now + SEC;
+				}
+		CHECK(qs.seats_in_use <= limit);
+	}
+	for (unsigned f = 0; f < n; f++)
+		avg_seats[f] = held[f] / ((double)(to - from) * SEC);
+	fg_qs_fini(&qs);
+}
+
+static bool within(double got, double want, double frac)
+{
+	bool ok = got >= want * (1 - frac) && got <= want * (1 + frac);
+	if (!ok)
+		fprintf(stderr, "  %.4f seats, want %.4f (within %.0f%%)\n", got, want, frac * 100);
+	return ok;
+}
+
+/* Saturating flows of weights 1, 2 and 4 over 14 seats: 2, 4 and 8. */
+TEST(weights_share_seats_in_proportion)
+{
+	unsigned threads[] = { 20, 20, 20 };
+	uint32_t weight[] = { 1000, 2000, 4000 };
+	double avg[3];
+	weighted_run(true, 14, 3, threads, weight, 20, 200, avg);
+	CHECK(within(avg[0], 2, 0.03) && within(avg[1], 4, 0.03) && within(avg[2], 8, 0.03));
+	/* The same flows on a level without weights: equal shares. */
+	weighted_run(false, 14, 3, threads, weight, 20, 200, avg);
+	CHECK(within(avg[0], 14.0 / 3, 0.03) && within(avg[1], 14.0 / 3, 0.03) && within(avg[2], 14.0 / 3, 0.03));
+}
+
+/* Volcano's proportion example as flows: 9 seats, weights 2 and 4 asking 5
+ * and 10 seats -> 3 and 6. */
+TEST(weights_volcano_deserved_shares)
+{
+	unsigned threads[] = { 5, 10 };
+	uint32_t weight[] = { 2000, 4000 };
+	double avg[2];
+	weighted_run(true, 9, 2, threads, weight, 20, 200, avg);
+	CHECK(within(avg[0], 3, 0.03) && within(avg[1], 6, 0.03));
+}
+
+/* A weighted flow asking less than its weighted share gets all it asks;
+ * the rest goes to the others, by weight. */
+TEST(weighted_flow_asking_less_gets_what_it_asks)
+{
+	unsigned threads[] = { 2, 20, 20 };
+	uint32_t weight[] = { 4000, 1000, 3000 };
+	double avg[3];
+	weighted_run(true, 10, 3, threads, weight, 20, 200, avg);
+	CHECK(within(avg[0], 2, 0.03) && within(avg[1], 2, 0.03) && within(avg[2], 6, 0.03));
+}
+
+/* Weights turned on and off on a live queue set: nothing in flight is lost
+ * and the demand structures follow (a rebuild from every queue). */
+TEST(weights_switched_live)
+{
+	struct fg_queueset qs;
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 100,
+				  .concurrency_limit = 2, .initial_guess_ns = SEC, .fixed_guess = true, .seed = 7 };
+	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	struct fg_qs_req r[6];
+	for (unsigned i = 0; i < 6; i++)
+		fg_qs_arrive_weighted(&qs, &r[i], FG_QS_NO_QUEUE, 1 + i % 2, 1, 0, 0, i % 2 ? 4000 : 1000, 0);
+	CHECK_EQ(r[1].weight, FG_QS_WEIGHT_ONE); /* a level without weights: 1 whatever it says */
+	c.weighted = true;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, 0), 0);
+	CHECK(qs.demands.wshare.n_buckets && qs.demands.wshare.n == 2 && qs.demands.wbusy.n == 0);
+	CHECK_EQ(qs.n_waiting, 4);
+	struct fg_qs_req w;
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &w, FG_QS_NO_QUEUE, 3, 1, 0, 0, 9999999, 0), FG_QS_QUEUED);
+	CHECK_EQ(w.weight, FG_QS_WEIGHT_MAX); /* clamped */
+	fg_qs_finish(&qs, &r[0], SEC);
+	fg_qs_finish(&qs, &r[1], SEC);
+	unsigned started = 0;
+	while (fg_qs_dispatch_next(&qs, SEC))
+		started++;
+	CHECK_EQ(started, 2);
+	c.weighted = false;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, SEC), 0);
+	CHECK_EQ(qs.demands.wshare.n_buckets, 0);
+	CHECK_EQ(qs.demands.share.n + qs.demands.busy.n, 3); /* queues 1, 2 and 3 are all active */
+	CHECK_EQ(qs.seats_in_use, 2);
+	fg_qs_fini(&qs);
+}
+
 TEST_MAIN

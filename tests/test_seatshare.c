@@ -35,7 +35,7 @@ TEST(grants_stay_within_the_limit)
 			demand[q] = (uint32_t)rand_r(&seed) % 10;
 		struct fg_seatshare_view v[8];
 		views(v, n, used, head, applied);
-		fg_seatshare_round(limit, n, demand, nq, v, credit);
+		fg_seatshare_round(limit, n, demand, NULL, nq, v, credit);
 		uint64_t after = 0;
 		for (unsigned w = 0; w < n; w++) {
 			after += v[w].grant > v[w].reserved ? v[w].grant : v[w].reserved;
@@ -58,7 +58,7 @@ TEST(steady_narrow_demand_keeps_its_grants)
 	for (int round = 0; round < 2000; round++) {
 		struct fg_seatshare_view v[3];
 		views(v, 3, used, head, applied);
-		fg_seatshare_round(10, 3, demand, 8, v, credit);
+		fg_seatshare_round(10, 3, demand, NULL, 8, v, credit);
 		for (unsigned w = 0; w < 3; w++) {
 			applied[w] = used[w] = v[w].grant; /* the workers fill what they get */
 			if (round == 10)
@@ -84,7 +84,7 @@ TEST(a_wide_head_gets_its_seats_in_turn)
 	for (int round = 0; round < rounds; round++) {
 		struct fg_seatshare_view v[2];
 		views(v, 2, used, head, applied);
-		fg_seatshare_round(6, 2, demand, 2, v, credit);
+		fg_seatshare_round(6, 2, demand, NULL, 2, v, credit);
 		for (unsigned w = 0; w < 2; w++) {
 			applied[w] = v[w].grant;
 			/* Requests end now and then; a worker over its grant does not
@@ -110,7 +110,7 @@ TEST(no_queues_split_evenly)
 	uint32_t zero[3] = { 0 }, head[3] = { 0 };
 	double credit[3] = { 0 };
 	views(v, 3, zero, head, zero);
-	fg_seatshare_round(10, 3, NULL, 0, v, credit);
+	fg_seatshare_round(10, 3, NULL, NULL, 0, v, credit);
 	CHECK_EQ(v[0].grant, 4);
 	CHECK_EQ(v[1].grant, 3);
 	CHECK_EQ(v[2].grant, 3);

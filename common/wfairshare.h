@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * wfairshare — the weighted max-min fair share ("water level") of a capacity
+ * over a changing multiset of (demand, weight) pairs, in O(log B) per change
+ * and per query: fairshare.h's problem with a weight per queue.
+ *
+ * A queue with demand d (seats) and weight w (thousandths: 1000 is weight 1)
+ * receives min(d, w/1000 * lambda); lambda, the rate of one unit of weight,
+ * solves  sum(min(d, w/1000 * lambda)) = C.  The queues are ordered by their
+ * ratio d/w, which is not an integer, so the ratios are kept in logarithmic
+ * buckets (FG_WFAIRSHARE_SUB_BITS bits of mantissa per octave: a bucket spans
+ * 1/128 = 0.8% of its value) with two Fenwick trees over the buckets (sum of
+ * demands, sum of weights).  A descent finds the bucket where the water line
+ * crosses, then lambda exactly as if every queue from that bucket on were
+ * held at its weighted share.  The answer is exact when the crossing bucket
+ * holds no queue below the water line, and otherwise off by less than one
+ * bucket's width (0.8%) — and the queues of that bucket get their share
+ * within the same bound.  The largest ratio (when every demand fits) is the
+ * upper edge of its bucket: at most 0.8% high.  Rates saturate at
+ * UINT64_MAX (2^32 seats per unit of weight).
+ *
+ * Demands are clamped to FG_WFAIRSHARE_MAX_DEMAND, weights to
+ * [1, FG_WFAIRSHARE_MAX_WEIGHT].  A demand of 0 is no queue.
+ *
+ * Thread contract: single owner.
+ */
+#ifndef FG_WFAIRSHARE_H
+#define FG_WFAIRSHARE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fairshare.h"
+#include "hbitmap.h"
+
+#define FG_WFAIRSHARE_WEIGHT_ONE 1000u
+#define FG_WFAIRSHARE_MAX_WEIGHT 1000000u       /* weight 1000 */
+#define FG_WFAIRSHARE_MAX_DEMAND ((1u << 24) - 1) /* seats */
+#define FG_WFAIRSHARE_SUB_BITS 7
+
+struct fg_wfairshare {
+	uint32_t n_buckets, step0;
+	int64_t *sum_d, *sum_w; /* Fenwick trees over buckets 1..n_buckets (NULL when counts-only) */
+	uint32_t *hist;         /* queues per bucket */
+	struct fg_hbitmap present;
+	uint64_t n;             /* queues with demand > 0 */
+	uint64_t total;         /* sum of demands */
+	uint64_t total_w;       /* sum of weights */
+};
+
+/* With sums (fg_wfairshare_rate), or counts only (fg_wfairshare_max_rate). */
+int fg_wfairshare_init(struct fg_wfairshare *f, bool sums);
+void fg_wfairshare_fini(struct fg_wfairshare *f);
+
+/* A queue went from (old_d, old_w) to (new_d, new_w); a demand of 0 is no queue. */
+void fg_wfairshare_update(struct fg_wfairshare *f, uint64_t old_d, uint32_t old_w, uint64_t new_d, uint32_t new_w);
+
+/*
+ * lambda for `capacity` seats, in seats per unit of weight with
+ * FG_FAIRSHARE_FRAC_BITS fraction bits (a weight-1 queue's share).  When
+ * every demand fits it is fg_wfairshare_max_rate; with no demand 0.
+ */
+uint64_t fg_wfairshare_rate(const struct fg_wfairshare *f, uint64_t capacity);
+
+/* The largest demand / weight present, per unit of weight, same fixed point
+ * (0 when none): what a queue consuming its whole demand moves R at. */
+uint64_t fg_wfairshare_max_rate(const struct fg_wfairshare *f);
+
+#endif
