@@ -6,53 +6,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A ratio d/w is kept as x = d * 2^RATIO_SHIFT / w: with d < 2^24 and
- * 1 <= w <= 10^6 < 2^20, x lies in [2^18, 2^62), so its leading bit is one
- * of OCTAVES values and the SUB_BITS bits below it pick the bucket. */
-#define RATIO_SHIFT 38
-#define MIN_MSB 18
-#define OCTAVES (62 - MIN_MSB)
-#define SUB (1u << FG_WFAIRSHARE_SUB_BITS)
-#define N_BUCKETS (OCTAVES * SUB)
+/*
+ * A ratio d/w (seats per thousandth of weight) is a double; its exponent
+ * and the top FG_WFAIRSHARE_SUB_BITS bits of its mantissa are the bucket,
+ * read straight from its bits.  With 1 <= d < 2^24 and 1 <= w <= 10^6 < 2^20
+ * the ratio lies in [2^-20, 2^24): MIN_EXP is the biased exponent of 2^-21,
+ * so every ratio has a bucket, and upper_of is exact.
+ */
+#define MANTISSA_BITS 52
+#define SHIFT (MANTISSA_BITS - FG_WFAIRSHARE_SUB_BITS)
+#define MIN_EXP (1023 - 21)
+#define MAX_EXP (1023 + 24)
+#define N_BUCKETS ((MAX_EXP - MIN_EXP + 1) << FG_WFAIRSHARE_SUB_BITS)
 
-typedef unsigned __int128 u128;
+static inline uint64_t bits_of(double x)
+{
+	uint64_t b;
+	memcpy(&b, &x, sizeof(b));
+	return b;
+}
 
-static inline uint64_t ratio_of(uint64_t d, uint32_t w) { return (d << RATIO_SHIFT) / w; }
+static inline double double_of(uint64_t b)
+{
+	double x;
+	memcpy(&x, &b, sizeof(x));
+	return x;
+}
 
 /* Bucket 1..N_BUCKETS of a ratio. */
-static inline uint32_t bucket_of(uint64_t x)
+static inline uint32_t bucket_of(uint64_t d, uint32_t w)
 {
-	unsigned msb = 63u - (unsigned)__builtin_clzll(x);
-	return (msb - MIN_MSB) * SUB + (uint32_t)((x >> (msb - FG_WFAIRSHARE_SUB_BITS)) & (SUB - 1)) + 1;
+	return (uint32_t)((bits_of((double)d / (double)w) >> SHIFT) - ((uint64_t)MIN_EXP << FG_WFAIRSHARE_SUB_BITS)) + 1;
 }
 
 /* The smallest ratio above every ratio of bucket b (0 for b = 0). */
-static inline uint64_t upper_of(uint32_t b)
+static inline double upper_of(uint64_t b)
 {
-	if (b == 0)
-		return 0;
-	uint32_t i = b - 1, msb = i / SUB + MIN_MSB;
-	return (uint64_t)(SUB + i % SUB + 1) << (msb - FG_WFAIRSHARE_SUB_BITS);
+	return b ? double_of((b + ((uint64_t)MIN_EXP << FG_WFAIRSHARE_SUB_BITS)) << SHIFT) : 0.0;
 }
 
-/* A ratio (x units) as seats per unit of weight, FG_FAIRSHARE_FRAC_BITS
- * fraction bits; saturated (a huge demand of a tiny weight). */
-static inline uint64_t rate_of(u128 x)
+/* A ratio (seats per thousandth) as seats per unit of weight with
+ * FG_FAIRSHARE_FRAC_BITS fraction bits, saturated. */
+static inline uint64_t rate_of(double x)
 {
-	u128 r = (x * FG_WFAIRSHARE_WEIGHT_ONE) >> (RATIO_SHIFT - FG_FAIRSHARE_FRAC_BITS);
-	return r > UINT64_MAX ? UINT64_MAX : (uint64_t)r;
+	double r = x * FG_WFAIRSHARE_WEIGHT_ONE * (double)(1ull << FG_FAIRSHARE_FRAC_BITS);
+	return r >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)r;
 }
 
 int fg_wfairshare_init(struct fg_wfairshare *f, bool sums)
 {
 	memset(f, 0, sizeof(*f));
 	f->n_buckets = N_BUCKETS;
-	f->hist = calloc(N_BUCKETS + 1, sizeof(*f->hist));
-	bool ok = f->hist && fg_hbitmap_init(&f->present, N_BUCKETS + 1) == 0;
-	if (ok && sums) {
-		f->sum_d = calloc(N_BUCKETS + 1, sizeof(*f->sum_d));
-		f->sum_w = calloc(N_BUCKETS + 1, sizeof(*f->sum_w));
-		ok = f->sum_d && f->sum_w;
+	bool ok;
+	if (sums) {
+		f->tree = calloc(N_BUCKETS + 1, sizeof(*f->tree));
+		ok = f->tree != NULL;
+	} else {
+		f->hist = calloc(N_BUCKETS + 1, sizeof(*f->hist));
+		ok = f->hist && fg_hbitmap_init(&f->present, N_BUCKETS + 1) == 0;
 	}
 	if (!ok) {
 		fg_wfairshare_fini(f);
@@ -66,8 +77,7 @@ int fg_wfairshare_init(struct fg_wfairshare *f, bool sums)
 
 void fg_wfairshare_fini(struct fg_wfairshare *f)
 {
-	free(f->sum_d);
-	free(f->sum_w);
+	free(f->tree);
 	free(f->hist);
 	if (f->present.depth)
 		fg_hbitmap_fini(&f->present);
@@ -78,20 +88,21 @@ static void add(struct fg_wfairshare *f, uint64_t d, uint32_t w, int64_t sign)
 {
 	if (d == 0)
 		return;
-	uint32_t b = bucket_of(ratio_of(d, w));
+	uint32_t b = bucket_of(d, w);
 	f->n += (uint64_t)sign;
 	f->total += (uint64_t)(sign * (int64_t)d);
 	f->total_w += (uint64_t)(sign * (int64_t)w);
-	f->hist[b] += (uint32_t)sign;
-	if (sign > 0 && f->hist[b] == 1)
-		fg_hbitmap_set(&f->present, b);
-	else if (sign < 0 && f->hist[b] == 0)
-		fg_hbitmap_clear(&f->present, b);
-	if (!f->sum_d)
+	if (f->hist) {
+		f->hist[b] += (uint32_t)sign;
+		if (sign > 0 && f->hist[b] == 1)
+			fg_hbitmap_set(&f->present, b);
+		else if (sign < 0 && f->hist[b] == 0)
+			fg_hbitmap_clear(&f->present, b);
 		return;
+	}
 	for (uint32_t i = b; i <= f->n_buckets; i += i & (~i + 1)) {
-		f->sum_d[i] += sign * (int64_t)d;
-		f->sum_w[i] += sign * (int64_t)w;
+		f->tree[i].d += sign * (int64_t)d;
+		f->tree[i].w += sign * (int64_t)w;
 	}
 }
 
@@ -113,30 +124,50 @@ void fg_wfairshare_update(struct fg_wfairshare *f, uint64_t old_d, uint32_t old_
 	add(f, new_d, new_w, +1);
 }
 
+/* The last bucket holding a queue (0 when none). */
+static uint64_t last_bucket(const struct fg_wfairshare *f)
+{
+	if (f->n == 0)
+		return 0;
+	if (f->hist) {
+		uint32_t b = fg_hbitmap_max(&f->present);
+		return b == FG_HBITMAP_NONE ? 0 : b;
+	}
+	/* Every queue weighs at least 1: the largest prefix short of the
+	 * total weight ends just before the last queue's bucket. */
+	uint64_t pos = 0, acc = 0;
+	for (uint64_t step = f->step0; step; step >>= 1)
+		if (pos + step <= f->n_buckets && acc + (uint64_t)f->tree[pos + step].w < f->total_w) {
+			pos += step;
+			acc += (uint64_t)f->tree[pos].w;
+		}
+	return pos + 1;
+}
+
 uint64_t fg_wfairshare_max_rate(const struct fg_wfairshare *f)
 {
-	uint32_t b = f->n ? fg_hbitmap_max(&f->present) : FG_HBITMAP_NONE;
-	return b == FG_HBITMAP_NONE ? 0 : rate_of(upper_of(b));
+	uint64_t b = last_bucket(f);
+	return b ? rate_of(upper_of(b)) : 0;
 }
 
 uint64_t fg_wfairshare_rate(const struct fg_wfairshare *f, uint64_t capacity)
 {
 	if (f->n == 0)
 		return 0;
-	if (f->total <= capacity)
+	if (f->total <= capacity || !f->tree)
 		return fg_wfairshare_max_rate(f);
 	/* S(p) = sum(d, buckets <= p) + upper(p) * sum(w, buckets > p) grows
 	 * with p (a queue of bucket p+1 demands at least upper(p) * w): descend
 	 * to the largest p with S(p) <= C; from bucket p+1 on, every queue is
 	 * taken at its weighted share, which fixes lambda. */
-	u128 cap = (u128)capacity << RATIO_SHIFT;
+	double cap = (double)capacity;
 	uint64_t pos = 0, acc_d = 0, acc_w = 0;
 	for (uint64_t step = f->step0; step; step >>= 1) {
 		uint64_t np = pos + step;
 		if (np > f->n_buckets)
 			continue;
-		uint64_t d = acc_d + (uint64_t)f->sum_d[np], w = acc_w + (uint64_t)f->sum_w[np];
-		if (((u128)d << RATIO_SHIFT) + (u128)upper_of((uint32_t)np) * (f->total_w - w) <= cap) {
+		uint64_t d = acc_d + (uint64_t)f->tree[np].d, w = acc_w + (uint64_t)f->tree[np].w;
+		if ((double)d + upper_of(np) * (double)(f->total_w - w) <= cap) {
 			pos = np;
 			acc_d = d;
 			acc_w = w;
@@ -145,13 +176,9 @@ uint64_t fg_wfairshare_rate(const struct fg_wfairshare *f, uint64_t capacity)
 	uint64_t rest_w = f->total_w - acc_w;
 	if (rest_w == 0) /* cannot happen while total > capacity; be safe */
 		return fg_wfairshare_max_rate(f);
-	u128 x = (((u128)(capacity - acc_d)) << RATIO_SHIFT) / rest_w;
+	double x = (cap - (double)acc_d) / (double)rest_w;
 	/* Within the crossing bucket (the queues there below the line are what
 	 * the formula cannot see). */
-	u128 lo = upper_of((uint32_t)pos), hi = pos < f->n_buckets ? upper_of((uint32_t)pos + 1) : x;
-	if (x < lo)
-		x = lo;
-	if (x > hi)
-		x = hi;
-	return rate_of(x);
+	double lo = upper_of(pos), hi = pos < f->n_buckets ? upper_of(pos + 1) : x;
+	return rate_of(x < lo ? lo : x > hi ? hi : x);
 }

@@ -15,9 +15,11 @@
  * held at its weighted share.  The answer is exact when the crossing bucket
  * holds no queue below the water line, and otherwise off by less than one
  * bucket's width (0.8%) — and the queues of that bucket get their share
- * within the same bound.  The largest ratio (when every demand fits) is the
+ * within the same bound.  Ratios are doubles, their buckets read from the
+ * exponent and mantissa bits (no integer division on the path).  The largest ratio (when every demand fits) is the
  * upper edge of its bucket: at most 0.8% high.  Rates saturate at
- * UINT64_MAX (2^32 seats per unit of weight).
+ * UINT64_MAX (2^32 seats per unit of weight).  The counts-only form keeps
+ * a histogram of buckets instead of the trees: the largest ratio only.
  *
  * Demands are clamped to FG_WFAIRSHARE_MAX_DEMAND, weights to
  * [1, FG_WFAIRSHARE_MAX_WEIGHT].  A demand of 0 is no queue.
@@ -38,10 +40,15 @@
 #define FG_WFAIRSHARE_MAX_DEMAND ((1u << 24) - 1) /* seats */
 #define FG_WFAIRSHARE_SUB_BITS 7
 
+struct fg_wfairshare_node {
+	int64_t d, w;           /* sums of demands and of weights: one line per Fenwick step */
+};
+
 struct fg_wfairshare {
 	uint32_t n_buckets, step0;
-	int64_t *sum_d, *sum_w; /* Fenwick trees over buckets 1..n_buckets (NULL when counts-only) */
-	uint32_t *hist;         /* queues per bucket */
+	struct fg_wfairshare_node *tree; /* Fenwick tree over buckets 1..n_buckets (NULL when counts-only) */
+	/* Counts-only: queues per bucket and the set of buckets present. */
+	uint32_t *hist;
 	struct fg_hbitmap present;
 	uint64_t n;             /* queues with demand > 0 */
 	uint64_t total;         /* sum of demands */
