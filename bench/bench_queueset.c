@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	}
 	/* r[size][mixed][weighted]; the two policies alternate per size so
 	 * that both see the same machine. */
-	struct result r[8][2][2];
+	struct result r[8][2][2] = { { { { 0, 0 } } } };
 	for (int s = 0; s < n_sizes; s++)
 		for (int m = 0; m < 2; m++)
 			for (int wt = 0; wt < 2; wt++)

@@ -301,7 +301,8 @@ static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t err
 		s->levels[i].cfg = (struct fg_qs_config){
 			.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 			.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
-			.concurrency_limit = l->limit, .weighted = l->weighted };
+			.concurrency_limit = l->limit, .weighted = l->weighted,
+			.usage_based = l->policy == FG_FC_POLICY_USAGE_BASED, .usage = fg_fc_level_usage_params(l) };
 	}
 	return 0;
 }

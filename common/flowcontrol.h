@@ -31,6 +31,7 @@
 
 #include "proto.h"
 #include "settings.h"
+#include "usage.h"
 
 #define FG_FC_API_VERSION "flowcontrol.apiserver.k8s.io/v1"
 #define FG_FC_MAX_PRECEDENCE 10000
@@ -146,6 +147,13 @@ struct fg_fc_level {
 	uint64_t usage_sampling_ns;         /* UsageBased: how often usage is folded in */
 	uint64_t reset_inactivity_ns;       /* UsageBased: an idle flow's usage is forgotten after this */
 };
+
+/* A UsageBased level's parameters as the queue set takes them. */
+static inline struct fg_usage_params fg_fc_level_usage_params(const struct fg_fc_level *l)
+{
+	return (struct fg_usage_params){ .half_life_ns = l->usage_half_life_ns, .sampling_ns = l->usage_sampling_ns,
+					 .reset_ns = l->reset_inactivity_ns };
+}
 
 struct fg_fc_schema;                         /* compiled rules, opaque */
 

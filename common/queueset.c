@@ -74,8 +74,12 @@ static int demands_init(struct fg_qs_demands *d, const struct fg_qs_config *cfg)
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
 static void update_rate(struct fg_queueset *qs);
+static void fold_usage(struct fg_queueset *qs, uint64_t now);
 
-/* R moves at the current fair share until now. */
+/* Dispatch by usage (the level is UsageBased and its table exists). */
+static inline bool usage_on(const struct fg_queueset *qs) { return qs->cfg.usage_based && qs->usage.flows; }
+
+/* R moves at the current fair share until now; a due usage fold happens. */
 static void advance(struct fg_queueset *qs, uint64_t now)
 {
 	if (now <= qs->last_ns)
@@ -88,6 +92,8 @@ static void advance(struct fg_queueset *qs, uint64_t now)
 		qs->stats.epochs++;
 	qs->r = next;
 	qs->last_ns = now;
+	if (usage_on(qs) && fg_usage_fold_due(&qs->usage, now))
+		fold_usage(qs, now);
 }
 
 /*
@@ -149,15 +155,64 @@ static inline uint64_t head_finish(const struct fg_qs_queue *q)
 	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, q->head->cost);
 }
 
-/* Put a queue back in dispatch order after its head or F_prev changed. */
+/* Put a queue back in dispatch order after its head or F_prev changed:
+ * by the head's virtual finish, or (UsageBased) by its flow's usage key,
+ * ties by arrival. */
 static void rekey(struct fg_queueset *qs, uint32_t qi)
 {
 	if (fg_skiplist_contains(&qs->order, qi))
 		fg_skiplist_remove(&qs->order, qi);
-	if (qs->queues[qi].head) {
-		price_head(qs, qs->queues[qi].head);
-		fg_skiplist_insert(&qs->order, qi, head_finish(&qs->queues[qi]), ++qs->tie);
+	struct fg_qs_queue *q = &qs->queues[qi];
+	if (!q->head)
+		return;
+	price_head(qs, q->head);
+	if (usage_on(qs)) {
+		uint32_t flow = q->head->flow;
+		/* A request from before the level was UsageBased goes first: it drains. */
+		q->key_gen = flow == FG_USAGE_NONE ? 0 : qs->usage.flows[flow].gen;
+		fg_skiplist_insert(&qs->order, qi, flow == FG_USAGE_NONE ? 0 : fg_usage_key(&qs->usage, flow),
+				   q->head->arrival_ns);
+		return;
 	}
+	fg_skiplist_insert(&qs->order, qi, head_finish(q), ++qs->tie);
+}
+
+/* Every queue with a waiting head in order again (the policy or all the keys changed). */
+static void rekey_all(struct fg_queueset *qs)
+{
+	for (uint32_t qi = 0; qi < qs->n_alloc; qi++)
+		if (qs->queues[qi].head)
+			rekey(qs, qi);
+}
+
+/* Usages folded: every key moved. */
+static void fold_usage(struct fg_queueset *qs, uint64_t now)
+{
+	fg_usage_fold(&qs->usage, now);
+	rekey_all(qs);
+}
+
+/* UsageBased keys only grow between folds (entry penalties), so a queue
+ * keyed before its head's flow last changed is keyed too low: re-keyed
+ * when it comes first, until the first one is current. */
+static uint32_t first_current(struct fg_queueset *qs)
+{
+	uint32_t qi;
+	while ((qi = fg_skiplist_first(&qs->order)) != FG_SKIP_NIL && usage_on(qs)) {
+		uint32_t flow = qs->queues[qi].head->flow;
+		if (flow == FG_USAGE_NONE || qs->usage.flows[flow].gen == qs->queues[qi].key_gen)
+			break;
+		rekey(qs, qi);
+	}
+	return qi;
+}
+
+static uint32_t usage_flows_of(const struct fg_qs_config *c)
+{
+	if (c->usage_flows)
+		return c->usage_flows > FG_USAGE_MAX_FLOWS ? FG_USAGE_MAX_FLOWS : c->usage_flows;
+	uint64_t n = (uint64_t)c->queues * 4;
+	return n < 1024 ? 1024 : n > 65536 ? 65536 : (uint32_t)n;
 }
 
 int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now)
@@ -178,7 +233,8 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	if (!qs->queues)
 		return -ENOMEM;
 	qs->n_alloc = cfg->queues;
-	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) || (rc = demands_init(&qs->demands, cfg))) {
+	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) || (rc = demands_init(&qs->demands, cfg)) ||
+	    (cfg->usage_based && (rc = fg_usage_init(&qs->usage, usage_flows_of(cfg), &cfg->usage, now)))) {
 		fg_qs_fini(qs);
 		return rc;
 	}
@@ -222,6 +278,20 @@ int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, 
 		for (uint32_t i = 0; i < qs->n_alloc; i++)
 			contribute(&p->demands, p->cfg.weighted, contribution_of(&qs->queues[i]), +1);
 	}
+	/* UsageBased from now on: its table (an existing one is kept, with
+	 * what it learned; the new parameters are checked here). */
+	if (cfg->mode == FG_QS_QUEUE && cfg->usage_based) {
+		struct fg_usage_params up = cfg->usage;
+		if (!up.half_life_ns || !up.sampling_ns) {
+			rc = -EINVAL;
+			goto err;
+		}
+		if (!qs->usage.flows) {
+			if ((rc = fg_usage_init(&p->usage, usage_flows_of(cfg), &up, 0)))
+				goto err;
+			p->new_usage = true;
+		}
+	}
 	p->n_alloc = n_alloc;
 	return 0;
 err:
@@ -236,12 +306,15 @@ void fg_qs_prep_abort(struct fg_qs_prep *p)
 		fg_skiplist_fini(&p->order);
 	if (p->new_share)
 		demands_fini(&p->demands);
+	if (p->new_usage)
+		fg_usage_fini(&p->usage);
 	memset(p, 0, sizeof(*p));
 }
 
 void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 {
 	advance(qs, now);
+	bool rekey_needed = p->cfg.usage_based != qs->cfg.usage_based;
 	qs->cfg = p->cfg;
 	qs->level_limit = p->cfg.concurrency_limit;
 	qs->dealer = p->dealer;
@@ -258,8 +331,17 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		demands_fini(&qs->demands);
 		qs->demands = p->demands;
 	}
+	if (p->new_usage) {
+		qs->usage = p->usage;
+		qs->usage.last_fold_ns = now;
+		qs->usage.next_fold_ns = now + qs->usage.p.sampling_ns;
+	}
+	if (p->cfg.usage_based && qs->usage.flows && memcmp(&qs->usage.p, &p->cfg.usage, sizeof(qs->usage.p)))
+		fg_usage_set_params(&qs->usage, &p->cfg.usage, now); /* checked in prepare */
 	qs->n_alloc = p->n_alloc;
 	qs->rate_stale = true;
+	if (rekey_needed) /* the order's meaning changed */
+		rekey_all(qs);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -284,6 +366,8 @@ void fg_qs_fini(struct fg_queueset *qs)
 	if (qs->order.nodes)
 		fg_skiplist_fini(&qs->order);
 	demands_fini(&qs->demands);
+	if (qs->usage.flows)
+		fg_usage_fini(&qs->usage);
 }
 
 void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards)
@@ -327,6 +411,7 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 	r->extra_latency_ns = final_seats ? extra_latency_ns : 0;
 	r->arrival_ns = now;
 	r->queue = FG_QS_NO_QUEUE;
+	r->flow = FG_USAGE_NONE;
 	r->weight = !qs->cfg.weighted || weight == 0 ? FG_QS_WEIGHT_ONE : weight > FG_QS_WEIGHT_MAX ? FG_QS_WEIGHT_MAX : weight;
 
 	if (qs->cfg.mode != FG_QS_QUEUE) {
@@ -345,7 +430,8 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 }
 
 /* A queue-mode arrival into queue qi, after the prologue. */
-static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t qi, uint64_t now)
+static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t qi, uint64_t flow_hash,
+					  uint64_t now)
 {
 	uint16_t initial_seats = r->initial_seats, final_seats = r->final_seats;
 	struct fg_qs_queue *q = &qs->queues[qi];
@@ -358,6 +444,10 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		r->queue = qi;
 		r->arrival_r = qs->r;
 		r->guess_ns = qs->guess_ns;
+		if (usage_on(qs)) {
+			r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
+			fg_usage_start(&qs->usage, r->flow, r->seats, r->guess_ns, now);
+		}
 		r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
 		r->cost = fg_qs_weighted(r->work, r->weight);
 		q->f_prev = later(q->f_prev, r->arrival_r) + r->cost;
@@ -386,6 +476,8 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	r->guess_ns = qs->guess_ns;
 	r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
 	r->state = FG_QS_WAITING;
+	if (usage_on(qs))
+		r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
 
 	struct contribution before = contribution_of(q);
 	r->prev = q->tail;
@@ -413,7 +505,7 @@ enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_re
 	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, weight, now);
 	if (v >= 0)
 		return (enum fg_qs_verdict)v;
-	return arrive_in_queue(qs, r, queue == FG_QS_NO_QUEUE ? choose_queue(qs, flow_hash) : queue, now);
+	return arrive_in_queue(qs, r, queue == FG_QS_NO_QUEUE ? choose_queue(qs, flow_hash) : queue, flow_hash, now);
 }
 
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
@@ -454,7 +546,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	if (!qs->queues) /* a level that never queued; one that stopped still drains */
 		return NULL;
 	advance(qs, now);
-	uint32_t qi = fg_skiplist_first(&qs->order);
+	uint32_t qi = first_current(qs);
 	if (qi == FG_SKIP_NIL)
 		return NULL;
 	struct fg_qs_queue *q = &qs->queues[qi];
@@ -472,6 +564,8 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	q->n_executing++;
 	q->weight = r->weight;
 	demand_changed(qs, before, contribution_of(q));
+	if (r->flow != FG_USAGE_NONE)
+		fg_usage_start(&qs->usage, r->flow, r->seats, r->guess_ns, now);
 	rekey(qs, qi);
 	qs->seats_in_use += r->seats;
 	r->state = FG_QS_EXECUTING;
@@ -488,6 +582,8 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	demand_changed(qs, before, contribution_of(q));
+	if (r->flow != FG_USAGE_NONE)
+		fg_usage_leave(&qs->usage, r->flow, now);
 	if (was_head)
 		rekey(qs, r->queue);
 	if (!queue_active(q))
@@ -527,6 +623,10 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 {
 	advance(qs, now);
 	qs->seats_in_use -= r->seats;
+	if (r->flow != FG_USAGE_NONE) {
+		fg_usage_stop(&qs->usage, r->flow, r->seats, now);
+		fg_usage_leave(&qs->usage, r->flow, now);
+	}
 	if (r->queue != FG_QS_NO_QUEUE) {
 		struct fg_qs_queue *q = &qs->queues[r->queue];
 		struct contribution before = contribution_of(q);

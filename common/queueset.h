@@ -44,6 +44,7 @@
 #include "fairshare.h"
 #include "shuffle.h"
 #include "skiplist.h"
+#include "usage.h"
 #include "wfairshare.h"
 
 enum fg_qs_mode { FG_QS_EXEMPT = 0, FG_QS_REJECT = 1, FG_QS_QUEUE = 2 };
@@ -77,6 +78,11 @@ struct fg_qs_config {
 	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
 	bool weighted;               /* requests may carry weights other than 1: weighted max-min
 				      * (wfairshare); without it every weight counts as 1 */
+	bool usage_based;            /* UsageBased: dispatch by the head's flow's decayed usage /
+				      * weight (common/usage.h), ties by arrival, instead of by
+				      * virtual finish */
+	struct fg_usage_params usage; /* UsageBased: half-life, sampling interval, reset period */
+	uint32_t usage_flows;        /* UsageBased: flows tracked; 0: 4 per queue within [1024, 65536] */
 	uint64_t seed;               /* skip-list levels */
 };
 
@@ -118,6 +124,7 @@ struct fg_qs_req {
 	uint64_t extra_latency_ns;
 	uint32_t queue;
 	uint32_t weight;               /* the flow's weight in thousandths (FG_QS_WEIGHT_ONE: 1) */
+	uint32_t flow;                 /* its entry in the usage table, or FG_USAGE_NONE */
 	uint16_t initial_seats, final_seats, seats; /* seats = held for the whole life */
 	uint8_t state;
 };
@@ -130,6 +137,7 @@ struct fg_qs_queue {
 	uint32_t seats_waiting, seats_executing;
 	uint32_t n_executing;    /* executing or lingering requests */
 	uint32_t weight;         /* weighted levels: the weight of the last request dispatched */
+	uint32_t key_gen;        /* UsageBased: the head's flow's generation its key was taken at */
 	uint64_t idle_epoch;     /* wraps of R when the queue last went idle */
 };
 
@@ -157,6 +165,8 @@ struct fg_queueset {
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
 	struct fg_skiplist order;    /* queues with a waiting head, by head finish */
 	struct fg_qs_demands demands;
+	struct fg_usage usage;       /* allocated once the level is UsageBased; kept until fini, since
+				      * requests refer to its flows */
 	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
 	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
 	bool rate_stale;             /* demands changed since r_rate was computed */
@@ -260,9 +270,10 @@ struct fg_qs_prep {
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;   /* a grown copy, or NULL: keep */
 	uint32_t n_alloc;
-	bool new_order, new_share;
+	bool new_order, new_share, new_usage;
 	struct fg_skiplist order;
 	struct fg_qs_demands demands;
+	struct fg_usage usage;
 };
 int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, struct fg_qs_prep *p);
 void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now_ns);

@@ -38,7 +38,9 @@ static struct fg_qs_config qs_config_of(const struct fg_fc_config *fc, const str
 		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
 		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
-		.max_seats = l->max_seats, .weighted = l->weighted, .seed = 0x1040u + worker * 977u + slot,
+		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + slot,
+		.weighted = l->weighted, .usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
+		.usage = fg_fc_level_usage_params(l),
 	};
 }
 

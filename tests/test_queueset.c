@@ -350,45 +350,57 @@ TEST(prepare_then_abort_changes_nothing)
 	fg_qs_fini(&qs);
 }
 
-/* --- weights: a closed-loop run on a virtual clock ----------------------- */
+/* --- weights and usage: closed-loop runs on a virtual clock -------------- */
 
-/* Flow i keeps threads[i] requests of 1 seat and 1 s outstanding (each
- * starts the next when it completes) from t = 0; returns the seats each
- * flow held on average over [from, to) seconds. */
-enum { WF_MAX = 4, WF_THREADS = 40 };
-static void weighted_run(bool weighted, uint32_t limit, unsigned n, const unsigned *threads, const uint32_t *weight,
-			 unsigned from, unsigned to, double *avg_seats)
+/* A flow: `threads` requests of 1 seat and 1 s outstanding from `start_s`
+ * (each starts the next when it completes), of flow hash `hash`. */
+struct flow_spec {
+	unsigned threads;
+	uint32_t weight;
+	unsigned start_s;
+	uint64_t hash;
+};
+enum { WF_MAX = 4, WF_THREADS = 60 };
+
+/* Seats each flow held on average over [from, to) seconds. */
+static void run_flows(const struct fg_qs_config *c, unsigned n, const struct flow_spec *spec, unsigned from,
+		      unsigned to, double *avg_seats)
 {
 	struct fg_queueset qs;
-	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 1000,
-				  .concurrency_limit = limit, .initial_guess_ns = SEC, .fixed_guess = true,
-				  .weighted = weighted, .seed = 7 };
-	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	CHECK_EQ(fg_qs_init(&qs, c, 0), 0);
 	static struct fg_qs_req reqs[WF_MAX][WF_THREADS];
-	uint64_t done_at[WF_MAX][WF_THREADS] = { { 0 } }; /* 0: waiting or not started */
+	/* done_at: when it completes (executing), or 1 when waiting, 0 when idle */
+	uint64_t done_at[WF_MAX][WF_THREADS] = { { 0 } }, next_start[WF_MAX];
 	double held[WF_MAX] = { 0 };
 	for (unsigned f = 0; f < n; f++)
-		for (unsigned t = 0; t < threads[f]; t++)
-			if (fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, f + 1, 1, 0, 0, weight[f], 0) ==
-			    FG_QS_EXECUTE)
-				done_at[f][t] = SEC;
+		next_start[f] = (uint64_t)spec[f].start_s * SEC;
 	for (uint64_t now = 0; now < (uint64_t)to * SEC;) {
+		for (unsigned f = 0; f < n; f++)
+			if (next_start[f] == now) {
+				for (unsigned t = 0; t < spec[f].threads; t++)
+					done_at[f][t] = fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, spec[f].hash, 1,
+									      0, 0, spec[f].weight, now) == FG_QS_EXECUTE
+						? now + SEC : 1;
+				next_start[f] = UINT64_MAX;
+			}
 		struct fg_qs_req *r;
 		while ((r = fg_qs_dispatch_next(&qs, now)))
 			for (unsigned f = 0; f < n; f++)
 				if (r >= reqs[f] && r < reqs[f] + WF_THREADS)
 					done_at[f][r - reqs[f]] = now + SEC;
 		uint64_t next = UINT64_MAX;
-		for (unsigned f = 0; f < n; f++)
-			for (unsigned t = 0; t < threads[f]; t++)
-				if (done_at[f][t] && done_at[f][t] < next)
+		for (unsigned f = 0; f < n; f++) {
+			if (next_start[f] < next)
+				next = next_start[f];
+			for (unsigned t = 0; t < spec[f].threads; t++)
+				if (done_at[f][t] > 1 && done_at[f][t] < next)
 					next = done_at[f][t];
+		}
 		if (next == UINT64_MAX)
 			break;
-		/* Seats held between now and next. */
-		for (unsigned f = 0; f < n; f++)
-			for (unsigned t = 0; t < threads[f]; t++)
-				if (done_at[f][t]) {
+		for (unsigned f = 0; f < n; f++) /* seats held between now and next */
+			for (unsigned t = 0; t < spec[f].threads; t++)
+				if (done_at[f][t] > 1) {
 					uint64_t a = now > (uint64_t)from * SEC ? now : (uint64_t)from * SEC;
 					uint64_t b = next < (uint64_t)to * SEC ? next : (uint64_t)to * SEC;
 					if (b > a)
@@ -396,19 +408,38 @@ static void weighted_run(bool weighted, uint32_t limit, unsigned n, const unsign
 				}
 		now = next;
 		for (unsigned f = 0; f < n; f++)
-			for (unsigned t = 0; t < threads[f]; t++)
+			for (unsigned t = 0; t < spec[f].threads; t++)
 				if (done_at[f][t] == now) {
 					fg_qs_finish(&qs, &reqs[f][t], now);
-					done_at[f][t] = 0;
-					if (fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, f + 1, 1, 0, 0, weight[f],
-								  now) == FG_QS_EXECUTE)
-						done_at[f][t] = now + SEC;
+					done_at[f][t] = fg_qs_arrive_weighted(&qs, &reqs[f][t], FG_QS_NO_QUEUE, spec[f].hash, 1,
+									      0, 0, spec[f].weight, now) == FG_QS_EXECUTE
+						? now + SEC : 1;
 				}
-		CHECK(qs.seats_in_use <= limit);
+		CHECK(qs.seats_in_use <= c->concurrency_limit);
 	}
 	for (unsigned f = 0; f < n; f++)
 		avg_seats[f] = held[f] / ((double)(to - from) * SEC);
 	fg_qs_fini(&qs);
+}
+
+static struct fg_qs_config flows_config(uint32_t limit, bool weighted, bool usage_based)
+{
+	return (struct fg_qs_config){ .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 1000,
+				      .concurrency_limit = limit, .initial_guess_ns = SEC, .fixed_guess = true,
+				      .weighted = weighted, .usage_based = usage_based,
+				      .usage = { .half_life_ns = 10 * SEC, .sampling_ns = SEC, .reset_ns = 100 * SEC },
+				      .seed = 7 };
+}
+
+/* n saturating or limited flows from t = 0 with these threads and weights. */
+static void weighted_run(bool weighted, uint32_t limit, unsigned n, const unsigned *threads, const uint32_t *weight,
+			 unsigned from, unsigned to, double *avg_seats)
+{
+	struct flow_spec spec[WF_MAX];
+	for (unsigned f = 0; f < n; f++)
+		spec[f] = (struct flow_spec){ .threads = threads[f], .weight = weight[f], .hash = f + 1 };
+	struct fg_qs_config c = flows_config(limit, weighted, false);
+	run_flows(&c, n, spec, from, to, avg_seats);
 }
 
 static bool within(double got, double want, double frac)
@@ -484,6 +515,76 @@ TEST(weights_switched_live)
 	CHECK_EQ(qs.demands.wshare.n_buckets, 0);
 	CHECK_EQ(qs.demands.share.n + qs.demands.busy.n, 3); /* queues 1, 2 and 3 are all active */
 	CHECK_EQ(qs.seats_in_use, 2);
+	fg_qs_fini(&qs);
+}
+
+/* UsageBased: a flow that ran alone yields to a newcomer until their
+ * decayed usages meet (half-life 10 s: about 10 s), then they share. */
+TEST(usage_newcomer_first_until_usages_meet)
+{
+	struct flow_spec spec[] = { { .threads = 8, .weight = 1000, .start_s = 0, .hash = 1 },
+				    { .threads = 8, .weight = 1000, .start_s = 60, .hash = 2 } };
+	struct fg_qs_config c = flows_config(4, false, true);
+	double early[2], late[2];
+	run_flows(&c, 2, spec, 61, 65, early);
+	CHECK(early[1] >= 3.5 && early[0] <= 0.5);
+	run_flows(&c, 2, spec, 100, 200, late);
+	CHECK(within(late[0], 2, 0.05) && within(late[1], 2, 0.05));
+	/* Weighted usage: weight 3 against 1 -> 3 and 1 seats. */
+	spec[1].weight = 3000;
+	c.weighted = true;
+	run_flows(&c, 2, spec, 100, 200, late);
+	CHECK(within(late[0], 1, 0.05) && within(late[1], 3, 0.05));
+}
+
+/* The entry penalty: two flows with equal usage; one bursts 50 requests at
+ * once.  Its usage is not folded until the next sampling, but every
+ * dispatch charges it at once, so the other keeps about its share. */
+TEST(usage_entry_penalty_stops_a_burst)
+{
+	struct flow_spec spec[] = { { .threads = 5, .weight = 1000, .start_s = 0, .hash = 1 },
+				    { .threads = 5, .weight = 1000, .start_s = 0, .hash = 2 },
+				    { .threads = 50, .weight = 1000, .start_s = 100, .hash = 2 } };
+	struct fg_qs_config c = flows_config(10, false, true);
+	double avg[3];
+	run_flows(&c, 3, spec, 100, 103, avg);
+	CHECK(avg[0] >= 4.0);
+	/* The burst and its flow together get about the other half. */
+	CHECK(avg[1] + avg[2] <= 6.0);
+}
+
+/* MaxMin <-> UsageBased on a live queue set: everything in flight finishes,
+ * the order follows the new policy at once. */
+TEST(usage_policy_switched_live)
+{
+	struct fg_qs_config c = flows_config(1, false, false);
+	struct fg_queueset qs;
+	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	struct fg_qs_req a, b, b2, x;
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &a, FG_QS_NO_QUEUE, 1, 1, 0, 0, 0, 0), FG_QS_EXECUTE);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &b, FG_QS_NO_QUEUE, 2, 1, 0, 0, 0, 0), FG_QS_QUEUED);
+	CHECK_EQ(b.flow, FG_USAGE_NONE);
+	c.usage_based = true;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, 0), 0);
+	CHECK(qs.usage.flows != NULL);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &b2, FG_QS_NO_QUEUE, 2, 1, 0, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(b2.flow != FG_USAGE_NONE);
+	fg_qs_finish(&qs, &a, SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &b); /* from before the switch: drains first */
+	fg_qs_finish(&qs, &b, 2 * SEC);
+	CHECK(fg_qs_dispatch_next(&qs, 2 * SEC) == &b2);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &x, FG_QS_NO_QUEUE, 3, 1, 0, 0, 0, 2 * SEC), FG_QS_QUEUED);
+	c.usage_based = false;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &c, 2 * SEC), 0);
+	fg_qs_finish(&qs, &b2, 3 * SEC); /* released into the kept table */
+	CHECK_EQ(qs.usage.flows[b2.flow].requests, 0);
+	CHECK_EQ(qs.usage.flows[x.flow].requests, 1);
+	CHECK(fg_qs_dispatch_next(&qs, 3 * SEC) == &x);
+	fg_qs_finish(&qs, &x, 4 * SEC);
+	CHECK(fg_qs_idle(&qs));
+	struct fg_qs_config bad = flows_config(1, false, true);
+	bad.usage.half_life_ns = 0;
+	CHECK_EQ(fg_qs_reconfigure(&qs, &bad, 4 * SEC), -EINVAL);
 	fg_qs_fini(&qs);
 }
 
