@@ -118,6 +118,10 @@ const char *fg_fc_kind_name(enum fg_fc_kind k);
 
 enum fg_fc_distinguisher { FG_FC_DIST_NONE = 0, FG_FC_DIST_BY_USER, FG_FC_DIST_BY_NAMESPACE };
 
+/* A level's fair-sharing policy (a fairgate.io/v1alpha1 FairSharing object
+ * named after the level; MaxMin without one). */
+enum fg_fc_policy { FG_FC_POLICY_MAXMIN = 0, FG_FC_POLICY_USAGE_BASED = 1 };
+
 struct fg_fc_level {
 	char *name;
 	bool exempt, reject;
@@ -137,10 +141,6 @@ struct fg_fc_level {
 	uint64_t usage_sampling_ns;         /* UsageBased: how often usage is folded in */
 	uint64_t reset_inactivity_ns;       /* UsageBased: an idle flow's usage is forgotten after this */
 };
-
-/* A level's fair-sharing policy (a fairgate.io/v1alpha1 FairSharing object
- * named after the level; MaxMin without one). */
-enum fg_fc_policy { FG_FC_POLICY_MAXMIN = 0, FG_FC_POLICY_USAGE_BASED = 1 };
 
 /* Flow weights are compiled to thousandths: FG_FC_WEIGHT_ONE is weight 1,
  * the range is [1, FG_FC_WEIGHT_MAX] (weights 0.001 to 1000). */
