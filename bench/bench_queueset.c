@@ -2,9 +2,11 @@
 /*
  * bench_queueset — cost of one request's full cycle through the queue set
  * (arrival + dispatch + completion) with N non-empty queues, N from the
- * command line (default 1k, 10k, 100k, 1M), widths 1 or mixed 1..4, on a
- * level without weights and on a weighted one (flow weights 1, 2 or 4 by
- * queue: the weighted water level and the divided costs on the path).
+ * command line (default 1k, 10k, 100k, 1M), widths 1 or mixed 1..4, for
+ * each fair-sharing variant: MaxMin without weights; weighted with every
+ * flow at weight 1 (the weighted water level's own cost); weighted with
+ * flow weights 1, 2 or 4 by queue (the ordering that weights make: a
+ * served queue no longer goes back near the tail); UsageBased.
  *
  * Each queue holds `depth` waiting requests; every iteration dispatches the
  * next request (skip-list minimum), completes it, and sends the same flow's
@@ -32,16 +34,23 @@ struct result {
 	double ns, cycles;
 };
 
-static inline uint32_t weight_of(uint32_t queue, bool weighted)
+enum variant { PLAIN, WEIGHTS_EQUAL, WEIGHTS_124, USAGE, N_VARIANTS };
+static const char *const variant_names[N_VARIANTS] = { "maxmin", "w=1", "w=1,2,4", "usage" };
+
+static inline uint32_t weight_of(uint32_t queue, enum variant v)
 {
-	return weighted && getenv("W1") == NULL ? FG_QS_WEIGHT_ONE << (queue % 3) : FG_QS_WEIGHT_ONE;
+	return v == WEIGHTS_124 ? FG_QS_WEIGHT_ONE << (queue % 3) : FG_QS_WEIGHT_ONE;
 }
 
-static struct result run(uint32_t queues, int mixed, bool weighted, uint64_t iters, unsigned depth)
+static struct result run(uint32_t queues, int mixed, enum variant v, uint64_t iters, unsigned depth)
 {
 	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = queues, .hand_size = 1,
 				  .queue_length_limit = depth + 1, .concurrency_limit = 64, .seed = 3,
-				  .initial_guess_ns = 500, .weighted = weighted };
+				  .initial_guess_ns = 500, .weighted = v == WEIGHTS_EQUAL || v == WEIGHTS_124,
+				  .usage_based = v == USAGE,
+				  /* the defaults: a fold per second of virtual time (1M steps of 1 us) */
+				  .usage = { .half_life_ns = 300000000000ull, .sampling_ns = 1000000000ull,
+					     .reset_ns = 3000000000000ull } };
 	struct fg_queueset qs;
 	struct result res = { 0, 0 };
 	if (fg_qs_init(&qs, &c, 0))
@@ -60,8 +69,8 @@ static struct result run(uint32_t queues, int mixed, bool weighted, uint64_t ite
 	fg_qs_arrive(&qs, &blocker, 0, (uint16_t)c.concurrency_limit, 0, 0, t);
 	for (size_t i = 0; i < n; i++) {
 		uint16_t w = mixed ? (uint16_t)(1 + rand_r(&seed) % 4) : 1;
-		fg_qs_arrive_weighted(&qs, &reqs[i], (uint32_t)(i % queues), 0, w, 0, 0,
-				      weight_of((uint32_t)(i % queues), weighted), t);
+		fg_qs_arrive_weighted(&qs, &reqs[i], (uint32_t)(i % queues), i % queues, w, 0, 0,
+				      weight_of((uint32_t)(i % queues), v), t);
 	}
 	fg_qs_finish(&qs, &blocker, t + 500); /* a typical duration: no skew of the learned guess */
 	/* Warm up for two rounds over all queues (the steady state, where a
@@ -76,7 +85,7 @@ static struct result run(uint32_t queues, int mixed, bool weighted, uint64_t ite
 			uint32_t q = r->queue;
 			uint16_t w = r->initial_seats;
 			fg_qs_finish(&qs, r, t + 500);
-			fg_qs_arrive_weighted(&qs, r, q, 0, w, 0, 0, weight_of(q, weighted), t + 500);
+			fg_qs_arrive_weighted(&qs, r, q, q, w, 0, 0, weight_of(q, v), t + 500);
 		}
 		uint64_t c1 = __rdtsc();
 		double t1 = now_s();
@@ -112,35 +121,34 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* r[size][mixed][weighted]; the two policies alternate per size so
-	 * that both see the same machine. */
-	struct result r[8][2][2] = { { { { 0, 0 } } } };
+	/* r[size][mixed][variant]; the variants alternate per size so that
+	 * all see the same machine. */
+	struct result r[8][2][N_VARIANTS] = { { { { 0, 0 } } } };
 	for (int s = 0; s < n_sizes; s++)
 		for (int m = 0; m < 2; m++)
-			for (int wt = 0; wt < 2; wt++)
-				r[s][m][wt] = run(sizes[s], m, wt, iters, 2);
+			for (int v = 0; v < N_VARIANTS; v++)
+				r[s][m][v] = run(sizes[s], m, (enum variant)v, iters, 2);
 	if (json) {
 		printf("{\"iterations\": %llu, \"results\": [", (unsigned long long)iters);
 		for (int s = 0; s < n_sizes; s++)
 			for (int m = 0; m < 2; m++)
-				for (int wt = 0; wt < 2; wt++)
-					printf("%s{\"queues\": %u, \"widths\": \"%s\", \"weights\": %s, "
+				for (int v = 0; v < N_VARIANTS; v++)
+					printf("%s{\"queues\": %u, \"widths\": \"%s\", \"variant\": \"%s\", "
 					       "\"nsPerRequest\": %.1f, \"cyclesPerRequest\": %.0f}",
-					       s || m || wt ? ", " : "", sizes[s], m ? "mixed" : "1", wt ? "true" : "false",
-					       r[s][m][wt].ns, r[s][m][wt].cycles);
+					       s || m || v ? ", " : "", sizes[s], m ? "mixed" : "1", variant_names[v],
+					       r[s][m][v].ns, r[s][m][v].cycles);
 		printf("], \"ratioLargestToSmallest\": %.2f}\n", r[n_sizes - 1][0][0].ns / r[0][0][0].ns);
 		return 0;
 	}
-	printf("%-12s %-8s %-8s %12s %14s\n", "queues", "widths", "weights", "ns/request", "cycles/request");
+	printf("%-12s %-8s %-8s %12s %14s %10s\n", "queues", "widths", "variant", "ns/request", "cycles/request",
+	       "/maxmin");
 	for (int s = 0; s < n_sizes; s++)
 		for (int m = 0; m < 2; m++)
-			for (int wt = 0; wt < 2; wt++)
-				printf("%-12u %-8s %-8s %12.1f %14.0f\n", sizes[s], m ? "mixed" : "1", wt ? "1,2,4" : "none",
-				       r[s][m][wt].ns, r[s][m][wt].cycles);
+			for (int v = 0; v < N_VARIANTS; v++)
+				printf("%-12u %-8s %-8s %12.1f %14.0f %10.3f\n", sizes[s], m ? "mixed" : "1",
+				       variant_names[v], r[s][m][v].ns, r[s][m][v].cycles,
+				       r[s][m][v].cycles / r[s][m][0].cycles);
 	printf("cost at %u queues / cost at %u queues (width 1): %.2f\n", sizes[n_sizes - 1], sizes[0],
 	       r[n_sizes - 1][0][0].ns / r[0][0][0].ns);
-	for (int s = 0; s < n_sizes; s++)
-		printf("weighted / unweighted at %u queues (width 1): %.3f cycles\n", sizes[s],
-		       r[s][0][1].cycles / r[s][0][0].cycles);
 	return 0;
 }

@@ -109,7 +109,7 @@ static void update_rate(struct fg_queueset *qs)
 	uint64_t cap = qs->cfg.concurrency_limit;
 	if (qs->cfg.weighted) {
 		/* The same per unit of weight: a queue of weight w gets w times it. */
-		const struct fg_wfairshare *share = &qs->demands.wshare, *busy = &qs->demands.wbusy;
+		struct fg_wfairshare *share = &qs->demands.wshare, *busy = &qs->demands.wbusy;
 		uint64_t avail = busy->total < cap ? cap - busy->total : 0;
 		if (share->total <= avail) {
 			uint64_t a = fg_wfairshare_max_rate(share), b = fg_wfairshare_max_rate(busy);
@@ -185,11 +185,20 @@ static void rekey_all(struct fg_queueset *qs)
 			rekey(qs, qi);
 }
 
-/* Usages folded: every key moved. */
+/* Usages folded: the queues whose head's flow used seats since the last
+ * fold move (the others keep their keys: usage.h), or all of them when the
+ * keys' scale was reset. */
 static void fold_usage(struct fg_queueset *qs, uint64_t now)
 {
-	fg_usage_fold(&qs->usage, now);
-	rekey_all(qs);
+	if (fg_usage_fold(&qs->usage, now)) {
+		rekey_all(qs);
+		return;
+	}
+	for (uint32_t qi = 0; qi < qs->n_alloc; qi++) {
+		const struct fg_qs_req *h = qs->queues[qi].head;
+		if (h && h->flow != FG_USAGE_NONE && qs->usage.flows[h->flow].gen != qs->queues[qi].key_gen)
+			rekey(qs, qi);
+	}
 }
 
 /* UsageBased keys only grow between folds (entry penalties), so a queue

@@ -39,6 +39,7 @@ int fg_usage_init(struct fg_usage *u, uint32_t flows, const struct fg_usage_para
 	u->n_free = flows;
 	u->flows[flows] = (struct fg_usage_flow){ .used = true, .weight = (uint32_t)WEIGHT_ONE, .last_ns = now };
 	u->last_fold_ns = now;
+	u->scale = 1.0;
 	return fg_usage_set_params(u, p, now);
 }
 
@@ -130,7 +131,7 @@ void fg_usage_stop(struct fg_usage *u, uint32_t flow, uint32_t seats, uint64_t n
 uint64_t fg_usage_key(const struct fg_usage *u, uint32_t flow)
 {
 	const struct fg_usage_flow *f = &u->flows[flow];
-	double k = (f->usage + f->penalty) * WEIGHT_ONE / (f->weight ? f->weight : WEIGHT_ONE);
+	double k = (f->usage + f->penalty) * WEIGHT_ONE / (f->weight ? f->weight : WEIGHT_ONE) / u->scale;
 	return k >= (double)KEY_MAX ? KEY_MAX : k <= 0 ? 0 : (uint64_t)k;
 }
 
@@ -161,26 +162,32 @@ static void forget(struct fg_usage *u, uint32_t id)
 	u->forgotten++;
 }
 
-void fg_usage_fold(struct fg_usage *u, uint64_t now)
+bool fg_usage_fold(struct fg_usage *u, uint64_t now)
 {
 	uint64_t d = now > u->last_fold_ns ? now - u->last_fold_ns : 0;
 	if (d == 0)
-		return;
+		return false;
 	double a = alpha_of(d, u->p.half_life_ns), scale = (double)u->p.sampling_ns / (double)d;
+	u->scale *= 1 - a;
+	bool reset = u->scale < 1.0 / 65536;
+	if (reset)
+		u->scale = 1.0;
 	for (uint32_t id = 0; id <= u->cap; id++) {
 		struct fg_usage_flow *f = &u->flows[id];
 		if (!f->used)
 			continue;
 		integrate(f, now);
+		if (f->held_ns || f->penalty != 0)
+			f->gen++; /* its key moved otherwise than by the scale */
 		double current = (double)f->held_ns / 1000.0 * scale;
 		f->usage = (1 - a) * f->usage + a * current;
 		f->penalty = 0;
 		f->held_ns = 0;
-		f->gen++;
 		if (id < u->cap && !f->requests && !f->seats && now - f->active_ns > u->p.reset_ns)
 			forget(u, id);
 	}
 	u->last_fold_ns = now;
 	u->next_fold_ns = now + u->p.sampling_ns;
 	u->folds++;
+	return reset;
 }

@@ -16,6 +16,13 @@
  *   the measured usage (Kueue keeps the penalty on top of the measure, so it
  *   counts that work twice).
  * - A flow's key is (usage + penalties) / weight; the smaller goes first.
+ *   Keys are handed out divided by a scale that every fold multiplies by
+ *   (1 - A): a fold then leaves the key of a flow that used nothing since
+ *   the last one as it was (its usage decayed by exactly that factor), so
+ *   only the flows that used seats get a new key (their `gen` changes), and
+ *   the order of all others holds without touching them.  When the scale
+ *   falls below 2^-16 it is reset to 1 and every key changes (the fold says
+ *   so).
  * - A flow with nothing waiting or executing for longer than the reset
  *   period is forgotten at the next fold (its slot is freed).
  * - Flows live in a fixed slab (indices stay valid while a request refers
@@ -61,6 +68,7 @@ struct fg_usage {
 	uint32_t *free_list;         /* [cap] */
 	uint32_t cap, index_cap, n_free;
 	double penalty_alpha;        /* A_S */
+	double scale;                /* keys are divided by it (see above) */
 	uint64_t last_fold_ns, next_fold_ns;
 	uint64_t folds, forgotten, overflowed;
 };
@@ -86,9 +94,11 @@ void fg_usage_stop(struct fg_usage *u, uint32_t flow, uint32_t seats, uint64_t n
  * weight 1 (saturated at 2^62). */
 uint64_t fg_usage_key(const struct fg_usage *u, uint32_t flow);
 
-/* Whether a fold is due; fg_usage_fold folds every flow (all keys change). */
+/* Whether a fold is due.  fg_usage_fold folds every flow; the keys that
+ * change are those of the flows whose gen changed, unless it returns true:
+ * then every key changed (the scale was reset). */
 static inline bool fg_usage_fold_due(const struct fg_usage *u, uint64_t now_ns) { return now_ns >= u->next_fold_ns; }
-void fg_usage_fold(struct fg_usage *u, uint64_t now_ns);
+bool fg_usage_fold(struct fg_usage *u, uint64_t now_ns);
 
 /* Its usage in seat-seconds per sampling interval, penalties included. */
 double fg_usage_of(const struct fg_usage *u, uint32_t flow);

@@ -57,28 +57,23 @@ int fg_wfairshare_init(struct fg_wfairshare *f, bool sums)
 {
 	memset(f, 0, sizeof(*f));
 	f->n_buckets = N_BUCKETS;
-	bool ok;
-	if (sums) {
-		f->tree = calloc(N_BUCKETS + 1, sizeof(*f->tree));
-		ok = f->tree != NULL;
-	} else {
-		f->hist = calloc(N_BUCKETS + 1, sizeof(*f->hist));
-		ok = f->hist && fg_hbitmap_init(&f->present, N_BUCKETS + 1) == 0;
+	f->count = calloc(N_BUCKETS + 1, sizeof(*f->count));
+	bool ok = f->count && fg_hbitmap_init(&f->present, N_BUCKETS + 1) == 0;
+	if (ok && sums) {
+		f->sums = calloc(N_BUCKETS + 1, sizeof(*f->sums));
+		ok = f->sums != NULL;
 	}
 	if (!ok) {
 		fg_wfairshare_fini(f);
 		return -ENOMEM;
 	}
-	f->step0 = 1;
-	while (f->step0 * 2u <= N_BUCKETS)
-		f->step0 *= 2;
 	return 0;
 }
 
 void fg_wfairshare_fini(struct fg_wfairshare *f)
 {
-	free(f->tree);
-	free(f->hist);
+	free(f->sums);
+	free(f->count);
 	if (f->present.depth)
 		fg_hbitmap_fini(&f->present);
 	memset(f, 0, sizeof(*f)); /* n_buckets 0: not initialized (callers test it) */
@@ -92,17 +87,18 @@ static void add(struct fg_wfairshare *f, uint64_t d, uint32_t w, int64_t sign)
 	f->n += (uint64_t)sign;
 	f->total += (uint64_t)(sign * (int64_t)d);
 	f->total_w += (uint64_t)(sign * (int64_t)w);
-	if (f->hist) {
-		f->hist[b] += (uint32_t)sign;
-		if (sign > 0 && f->hist[b] == 1)
-			fg_hbitmap_set(&f->present, b);
-		else if (sign < 0 && f->hist[b] == 0)
-			fg_hbitmap_clear(&f->present, b);
+	f->count[b] += (uint32_t)sign;
+	if (sign > 0 && f->count[b] == 1)
+		fg_hbitmap_set(&f->present, b);
+	else if (sign < 0 && f->count[b] == 0)
+		fg_hbitmap_clear(&f->present, b);
+	if (!f->sums)
 		return;
-	}
-	for (uint32_t i = b; i <= f->n_buckets; i += i & (~i + 1)) {
-		f->tree[i].d += sign * (int64_t)d;
-		f->tree[i].w += sign * (int64_t)w;
+	f->sums[b].d += sign * (int64_t)d;
+	f->sums[b].w += sign * (int64_t)w;
+	if (b <= f->q) { /* inside the cached crossing's prefix */
+		f->acc_d += sign * (int64_t)d;
+		f->acc_w += sign * (int64_t)w;
 	}
 }
 
@@ -124,61 +120,52 @@ void fg_wfairshare_update(struct fg_wfairshare *f, uint64_t old_d, uint32_t old_
 	add(f, new_d, new_w, +1);
 }
 
-/* The last bucket holding a queue (0 when none). */
-static uint64_t last_bucket(const struct fg_wfairshare *f)
-{
-	if (f->n == 0)
-		return 0;
-	if (f->hist) {
-		uint32_t b = fg_hbitmap_max(&f->present);
-		return b == FG_HBITMAP_NONE ? 0 : b;
-	}
-	/* Every queue weighs at least 1: the largest prefix short of the
-	 * total weight ends just before the last queue's bucket. */
-	uint64_t pos = 0, acc = 0;
-	for (uint64_t step = f->step0; step; step >>= 1)
-		if (pos + step <= f->n_buckets && acc + (uint64_t)f->tree[pos + step].w < f->total_w) {
-			pos += step;
-			acc += (uint64_t)f->tree[pos].w;
-		}
-	return pos + 1;
-}
-
 uint64_t fg_wfairshare_max_rate(const struct fg_wfairshare *f)
 {
-	uint64_t b = last_bucket(f);
-	return b ? rate_of(upper_of(b)) : 0;
+	uint32_t b = f->n ? fg_hbitmap_max(&f->present) : FG_HBITMAP_NONE;
+	return b == FG_HBITMAP_NONE ? 0 : rate_of(upper_of(b));
 }
 
-uint64_t fg_wfairshare_rate(const struct fg_wfairshare *f, uint64_t capacity)
+/* S(p) = sum(d, buckets <= p) + upper(p) * sum(w, buckets > p), with the
+ * prefix sums given. */
+static inline double water_at(const struct fg_wfairshare *f, uint64_t p, int64_t acc_d, int64_t acc_w)
+{
+	return (double)acc_d + upper_of(p) * (double)((int64_t)f->total_w - acc_w);
+}
+
+uint64_t fg_wfairshare_rate(struct fg_wfairshare *f, uint64_t capacity)
 {
 	if (f->n == 0)
 		return 0;
-	if (f->total <= capacity || !f->tree)
+	if (f->total <= capacity || !f->sums)
 		return fg_wfairshare_max_rate(f);
-	/* S(p) = sum(d, buckets <= p) + upper(p) * sum(w, buckets > p) grows
-	 * with p (a queue of bucket p+1 demands at least upper(p) * w): descend
-	 * to the largest p with S(p) <= C; from bucket p+1 on, every queue is
-	 * taken at its weighted share, which fixes lambda. */
+	/* S grows with p (a queue of bucket p+1 demands at least upper(p) * w).
+	 * The crossing q is the last occupied bucket with S(q) <= C; from the
+	 * next occupied bucket on, every queue is held at its weighted share,
+	 * which fixes lambda.  It is cached: demands and the capacity move a
+	 * little between two calls, and so does q, bucket by occupied bucket. */
 	double cap = (double)capacity;
-	uint64_t pos = 0, acc_d = 0, acc_w = 0;
-	for (uint64_t step = f->step0; step; step >>= 1) {
-		uint64_t np = pos + step;
-		if (np > f->n_buckets)
-			continue;
-		uint64_t d = acc_d + (uint64_t)f->tree[np].d, w = acc_w + (uint64_t)f->tree[np].w;
-		if ((double)d + upper_of(np) * (double)(f->total_w - w) <= cap) {
-			pos = np;
-			acc_d = d;
-			acc_w = w;
-		}
+	while (f->q && water_at(f, f->q, f->acc_d, f->acc_w) > cap) {
+		f->acc_d -= f->sums[f->q].d;
+		f->acc_w -= f->sums[f->q].w;
+		uint32_t p = fg_hbitmap_prev(&f->present, f->q - 1);
+		f->q = p == FG_HBITMAP_NONE ? 0 : p;
 	}
-	uint64_t rest_w = f->total_w - acc_w;
-	if (rest_w == 0) /* cannot happen while total > capacity; be safe */
+	uint32_t nx;
+	while ((nx = fg_hbitmap_next(&f->present, f->q + 1)) != FG_HBITMAP_NONE &&
+	       water_at(f, nx, f->acc_d + f->sums[nx].d, f->acc_w + f->sums[nx].w) <= cap) {
+		f->acc_d += f->sums[nx].d;
+		f->acc_w += f->sums[nx].w;
+		f->q = nx;
+	}
+	int64_t rest_w = (int64_t)f->total_w - f->acc_w;
+	if (rest_w <= 0) /* cannot happen while total > capacity; be safe */
 		return fg_wfairshare_max_rate(f);
-	double x = (cap - (double)acc_d) / (double)rest_w;
-	/* Within the crossing bucket (the queues there below the line are what
-	 * the formula cannot see). */
-	double lo = upper_of(pos), hi = pos < f->n_buckets ? upper_of(pos + 1) : x;
-	return rate_of(x < lo ? lo : x > hi ? hi : x);
+	double x = (cap - (double)f->acc_d) / (double)rest_w;
+	/* Within the crossing (the queues of the next occupied bucket that lie
+	 * below the line are what the formula cannot see). */
+	double lo = upper_of(f->q);
+	if (nx != FG_HBITMAP_NONE && x > upper_of(nx))
+		x = upper_of(nx);
+	return rate_of(x < lo ? lo : x);
 }

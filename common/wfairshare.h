@@ -1,25 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wfairshare — the weighted max-min fair share ("water level") of a capacity
- * over a changing multiset of (demand, weight) pairs, in O(log B) per change
- * and per query: fairshare.h's problem with a weight per queue.
+ * over a changing multiset of (demand, weight) pairs: fairshare.h's problem
+ * with a weight per queue.  O(1) per change; a query costs the occupied
+ * buckets the crossing moves over since the last one (O(1) in a steady
+ * state), each a word per level of a bitmap tree.
  *
  * A queue with demand d (seats) and weight w (thousandths: 1000 is weight 1)
  * receives min(d, w/1000 * lambda); lambda, the rate of one unit of weight,
  * solves  sum(min(d, w/1000 * lambda)) = C.  The queues are ordered by their
  * ratio d/w, which is not an integer, so the ratios are kept in logarithmic
  * buckets (FG_WFAIRSHARE_SUB_BITS bits of mantissa per octave: a bucket spans
- * 1/128 = 0.8% of its value) with two Fenwick trees over the buckets (sum of
- * demands, sum of weights).  A descent finds the bucket where the water line
- * crosses, then lambda exactly as if every queue from that bucket on were
- * held at its weighted share.  The answer is exact when the crossing bucket
+ * 1/128 = 0.8% of its value) with each bucket's sum of demands and of
+ * weights, and the set of occupied buckets.  The bucket where the water line
+ * crosses is cached with the sums below it: a change updates them in O(1),
+ * and a query moves the crossing from occupied bucket to occupied bucket
+ * (demands and capacity move a little between two queries: usually not at
+ * all), then takes lambda exactly as if every queue from the next occupied
+ * bucket on were held at its weighted share.  The answer is exact when the crossing bucket
  * holds no queue below the water line, and otherwise off by less than one
  * bucket's width (0.8%) — and the queues of that bucket get their share
  * within the same bound.  Ratios are doubles, their buckets read from the
  * exponent and mantissa bits (no integer division on the path).  The largest ratio (when every demand fits) is the
  * upper edge of its bucket: at most 0.8% high.  Rates saturate at
  * UINT64_MAX (2^32 seats per unit of weight).  The counts-only form keeps
- * a histogram of buckets instead of the trees: the largest ratio only.
+ * no sums: the largest ratio only.
  *
  * Demands are clamped to FG_WFAIRSHARE_MAX_DEMAND, weights to
  * [1, FG_WFAIRSHARE_MAX_WEIGHT].  A demand of 0 is no queue.
@@ -41,18 +46,21 @@
 #define FG_WFAIRSHARE_SUB_BITS 7
 
 struct fg_wfairshare_node {
-	int64_t d, w;           /* sums of demands and of weights: one line per Fenwick step */
+	int64_t d, w;           /* a bucket's sums of demands and of weights */
 };
 
 struct fg_wfairshare {
-	uint32_t n_buckets, step0;
-	struct fg_wfairshare_node *tree; /* Fenwick tree over buckets 1..n_buckets (NULL when counts-only) */
-	/* Counts-only: queues per bucket and the set of buckets present. */
-	uint32_t *hist;
-	struct fg_hbitmap present;
+	uint32_t n_buckets;
+	struct fg_wfairshare_node *sums; /* per bucket 1..n_buckets (NULL when counts-only) */
+	uint32_t *count;        /* queues per bucket */
+	struct fg_hbitmap present; /* buckets with a queue */
 	uint64_t n;             /* queues with demand > 0 */
 	uint64_t total;         /* sum of demands */
 	uint64_t total_w;       /* sum of weights */
+	/* The crossing of the last fg_wfairshare_rate: a bucket q and the sums
+	 * over buckets <= q, kept up to date by every change. */
+	uint32_t q;
+	int64_t acc_d, acc_w;
 };
 
 /* With sums (fg_wfairshare_rate), or counts only (fg_wfairshare_max_rate). */
@@ -67,7 +75,7 @@ void fg_wfairshare_update(struct fg_wfairshare *f, uint64_t old_d, uint32_t old_
  * FG_FAIRSHARE_FRAC_BITS fraction bits (a weight-1 queue's share).  When
  * every demand fits it is fg_wfairshare_max_rate; with no demand 0.
  */
-uint64_t fg_wfairshare_rate(const struct fg_wfairshare *f, uint64_t capacity);
+uint64_t fg_wfairshare_rate(struct fg_wfairshare *f, uint64_t capacity);
 
 /* The largest demand / weight present, per unit of weight, same fixed point
  * (0 when none): what a queue consuming its whole demand moves R at. */

@@ -108,6 +108,25 @@ TEST(hbitmap_matches_naive_set)
 				CHECK(0);
 				break;
 			}
+			/* next and prev of a random position (and of its neighbours) */
+			uint32_t at = (uint32_t)rand_r(&seed) % n, nx = FG_HBITMAP_NONE, pv = FG_HBITMAP_NONE;
+			for (uint32_t j = at; j < n; j++)
+				if (naive[j]) {
+					nx = j;
+					break;
+				}
+			for (uint32_t j = at + 1; j-- > 0;)
+				if (naive[j]) {
+					pv = j;
+					break;
+				}
+			if (fg_hbitmap_next(&b, at) != nx || fg_hbitmap_prev(&b, at) != pv ||
+			    fg_hbitmap_next(&b, n) != FG_HBITMAP_NONE || fg_hbitmap_prev(&b, n + 5) != want) {
+				fprintf(stderr, "  n %u step %d at %u: next %u want %u, prev %u want %u\n", n, step, at,
+					fg_hbitmap_next(&b, at), nx, fg_hbitmap_prev(&b, at), pv);
+				CHECK(0);
+				break;
+			}
 		}
 		free(naive);
 		fg_hbitmap_fini(&b);
