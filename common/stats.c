@@ -168,6 +168,8 @@ static void flow_write(struct fg_flow_stats *f, uint64_t hash, uint16_t level, c
 	FG_STAT_SET(f->dispatched, 0);
 	FG_STAT_SET(f->responded, 0);
 	FG_STAT_SET(f->rejected, 0);
+	FG_STAT_SET(f->weight, 0);
+	FG_STAT_SET(f->usage_us, 0);
 	for (int r = 0; r < FG_REJECT__COUNT; r++)
 		FG_STAT_SET(f->rejected_by[r], 0);
 	__atomic_store_n(&f->seq, seq + 2, __ATOMIC_RELEASE);
@@ -249,6 +251,10 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 			out->rejected_by[r] = FG_STAT_GET(f->rejected_by[r]);
 		out->waiting = (int32_t)FG_STAT_GET(f->waiting);
 		out->executing = (int32_t)FG_STAT_GET(f->executing);
+		out->seats_waiting = (int32_t)FG_STAT_GET(f->seats_waiting);
+		out->seats_executing = (int32_t)FG_STAT_GET(f->seats_executing);
+		out->weight = FG_STAT_GET(f->weight);
+		out->usage_us = FG_STAT_GET(f->usage_us);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&f->seq, __ATOMIC_RELAXED) == seq) {
 			memcpy(out->name, words, sizeof(out->name));

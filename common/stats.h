@@ -69,6 +69,10 @@ struct fg_flow_stats {
 	};
 	uint64_t received, dispatched, responded, rejected;
 	uint32_t waiting, executing;
+	uint32_t seats_waiting, seats_executing;
+	uint32_t weight;               /* the flow's weight (thousandths) as last classified */
+	uint64_t usage_us;             /* UsageBased levels: decayed usage at this worker, seat-us per
+					* sampling interval (common/usage.h), as of its last dispatch or answer */
 	uint64_t rejected_by[FG_REJECT__COUNT]; /* rejected, by reason ("why was I rejected") */
 };
 
@@ -80,6 +84,9 @@ struct fg_flow_snapshot {
 	uint64_t received, dispatched, responded, rejected;
 	uint64_t rejected_by[FG_REJECT__COUNT];
 	int32_t waiting, executing;
+	int32_t seats_waiting, seats_executing;
+	uint32_t weight;
+	uint64_t usage_us;
 };
 
 /* One priority level as a worker runs it (the runtime slot, which outlives

@@ -9,6 +9,7 @@
 #include "control.h"
 #include "defs.h"
 #include "proto.h"
+#include "sharingview.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,12 @@ static json_t *flows_json(const struct fg_control_view *v)
 				"waiting", (json_int_t)f.waiting, "executing", (json_int_t)f.executing, "worker", (int)w);
 			if (row) { /* names are valid UTF-8 by construction: defensive */
 				json_object_set_new(row, "rejectedBy", reasons_json(f.rejected_by));
+				json_object_set_new(row, "weight", json_real((f.weight ? f.weight : FG_FC_WEIGHT_ONE) /
+									    (double)FG_FC_WEIGHT_ONE));
+				json_object_set_new(row, "seatsWaiting", json_integer(f.seats_waiting));
+				json_object_set_new(row, "seatsExecuting", json_integer(f.seats_executing));
+				if (f.usage_us)
+					json_object_set_new(row, "usage", json_real((double)f.usage_us / 1e6));
 				json_array_append_new(arr, row);
 			}
 		}
@@ -86,8 +93,11 @@ static struct fg_borrower_view *borrowing_copy(const struct fg_control_view *v)
 	return b;
 }
 
-/* Levels summed over workers by name, in the order the first worker has them. */
-static json_t *levels_json(const struct fg_control_view *v, const struct fg_borrower_view *b)
+/* Levels summed over workers by name, in the order the first worker has them;
+ * with each configured level's fair sharing (sharingview.h), `sl` giving
+ * their policies (their limits are filled in here). */
+static json_t *levels_json(const struct fg_control_view *v, const struct fg_borrower_view *b,
+			   struct fg_sharing_level *sl, unsigned n_sl)
 {
 	json_t *arr = json_array();
 	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
@@ -99,13 +109,22 @@ static json_t *levels_json(const struct fg_control_view *v, const struct fg_borr
 			"executing", (json_int_t)t[i].executing, "received", (json_int_t)t[i].received,
 			"dispatched", (json_int_t)t[i].dispatched, "responded", (json_int_t)t[i].responded,
 			"rejected", (json_int_t)t[i].rejected, "rejectedBy", reasons_json(t[i].rejected_by)));
+	for (unsigned k = 0; k < n_sl; k++)
+		for (unsigned i = 0; i < n; i++)
+			if (!strcmp(t[i].name, sl[k].name))
+				sl[k].limit = t[i].limit;
+	json_t *sharing = fg_sharing_json(v, sl, n_sl, FG_SHARING_TOP_FLOWS);
 	for (unsigned i = 0; i < n; i++) {
 		json_t *lb = level_borrowing_json(b, t[i].name);
 		json_t *row = json_array_get(arr, i);
 		json_object_set_new(row, "seatsWaiting", json_integer((json_int_t)t[i].seats_waiting));
 		if (lb)
 			json_object_set_new(row, "borrowing", lb);
+		json_t *fs = json_object_get(sharing, t[i].name);
+		if (fs)
+			json_object_set(row, "fairSharing", fs);
 	}
+	json_decref(sharing);
 	free(t);
 	return arr;
 }
@@ -262,9 +281,18 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		n_backends += cfg->backends[b].admin != FG_BACKEND_REMOVED;
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
 	json_t *backends = backends_json(v, cfg);
+	unsigned n_sl = cfg->fc->n_levels < FG_MAX_LEVELS ? cfg->fc->n_levels : FG_MAX_LEVELS;
+	struct fg_sharing_level *sl = calloc(n_sl ? n_sl : 1, sizeof(*sl));
+	for (unsigned i = 0; sl && i < n_sl; i++) {
+		const struct fg_fc_level *l = &cfg->fc->levels[i];
+		snprintf(sl[i].name, sizeof(sl[i].name), "%s", l->name);
+		sl[i].policy = l->policy;
+		sl[i].weighted = l->weighted;
+	}
 	rcu_thread_offline();
 	struct fg_borrower_view *borrow = borrowing_copy(v);
-	json_t *level = levels_json(v, borrow);
+	json_t *level = levels_json(v, borrow, sl, sl ? n_sl : 0);
+	free(sl);
 	json_t *borrowing = borrowing_json(borrow);
 	free(borrow);
 

@@ -236,11 +236,20 @@ static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_
 	return &w->levels[r->level].qs;
 }
 
+/* A flow's decayed usage at this worker (UsageBased levels), for status. */
+static inline void publish_usage(struct fg_worker *w, const struct fg_req *r)
+{
+	if (r->qs.flow != FG_USAGE_NONE)
+		FG_STAT_SET(w->stats.flows[r->flow].usage_us,
+			    (uint64_t)(fg_usage_of(&level_qs(w, r)->usage, r->qs.flow) * 1e6));
+}
+
 static void leave_waiting(struct fg_worker *w, uint32_t slot)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[r->flow].waiting, -1);
+	FG_STAT_ADD(w->stats.flows[r->flow].seats_waiting, -(int32_t)r->qs.seats);
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, r->pair);
 		fg_apf_gauge(&p->inqueue, -1);
@@ -306,6 +315,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	}
 	fg_worker__publish_backend(w, r->backend, now);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
+	FG_STAT_ADD(w->stats.flows[r->flow].seats_executing, -(int32_t)r->qs.seats);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, r->pair);
@@ -313,6 +323,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 		fg_apf_observe_ns(p, FG_APF_EXECUTION, now - r->qs.dispatch_ns);
 	}
 	uint64_t release = fg_qs_finish(level_qs(w, r), &r->qs, now);
+	publish_usage(w, r);
 	if (release && answered) {
 		r->state = FG_REQ_LINGERING;
 		r->release_ns = release;
@@ -359,6 +370,8 @@ static bool start_executing(struct fg_worker *w, const struct fg_config *cfg, ui
 	FG_STAT_ADD(w->stats.levels[r->level].executing, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].dispatched, 1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, 1);
+	FG_STAT_ADD(w->stats.flows[r->flow].seats_executing, r->qs.seats);
+	publish_usage(w, r);
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, r->pair);
 		fg_apf_gauge(&p->executing, 1);
@@ -428,6 +441,7 @@ static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint3
 	fg_reqlist_remove(&w->reqs, &w->held, slot);
 	FG_STAT_ADD(w->stats.levels[r->level].executing, -1);
 	FG_STAT_ADD(w->stats.flows[r->flow].executing, -1);
+	FG_STAT_ADD(w->stats.flows[r->flow].seats_executing, -(int32_t)r->qs.seats);
 	if (w->apf_metrics)
 		fg_apf_gauge(&apf_pair(w, r->pair)->executing, -1);
 	apf_seats_released(w, r);
@@ -452,6 +466,8 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, schema, match->distinguisher.ptr,
 				      match->distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
+	if (unlikely(w->stats.flows[flow].weight != match->weight))
+		FG_STAT_SET(w->stats.flows[flow].weight, match->weight);
 	FG_STAT_ADD(w->stats.levels[level].received, 1);
 	uint16_t pair = apf_classified(w, match, work);
 
@@ -502,6 +518,7 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	r->deadline_ns = now + cfg->queue_wait_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->waiting, slot);
 	FG_STAT_ADD(w->stats.flows[flow].waiting, 1);
+	FG_STAT_ADD(w->stats.flows[flow].seats_waiting, r->qs.seats);
 	if (w->apf_metrics) {
 		struct fg_apf_pair *p = apf_pair(w, pair);
 		fg_apf_gauge(&p->inqueue, 1);
