@@ -28,10 +28,21 @@
  *   (fixed_guess keeps Kubernetes' constant).
  * - R is a uint64 in seat-ns that wraps; comparisons use signed differences
  *   (`epochs` counts the wraps).
+ * - Weights (cfg.weighted): a request carries its flow's weight w; its cost
+ *   is divided by w, and R advances at the weighted fair share of one unit
+ *   of weight (a waiting queue of demand d takes min(d, w * rate); w is its
+ *   head's): common/wfairshare.  Without cfg.weighted every weight is 1 and
+ *   the exact common/fairshare is used.
+ * - UsageBased (cfg.usage_based): queues are ordered by their head's flow's
+ *   decayed usage / weight (common/usage.h), ties by arrival, instead of by
+ *   virtual finish; everything else above holds.  The usage table outlives
+ *   a switch back to MaxMin (requests refer to it).
  *
  * Costs: O(log N) per arrival, dispatch, completion and removal (N = queues
  * with waiting requests), plus O(hand^2) for the deal and O(log C) for the
- * fair share.  No allocation after creation.
+ * fair share (weighted: O(1) per change, plus the crossing's moves).
+ * UsageBased adds O(queues) once per sampling interval (the fold).  No
+ * allocation after creation.
  *
  * Thread contract: one owner thread; time is passed in (ns, non-decreasing).
  */
