@@ -51,7 +51,7 @@ static void field_error(struct vctx *c, const char *path, const char *fmt, ...)
  * value (NULL) shows as Go's zero string. */
 static const char *show(json_t *v, char *buf, size_t cap)
 {
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | FG_FC_JSON_REALS) : NULL;
 	snprintf(buf, cap, "%s", s ? s : "\"\""); /* absent: Go's zero value, the empty string */
 	free(s);
 	size_t n = strlen(buf);
