@@ -11,6 +11,7 @@
 #include "flowcontrol_match.h"
 #include "flowhash.h"
 #include "test.h"
+#include "fc_errors.h"
 
 #define PL(name, queues)                                                                                              \
 	"---\napiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata: {name: " name  \
@@ -98,25 +99,6 @@ TEST(defaults_are_stored_and_spelling_a_default_changes_nothing)
 	json_decref(o);
 	fg_fc_set_free(a);
 	fg_fc_set_free(b);
-}
-
-/* Each input is refused with exactly these errors, and nothing is applied. */
-static void expect_errors(const char *text, const char *const *fragments)
-{
-	struct fg_fc_set *s = fg_fc_set_new();
-	struct fg_errors e;
-	CHECK_EQ(apply(s, text, &e), -EINVAL);
-	unsigned n = 0;
-	for (; fragments[n]; n++)
-		if (!strstr(e.text, fragments[n])) {
-			fprintf(stderr, "  missing \"%s\" in:\n%s", fragments[n], e.text);
-			CHECK(0);
-		}
-	CHECK_EQ(e.count, n);
-	if (e.count != n)
-		fprintf(stderr, "  got:\n%s", e.text);
-	CHECK_EQ(fg_fc_set_size(s), 0);
-	fg_fc_set_free(s);
 }
 
 TEST(validation_errors_name_object_and_field)
