@@ -801,6 +801,16 @@ static void default_fairsharing(json_t *spec)
 	    !fg_duration_parse(json_string_value(h), json_string_length(h), &ns) && ns > 0 &&
 	    (uint64_t)ns <= FG_FC_MAX_USAGE_DURATION_NS)
 		set_duration(spec, "resetInactivityPeriod", ns * (int64_t)FG_FC_RESET_INACTIVITY_HALF_LIVES);
+	/* One field order however they were given (get, get all -o yaml). */
+	static const char *const order[] = { "policy", "usageHalfLifeTime", "usageSamplingInterval",
+					     "resetInactivityPeriod", "flowWeights" };
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		json_t *v = json_incref(json_object_get(spec, order[i]));
+		if (v) {
+			json_object_del(spec, order[i]);
+			json_object_set_new(spec, order[i], v);
+		}
+	}
 }
 
 /* A flowWeights entry's identity: schema, then distinguisher (absent
