@@ -80,11 +80,13 @@ static struct fg_fc_set *set_from(const struct fg_fc_set *s, bool deep)
 	struct fg_fc_set *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
-	for (int k = 0; k < FG_FC_N_KINDS; k++)
-		if (!(c->tables[k] = !s ? json_object() : deep ? json_deep_copy(s->tables[k]) : json_copy(s->tables[k]))) {
+	for (int k = 0; k < FG_FC_N_KINDS; k++) {
+		json_t *t = s ? s->tables[k] : NULL;
+		if (!(c->tables[k] = !t ? json_object() : deep ? json_deep_copy(t) : json_copy(t))) {
 			fg_fc_set_free(c);
 			return NULL;
 		}
+	}
 	return c;
 }
 
@@ -367,7 +369,8 @@ int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name
 
 const char *fg_fc__schema_level(json_t *schema)
 {
-	return json_string_value(json_object_get(json_object_get(fg_fc__spec(schema), "priorityLevelConfiguration"), "name"));
+	json_t *pl = json_object_get(fg_fc__spec(schema), "priorityLevelConfiguration");
+	return json_string_value(json_object_get(pl, "name"));
 }
 
 json_t *fg_fc__flow_weights(json_t *fairsharing)
@@ -418,11 +421,11 @@ static unsigned warn_entries(const struct fg_fc_set *s, const char *obj, const c
 		char path[64];
 		snprintf(path, sizeof(path), "spec.flowWeights[%zu].flowSchema", i);
 		if (!exists)
-			fg_errors_add(warnings, obj, "%s: FlowSchema \"%s\" does not exist: the entry has no effect", path,
-				      fs ? fs : "");
+			fg_errors_add(warnings, obj, "%s: FlowSchema \"%s\" does not exist: the entry has no effect",
+				      path, fs ? fs : "");
 		else
-			fg_errors_add(warnings, obj, "%s: FlowSchema \"%s\" sends to PriorityLevelConfiguration \"%s\", not "
-				      "\"%s\": the entry has no effect", path, fs, to ? to : "", level);
+			fg_errors_add(warnings, obj, "%s: FlowSchema \"%s\" sends to PriorityLevelConfiguration "
+				      "\"%s\", not \"%s\": the entry has no effect", path, fs, to ? to : "", level);
 		n++;
 	}
 	return n;
@@ -446,8 +449,8 @@ unsigned fg_fc_set_warn_dangling(const struct fg_fc_set *s, struct fg_errors *wa
 	json_object_foreach(s->tables[FG_FC_FAIRSHARING], name, o) {
 		snprintf(obj, sizeof(obj), "FairSharing/%s", name);
 		if (!level_exists(s, name)) {
-			fg_errors_add(warnings, obj, "metadata.name: PriorityLevelConfiguration \"%s\" does not exist: the "
-				      "object is Dangling and has no effect", name);
+			fg_errors_add(warnings, obj, "metadata.name: PriorityLevelConfiguration \"%s\" does not exist: "
+				      "the object is Dangling and has no effect", name);
 			n++;
 			continue;
 		}

@@ -767,7 +767,8 @@ static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uin
 		return 0;
 	child(path, "spec", key);
 	if (fg_duration_parse(json_string_value(v), json_string_length(v), &ns)) {
-		invalid(c, path, v, "must be a duration such as \"500ms\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h)");
+		invalid(c, path, v,
+			"must be a duration such as \"500ms\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h)");
 		return 0;
 	}
 	if (ns <= 0) {
@@ -867,7 +868,8 @@ static void check_duplicate_weights(struct vctx *c, json_t *fw)
 			char path[PATH_MAX_LEN], v[160];
 			json_t *id = json_deep_copy(json_array_get(fw, i));
 			json_object_del(id, "weight");
-			field_error(c, index_of(path, "spec.flowWeights", i), "Duplicate value: %s", show(id, v, sizeof(v)));
+			field_error(c, index_of(path, "spec.flowWeights", i), "Duplicate value: %s",
+				    show(id, v, sizeof(v)));
 			json_decref(id);
 		}
 out:
@@ -884,7 +886,8 @@ static void validate_flow_weight(struct vctx *c, json_t *e, size_t i)
 	child(q, p, "flowSchema");
 	if (!fs || !json_string_length(fs))
 		required(c, q, "");
-	else if (strlen(json_string_value(fs)) != json_string_length(fs) || !fg_fc__dns_subdomain(json_string_value(fs)))
+	else if (strlen(json_string_value(fs)) != json_string_length(fs) ||
+		 !fg_fc__dns_subdomain(json_string_value(fs)))
 		invalid_subdomain(c, q, fs, "");
 	child(q, p, "distinguisher");
 	if (d && json_string_length(d) > FG_FC_MAX_DISTINGUISHER) {
@@ -1023,8 +1026,8 @@ static json_t *normalize(struct vctx *c, json_t *obj, enum fg_fc_kind kind)
 
 static json_t *stored_form(enum fg_fc_kind kind, const char *name, json_t *spec)
 {
-	return json_pack("{s:s, s:s, s:{s:s}, s:O}", "apiVersion", fg_fc_kind_api_version(kind), "kind", fg_fc_kind_names[kind],
-			 "metadata", "name", name, "spec", spec);
+	return json_pack("{s:s, s:s, s:{s:s}, s:O}", "apiVersion", fg_fc_kind_api_version(kind), "kind",
+			 fg_fc_kind_names[kind], "metadata", "name", name, "spec", spec);
 }
 
 json_t *fg_fc__normalize_builtin(json_t *obj, enum fg_fc_kind kind, const char *name)

@@ -363,7 +363,8 @@ static void warn_kept(const struct fg_fc_set *result, const struct fg_fc_set *in
 		size_t i;
 		json_array_foreach(all, i, o) {
 			const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
-			if (!fg_fc_set_has(input, (enum fg_fc_kind)k, name) && !fg_fc_is_mandatory_object((enum fg_fc_kind)k, name))
+			if (!fg_fc_set_has(input, (enum fg_fc_kind)k, name) &&
+			    !fg_fc_is_mandatory_object((enum fg_fc_kind)k, name))
 				json_array_append_new(kept, json_sprintf("%s/%s", fg_fc_kind_name((enum fg_fc_kind)k), name));
 		}
 		json_decref(all);
@@ -456,7 +457,8 @@ static int kind_of(json_t *req, char **err)
 	const char *k = json_string_value(json_object_get(req, "kind"));
 	int kind = k ? fg_fc_kind_parse(k) : -1;
 	if (kind < 0)
-		*err = error_response("\"kind\" must be FlowSchema, PriorityLevelConfiguration or FairSharing (or fs, plc, fsh)");
+		*err = error_response("\"kind\" must be FlowSchema, PriorityLevelConfiguration or FairSharing "
+				      "(or fs, plc, fsh)");
 	return kind;
 }
 

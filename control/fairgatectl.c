@@ -567,7 +567,8 @@ static int cmd_get(const char *path, int argc, char **argv)
 			fprintf(stderr, "fairgatectl: get: unknown kind \"%s\"\n", argv[1]);
 		else if (argc >= 2)
 			fprintf(stderr, "fairgatectl: get: unknown output format \"%s\"\n", fmt);
-		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|fairsharing|all|settings [NAME] "
+		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|fairsharing|all|settings "
+				"[NAME] "
 				"[-o table|json|yaml|wide]\n");
 		return 2;
 	}
