@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol — Kubernetes flowcontrol.apiserver.k8s.io/v1 FlowSchema and
- * PriorityLevelConfiguration objects: validation with the Kubernetes rules,
- * the mandatory and bootstrap objects, derived concurrency limits, and a
- * compiled classifier (docs/configuration.md, apf-facts.md §1, §7).
+ * PriorityLevelConfiguration objects, and fairgate's own fairgate.io/v1alpha1
+ * FairSharing objects (a level's fair-sharing policy and its flows' weights):
+ * validation with the Kubernetes rules, the mandatory and bootstrap objects,
+ * derived concurrency limits, and a compiled classifier that also gives each
+ * request its flow's weight (docs/configuration.md, apf-facts.md §1, §7).
  *
  * An fg_fc_set is a set of objects keyed by (kind, name), kept as JSON in
  * normalized form: decoded against the v1 types (unknown fields dropped, after
@@ -34,8 +36,9 @@
 #include "usage.h"
 
 #define FG_FC_API_VERSION "flowcontrol.apiserver.k8s.io/v1"
+#define FG_FC_FAIRSHARING_API_VERSION "fairgate.io/v1alpha1" /* FairSharing objects */
 #define FG_FC_MAX_PRECEDENCE 10000
-#define FG_FC_MAX_OBJECTS 4096
+#define FG_FC_MAX_OBJECTS 4096 /* of all kinds in one set */
 #define FG_FC_MAX_QUEUES 10000000 /* validation.go priorityLevelConfigurationQueuingMaxQueues */
 
 /* The v1 defaulters' values (k8s.io/api/flowcontrol/v1 defaults.go); the
@@ -46,7 +49,25 @@
 #define FG_FC_DEFAULT_HAND_SIZE 8
 #define FG_FC_DEFAULT_QUEUE_LENGTH_LIMIT 50
 
-enum fg_fc_kind { FG_FC_FLOWSCHEMA = 0, FG_FC_PRIORITYLEVEL = 1 };
+/* FairSharing (fairgate.io/v1alpha1): one per priority level, named after
+ * it; without one a level is MaxMin with every flow's weight 1.  The
+ * defaults and bounds of its fields (docs/configuration.md, "FairSharing"): */
+#define FG_FC_DEFAULT_USAGE_HALF_LIFE_NS (5ull * 60 * 1000000000)  /* usageHalfLifeTime 5m */
+#define FG_FC_DEFAULT_USAGE_SAMPLING_NS 1000000000ull             /* usageSamplingInterval 1s */
+#define FG_FC_RESET_INACTIVITY_HALF_LIVES 10u                     /* resetInactivityPeriod default */
+#define FG_FC_MAX_USAGE_DURATION_NS (8760ull * 3600 * 1000000000) /* half-life, sampling: at most 8760h */
+/* resetInactivityPeriod: at most 10 x the longest half-life, so that a
+ * defaulted value applies back. */
+#define FG_FC_MAX_RESET_INACTIVITY_NS (FG_FC_RESET_INACTIVITY_HALF_LIVES * FG_FC_MAX_USAGE_DURATION_NS)
+#define FG_FC_MAX_FLOW_WEIGHTS 10000u         /* spec.flowWeights entries of one object */
+#define FG_FC_MAX_FLOW_WEIGHTS_TOTAL 100000u  /* entries of all FairSharing objects of a set */
+#define FG_FC_MAX_DISTINGUISHER 511u          /* bytes of a flowWeights entry's distinguisher */
+
+enum fg_fc_kind { FG_FC_FLOWSCHEMA = 0, FG_FC_PRIORITYLEVEL = 1, FG_FC_FAIRSHARING = 2 };
+#define FG_FC_N_KINDS 3
+/* The kinds in the order a listing (diff, `get all`) gives them: levels
+ * first, as the others refer to them. */
+extern const enum fg_fc_kind fg_fc_kind_order[FG_FC_N_KINDS];
 
 /* --- the object set ---------------------------------------------------- */
 
@@ -64,6 +85,11 @@ struct fg_fc_set *fg_fc_set_share(const struct fg_fc_set *s);
 /* Kubernetes' bootstrap objects (mandatory + suggested), the default config. */
 struct fg_fc_set *fg_fc_set_bootstrap(void);
 
+/* A file's one meaning (docs/configuration.md): a set without FlowSchemas
+ * and PriorityLevelConfigurations stands for the bootstrap ones, which this
+ * adds (its FairSharing objects stay).  0, or -ENOMEM (s unchanged). */
+int fg_fc_set_or_bootstrap(struct fg_fc_set *s);
+
 struct fg_fc_apply_opts {
 	bool strict;                /* unknown fields are errors (kubectl --validate=strict) */
 	struct fg_errors *warnings; /* unknown fields when not strict; may be NULL */
@@ -73,7 +99,8 @@ struct fg_fc_apply_opts {
 /*
  * Parse a document (JSON, or YAML with one or more documents; single objects
  * or List kinds, e.g. a kubectl dump with metadata and status) and add or
- * replace its FlowSchema and PriorityLevelConfiguration objects in the set.
+ * replace its FlowSchema, PriorityLevelConfiguration and FairSharing objects in
+ * the set.
  * A FairgateSettings object is applied to *settings when settings is not NULL
  * (and refused otherwise).  Every problem goes to errs, each naming the object
  * and the field path in Kubernetes' words; on any error nothing changes.
@@ -98,22 +125,35 @@ int fg_fc_set_delete(struct fg_fc_set *s, enum fg_fc_kind kind, const char *name
  * both kinds) that are missing; returns how many were added. */
 unsigned fg_fc_set_add_mandatory(struct fg_fc_set *s);
 
-/* "exempt" and "catch-all" (of either kind). */
+/* "exempt" and "catch-all" (of either Kubernetes kind). */
 bool fg_fc_is_mandatory(const char *name);
+/* The same for an object of a kind: FairSharing objects are never mandatory. */
+bool fg_fc_is_mandatory_object(enum fg_fc_kind kind, const char *name);
 
 /* One warning per FlowSchema whose level does not exist (it is Dangling and
- * matches nothing, as in Kubernetes); returns how many. */
+ * matches nothing, as in Kubernetes), per FairSharing object named after no
+ * level (Dangling: no effect) or after a level that does not queue, and per
+ * flowWeights entry naming a schema that does not exist or sends to another
+ * level (the entry has no effect); returns how many. */
 unsigned fg_fc_set_warn_dangling(const struct fg_fc_set *s, struct fg_errors *warnings);
 
 /* The objects of one kind (or one object when name is not NULL) as a JSON
- * array sorted by name, FlowSchemas with the status Kubernetes' controller
- * writes (the Dangling condition); NULL if the named object does not exist. */
+ * array sorted by name, FlowSchemas and FairSharing objects with the status
+ * Kubernetes' controller writes to a FlowSchema (the Dangling condition);
+ * NULL if the named object does not exist. */
 json_t *fg_fc_set_get(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *name);
 
 /* Parse "FlowSchema", "flowschemas", "fs", "PriorityLevelConfiguration",
- * "prioritylevelconfigurations", "plc", "pl" ... ; -1 if unknown. */
+ * "prioritylevelconfigurations", "plc", "pl", "FairSharing", "fairsharings",
+ * "fsh" ... ; -1 if unknown. */
 int fg_fc_kind_parse(const char *s);
 const char *fg_fc_kind_name(enum fg_fc_kind k);
+/* The apiVersion objects of the kind carry. */
+const char *fg_fc_kind_api_version(enum fg_fc_kind k);
+
+/* json_dumps flags for reals as people write them: FairSharing weights are
+ * thousandths, so 0.1 prints "0.1", not "0.10000000000000001". */
+#define FG_FC_JSON_REALS JSON_REAL_PRECISION(15)
 
 /* --- the compiled configuration ---------------------------------------- */
 
@@ -189,7 +229,10 @@ struct fg_fc_match {
 };
 
 /* Classify: first matching schema in (precedence, name) order, catch-all if
- * none.  Never fails on a compiled config. */
+ * none.  The weight is the level's FairSharing entry for (schema,
+ * distinguisher), else the schema's entry without a distinguisher, else
+ * FG_FC_WEIGHT_ONE (looked up, for any level, only when the schema has
+ * entries).  Never fails on a compiled config. */
 void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m);
 
 /* Whether schema number `schema` (matching order) matches the request, on
@@ -204,7 +247,8 @@ int fg_fc_level_index(const struct fg_fc_config *c, const char *name);
 /*
  * Where a request goes, as `fairgatectl explain -o json` prints it:
  * {"flowSchema", "priorityLevel", "distinguisher", "flowHash": "0x<16 hex>",
- *  "hand": [...], "queue": N} — hand and queue only for levels with queues;
+ *  "flowWeight": 1 | 0.5 ..., "hand": [...], "queue": N} — hand and queue only
+ * for levels with queues;
  * the queue is the one it joins when the hand's queues are equally loaded
  * (the first card); under load it is the hand's least loaded queue.
  */
@@ -241,7 +285,8 @@ int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct f
  * Objects that differ are "created", "configured" (with "fields": one
  * "path: old -> new" line each) or `removed` ("deleted", "pruned"); objects of
  * `input` (may be NULL) that are equal in both are "unchanged".  Sorted by
- * kind (levels first), then name.  NULL when out of memory.
+ * kind (levels, then schemas, then FairSharing objects), then name.  NULL
+ * when out of memory.
  */
 json_t *fg_fc_set_diff(const struct fg_fc_set *before, const struct fg_fc_set *after, const struct fg_fc_set *input,
 		       const char *removed);

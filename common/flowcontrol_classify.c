@@ -113,16 +113,30 @@ void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r,
 	m->flow_hash = 0;
 	m->weight = FG_FC_WEIGHT_ONE;
 	const struct fg_fc_level *l = &c->levels[m->level];
-	/* As Kubernetes: a flow only matters where there are queues to choose. */
-	if (l->queues > 1) {
-		if (c->schema_dist[s] == FG_FC_DIST_BY_USER)
-			m->distinguisher = r->user;
-		else if (c->schema_dist[s] == FG_FC_DIST_BY_NAMESPACE)
-			m->distinguisher = r->ns;
-		const char *name = c->schema_names[s];
-		m->flow_hash = fg_flow_hash(name, strlen(name), m->distinguisher.ptr ? m->distinguisher.ptr : "",
-					    m->distinguisher.len);
+	const struct cweights *w = c->schemas[s]->weights;
+	/* As Kubernetes: a flow only matters where there are queues to choose;
+	 * a weight only where the schema has FairSharing entries. */
+	bool queues = l->queues > 1, exact = w && w->slots;
+	if (!queues && !exact) {
+		if (w)
+			m->weight = w->dflt;
+		return;
 	}
+	struct fg_str d = { "", 0 };
+	if (c->schema_dist[s] == FG_FC_DIST_BY_USER)
+		d = r->user;
+	else if (c->schema_dist[s] == FG_FC_DIST_BY_NAMESPACE)
+		d = r->ns;
+	if (!d.ptr)
+		d = (struct fg_str){ "", 0 };
+	const char *name = c->schema_names[s];
+	uint64_t hash = fg_flow_hash(name, strlen(name), d.ptr, d.len);
+	if (queues) {
+		m->distinguisher = d;
+		m->flow_hash = hash;
+	}
+	if (w)
+		m->weight = cweights_get(w, hash, d.ptr, d.len);
 }
 
 void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r)
@@ -147,6 +161,7 @@ json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *
 	json_t *o = json_pack("{s:s, s:s, s:s%, s:s}", "flowSchema", c->schema_names[m.schema], "priorityLevel", l->name,
 			      "distinguisher", m.distinguisher.ptr ? m.distinguisher.ptr : "", (size_t)m.distinguisher.len,
 			      "flowHash", hash);
+	json_object_set_new(o, "flowWeight", fg_fc__weight_json(m.weight));
 	json_object_set_new(o, "priorityLevelType",
 			    json_string(l->exempt ? "Exempt" : l->reject ? "Limited (Reject)" : "Limited (Queue)"));
 	if (l->queues) {

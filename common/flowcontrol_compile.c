@@ -2,13 +2,16 @@
 /*
  * flowcontrol_compile — a normalized object set into an immutable
  * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and
- * schemas in matching order with their rules in one arena.  See flowcontrol.h.
+ * their FairSharing policy, schemas in matching order with their rules and
+ * their flows' weights (struct cweights), all in one arena.  See flowcontrol.h.
  *
  * Every allocation is checked: a failure anywhere frees what was built and
  * reports "out of memory" in errs.
  */
 #include "flowcontrol_int.h"
 #include "workest.h"
+#include "duration.h"
+#include "flowhash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -285,6 +288,119 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 	free(sorted);
 }
 
+/* A duration field of a normalized FairSharing spec (there, validated in
+ * (0, bound]), or dflt. */
+static uint64_t duration_or(json_t *spec, const char *key, uint64_t dflt)
+{
+	json_t *v = json_object_get(spec, key);
+	int64_t ns;
+	if (!v || fg_duration_parse(json_string_value(v), json_string_length(v), &ns) || ns <= 0)
+		return dflt;
+	return (uint64_t)ns;
+}
+
+/* A level's FairSharing fields from its object (NULL: the defaults). */
+static void compile_policy(struct fg_fc_level *l, json_t *fsh)
+{
+	json_t *spec = fg_fc__spec(fsh);
+	const char *policy = json_string_value(json_object_get(spec, "policy"));
+	l->policy = policy && !strcmp(policy, "UsageBased") ? FG_FC_POLICY_USAGE_BASED : FG_FC_POLICY_MAXMIN;
+	l->usage_half_life_ns = duration_or(spec, "usageHalfLifeTime", FG_FC_DEFAULT_USAGE_HALF_LIFE_NS);
+	l->usage_sampling_ns = duration_or(spec, "usageSamplingInterval", FG_FC_DEFAULT_USAGE_SAMPLING_NS);
+	l->reset_inactivity_ns = duration_or(spec, "resetInactivityPeriod",
+					     FG_FC_RESET_INACTIVITY_HALF_LIVES * l->usage_half_life_ns);
+}
+
+/* One flowWeights entry in effect: its schema (matching order) and flow. */
+struct eff_weight {
+	uint32_t schema, weight;
+	const char *dist; /* NULL: the schema's default entry */
+	size_t dist_len;
+};
+
+/* The entries of level li's object that name a schema of that level (the
+ * others have no effect: fg_fc_set_warn_dangling says so); n grows. */
+static void effective_weights(struct compiled *c, json_t *fsh, uint32_t li, json_t *schema_index,
+			      struct eff_weight *out, size_t *n)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(fg_fc__flow_weights(fsh), i, e) {
+		json_t *k = json_object_get(schema_index, json_string_value(json_object_get(e, "flowSchema")));
+		json_t *d = json_object_get(e, "distinguisher");
+		if (!k || c->pub.schema_level[json_integer_value(k)] != li)
+			continue;
+		uint32_t w = fg_fc__weight_milli(json_object_get(e, "weight"));
+		out[(*n)++] = (struct eff_weight){ (uint32_t)json_integer_value(k), w, json_string_value(d),
+						   json_string_length(d) };
+		if (w != FG_FC_WEIGHT_ONE)
+			c->pub.levels[li].weighted = true;
+	}
+}
+
+/* Every level's policy and every schema's flow weights. */
+static void compile_fairsharing(struct compiled *c, const struct fg_fc_set *s)
+{
+	struct fg_fc_config *pub = &c->pub;
+	json_t *objects = fg_fc__table(s, FG_FC_FAIRSHARING), *o, *index = json_object();
+	size_t total = 0, n = 0;
+	const char *name;
+	json_object_foreach(objects, name, o)
+		total += json_array_size(fg_fc__flow_weights(o));
+	struct eff_weight *eff = malloc(sizeof(*eff) * (total ? total : 1));
+	uint32_t *exact = calloc(pub->n_schemas ? pub->n_schemas : 1, sizeof(*exact));
+	struct cweights **w = calloc(pub->n_schemas ? pub->n_schemas : 1, sizeof(*w));
+	if (!index || !eff || !exact || !w)
+		goto oom;
+	for (uint32_t k = 0; k < pub->n_levels; k++)
+		compile_policy(&pub->levels[k], NULL);
+	for (uint32_t k = 0; k < pub->n_schemas; k++)
+		if (json_object_set_new(index, pub->schema_names[k], json_integer(k)))
+			goto oom;
+	json_object_foreach(objects, name, o) {
+		int li = fg_fc_level_index(pub, name);
+		if (li < 0)
+			continue; /* Dangling */
+		compile_policy(&pub->levels[li], o);
+		effective_weights(c, o, (uint32_t)li, index, eff, &n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = eff[i].schema;
+		if (!w[k]) {
+			if (!(w[k] = alloc(c, sizeof(*w[k]))))
+				goto oom;
+			w[k]->dflt = FG_FC_WEIGHT_ONE;
+		}
+		exact[k] += eff[i].dist != NULL;
+	}
+	for (uint32_t k = 0; k < pub->n_schemas; k++)
+		if (exact[k]) {
+			w[k]->mask = cweights_slots(exact[k]) - 1;
+			if (!(w[k]->slots = alloc(c, sizeof(*w[k]->slots) * (w[k]->mask + 1))))
+				goto oom;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct cweights *cw = w[eff[i].schema];
+		const char *schema = pub->schema_names[eff[i].schema];
+		if (!eff[i].dist) {
+			cw->dflt = eff[i].weight;
+			continue;
+		}
+		struct cstr d = dup_str(c, eff[i].dist, eff[i].dist_len);
+		cweights_put(cw, fg_flow_hash(schema, strlen(schema), d.s, d.len), d, eff[i].weight);
+	}
+	for (uint32_t k = 0; k < pub->n_schemas; k++)
+		pub->schemas[k]->weights = w[k];
+	goto out;
+oom:
+	c->oom = true;
+out:
+	json_decref(index);
+	free(eff);
+	free(exact);
+	free(w);
+}
+
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_limit, struct fg_errors *errs)
 {
 	struct fg_fc_set *s = fg_fc_set_copy(set);
@@ -305,6 +421,8 @@ struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_
 		compile_level(c, o, &pub->levels[pub->n_levels++]);
 	derive_limits(pub, server_limit);
 	compile_schemas(c, schemas);
+	if (!c->oom)
+		compile_fairsharing(c, s);
 	if (c->oom || pub->n_schemas == 0 || strcmp(pub->schema_names[pub->catch_all_schema], "catch-all"))
 		goto oom; /* the mandatory catch-all is always there unless memory ran out */
 	json_decref(levels);

@@ -23,7 +23,7 @@ static void value_text(json_t *v, char *buf, size_t cap)
 		snprintf(buf, cap, "(none)");
 		return;
 	}
-	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS);
+	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_SORT_KEYS | FG_FC_JSON_REALS);
 	snprintf(buf, cap, "%s", t ? t : "?");
 	if (t && strlen(t) >= cap && cap > 4)
 		memcpy(buf + cap - 4, "...", 4); /* long lists: the start says enough */
@@ -89,8 +89,8 @@ json_t *fg_fc_set_diff(const struct fg_fc_set *before, const struct fg_fc_set *a
 	json_int_t more = 0;
 	if (!objects || !counts)
 		goto oom;
-	static const enum fg_fc_kind order[2] = { FG_FC_PRIORITYLEVEL, FG_FC_FLOWSCHEMA };
-	for (int i = 0; i < 2; i++) {
+	const enum fg_fc_kind *order = fg_fc_kind_order;
+	for (int i = 0; i < FG_FC_N_KINDS; i++) {
 		json_t *b = fg_fc__table(before, order[i]), *a = fg_fc__table(after, order[i]);
 		size_t n;
 		const char **names = sorted_names(b, a, &n);
@@ -138,8 +138,7 @@ static void take_id(json_t *ids, size_t *n_objects, json_t *o, const char *where
 		return;
 	}
 	if (k < 0 || strcmp(kind, fg_fc_kind_names[k])) {
-		fg_errors_add(errs, where, "kind: must be FlowSchema, PriorityLevelConfiguration, FairgateSettings or a List "
-			      "of them");
+		fg_errors_add(errs, where, FG_FC_KINDS_MSG);
 		return;
 	}
 	if (!name || !*name) {
@@ -195,7 +194,10 @@ bool fg_fc_set_has(const struct fg_fc_set *s, enum fg_fc_kind kind, const char *
 
 bool fg_fc_set_equal(const struct fg_fc_set *a, const struct fg_fc_set *b)
 {
-	return json_equal(a->fs, b->fs) && json_equal(a->pl, b->pl);
+	for (int k = 0; k < FG_FC_N_KINDS; k++)
+		if (!json_equal(a->tables[k], b->tables[k]))
+			return false;
+	return true;
 }
 
 static json_t *limits(const struct fg_fc_level *l)

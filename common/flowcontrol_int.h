@@ -17,17 +17,21 @@
 
 #include "flowcontrol.h"
 
+/* One table per kind (enum fg_fc_kind): name -> normalized object. */
 struct fg_fc_set {
-	json_t *fs; /* name -> normalized FlowSchema object */
-	json_t *pl; /* name -> normalized PriorityLevelConfiguration object */
+	json_t *tables[FG_FC_N_KINDS];
 };
 
-extern const char *const fg_fc_kind_names[2];
+extern const char *const fg_fc_kind_names[FG_FC_N_KINDS];
+
+/* What a document's kind must be, as errors say it. */
+#define FG_FC_KINDS_MSG \
+	"kind: must be FlowSchema, PriorityLevelConfiguration, FairSharing, FairgateSettings or a List of them"
 
 /* The set's table for one kind. */
 static inline json_t *fg_fc__table(const struct fg_fc_set *s, enum fg_fc_kind k)
 {
-	return k == FG_FC_FLOWSCHEMA ? s->fs : s->pl;
+	return s->tables[k];
 }
 
 /* An object's metadata.name and spec (borrowed). */
@@ -54,5 +58,16 @@ json_t *fg_fc__mandatory(enum fg_fc_kind kind, const char *name);
 
 /* DNS-1123 subdomain (object names, level references, service accounts). */
 bool fg_fc__dns_subdomain(const char *s);
+
+/* The level a FlowSchema sends to (NULL when the spec has none). */
+const char *fg_fc__schema_level(json_t *schema);
+
+/* The entries of a FairSharing object's spec.flowWeights (borrowed). */
+json_t *fg_fc__flow_weights(json_t *fairsharing);
+
+/* A normalized FairSharing weight (a JSON number in (0, 1000]) in
+ * thousandths, and back (an integer when whole, else a real). */
+uint32_t fg_fc__weight_milli(json_t *w);
+json_t *fg_fc__weight_json(uint32_t milli);
 
 #endif

@@ -7,14 +7,19 @@
  * ("<path>: Required value: ...", "Invalid value: <v>: ...", "Forbidden: ...",
  * "Unsupported value: ...", "Duplicate value: ...") so that an operator sees
  * what kubectl would have shown; every error is reported at once.
+ * FairSharing objects (fairgate.io/v1alpha1) go the same way with rules of
+ * fairgate's own (docs/configuration.md, "FairSharing").
  */
 #include "flowcontrol_int.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "shuffle.h"
 
 #define FG_FC_V1BETA3_ZERO_SHARES_KEY "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares"
@@ -46,7 +51,7 @@ static void field_error(struct vctx *c, const char *path, const char *fmt, ...)
  * value (NULL) shows as Go's zero string. */
 static const char *show(json_t *v, char *buf, size_t cap)
 {
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | FG_FC_JSON_REALS) : NULL;
 	snprintf(buf, cap, "%s", s ? s : "\"\""); /* absent: Go's zero value, the empty string */
 	free(s);
 	size_t n = strlen(buf);
@@ -103,7 +108,7 @@ static const char *index_of(char *buf, const char *path, size_t i)
 
 /* --- decoding: known fields and their types ------------------------------ */
 
-enum ftype { T_OBJ, T_OBJLIST, T_STR, T_INT32, T_BOOL, T_STRLIST, T_ANY };
+enum ftype { T_OBJ, T_OBJLIST, T_STR, T_INT32, T_NUM, T_BOOL, T_STRLIST, T_ANY };
 
 struct fdef {
 	const char *name;
@@ -175,6 +180,20 @@ static const struct fdef f_pl[] = {
 	{ "apiVersion", T_STR, NULL, false }, { "kind", T_STR, NULL, false }, { "metadata", T_OBJ, f_metadata, false },
 	{ "spec", T_OBJ, f_pl_spec, false }, { "status", T_OBJ, f_status, false }, { 0 }
 };
+static const struct fdef f_flow_weight[] = {
+	{ "flowSchema", T_STR, NULL, false }, { "distinguisher", T_STR, NULL, false }, { "weight", T_NUM, NULL, false },
+	{ 0 }
+};
+static const struct fdef f_fsh_spec[] = {
+	{ "policy", T_STR, NULL, false }, { "usageHalfLifeTime", T_STR, NULL, false },
+	{ "usageSamplingInterval", T_STR, NULL, false }, { "resetInactivityPeriod", T_STR, NULL, false },
+	{ "flowWeights", T_OBJLIST, f_flow_weight, false }, { 0 }
+};
+static const struct fdef f_fsh[] = {
+	{ "apiVersion", T_STR, NULL, false }, { "kind", T_STR, NULL, false }, { "metadata", T_OBJ, f_metadata, false },
+	{ "spec", T_OBJ, f_fsh_spec, false }, { "status", T_OBJ, f_status, false }, { 0 }
+};
+static const struct fdef *const kind_fields[FG_FC_N_KINDS] = { f_fs, f_pl, f_fsh };
 
 /* A field name as it may appear in a message: printable and bounded. */
 static const char *safe_key(const char *k, char *buf, size_t cap)
@@ -210,6 +229,11 @@ static json_t *decode_value(struct vctx *c, json_t *v, const struct fdef *d, con
 		if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX)
 			return json_incref(v);
 		invalid(c, path, v, "must be a 32-bit integer");
+		break;
+	case T_NUM:
+		if (json_is_number(v))
+			return json_incref(v);
+		invalid(c, path, v, "must be a number");
 		break;
 	case T_OBJ:
 		if (json_is_object(v))
@@ -709,6 +733,202 @@ static void validate_status(struct vctx *c, json_t *status)
 	}
 }
 
+/* --- FairSharing (fairgate.io/v1alpha1) ----------------------------------- */
+
+uint32_t fg_fc__weight_milli(json_t *w)
+{
+	double milli = json_number_value(w) * FG_FC_WEIGHT_ONE;
+	if (!(milli >= 0.5)) /* NaN too */
+		return 0;
+	return milli >= FG_FC_WEIGHT_MAX ? FG_FC_WEIGHT_MAX : (uint32_t)llround(milli);
+}
+
+json_t *fg_fc__weight_json(uint32_t milli)
+{
+	if (milli % FG_FC_WEIGHT_ONE == 0)
+		return json_integer(milli / FG_FC_WEIGHT_ONE);
+	return json_real((double)milli / FG_FC_WEIGHT_ONE);
+}
+
+static void set_duration(json_t *spec, const char *key, int64_t ns)
+{
+	char buf[40];
+	json_object_set_new(spec, key, json_string(fg_duration_format(ns, buf, sizeof(buf))));
+}
+
+/* A duration field: in (0, max], rewritten in the canonical form ("5m" and
+ * "300s" are the same object); its value in ns, or 0 (absent or refused). */
+static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uint64_t max)
+{
+	char path[PATH_MAX_LEN], msg[64];
+	json_t *v = json_object_get(spec, key);
+	int64_t ns;
+	if (!v)
+		return 0;
+	child(path, "spec", key);
+	if (fg_duration_parse(json_string_value(v), json_string_length(v), &ns)) {
+		invalid(c, path, v,
+			"must be a duration such as \"500ms\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h)");
+		return 0;
+	}
+	if (ns <= 0) {
+		invalid(c, path, v, "must be greater than 0");
+		return 0;
+	}
+	if ((uint64_t)ns > max) {
+		snprintf(msg, sizeof(msg), "must be at most %lluh", (unsigned long long)(max / 3600000000000ull));
+		invalid(c, path, v, msg);
+		return 0;
+	}
+	set_duration(spec, key, ns);
+	return ns;
+}
+
+/* The defaults: MaxMin, usage half-life 5m, sampling 1s, reset after 10
+ * half-lives (of the half-life given, when it is valid), weights none. */
+static void default_fairsharing(json_t *spec)
+{
+	if (!json_object_get(spec, "policy"))
+		json_object_set_new(spec, "policy", json_string("MaxMin"));
+	if (!json_object_get(spec, "usageHalfLifeTime"))
+		set_duration(spec, "usageHalfLifeTime", (int64_t)FG_FC_DEFAULT_USAGE_HALF_LIFE_NS);
+	if (!json_object_get(spec, "usageSamplingInterval"))
+		set_duration(spec, "usageSamplingInterval", (int64_t)FG_FC_DEFAULT_USAGE_SAMPLING_NS);
+	if (!json_object_get(spec, "flowWeights"))
+		json_object_set_new(spec, "flowWeights", json_array());
+	json_t *h = json_object_get(spec, "usageHalfLifeTime");
+	int64_t ns;
+	if (!json_object_get(spec, "resetInactivityPeriod") &&
+	    !fg_duration_parse(json_string_value(h), json_string_length(h), &ns) && ns > 0 &&
+	    (uint64_t)ns <= FG_FC_MAX_USAGE_DURATION_NS)
+		set_duration(spec, "resetInactivityPeriod", ns * (int64_t)FG_FC_RESET_INACTIVITY_HALF_LIVES);
+	/* One field order however they were given (get, get all -o yaml). */
+	static const char *const order[] = { "policy", "usageHalfLifeTime", "usageSamplingInterval",
+					     "resetInactivityPeriod", "flowWeights" };
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		json_t *v = json_incref(json_object_get(spec, order[i]));
+		if (v) {
+			json_object_del(spec, order[i]);
+			json_object_set_new(spec, order[i], v);
+		}
+	}
+}
+
+/* A flowWeights entry's identity: schema, then distinguisher (absent
+ * before any string: the schema's default entry). */
+struct weight_key {
+	const char *schema, *dist; /* dist NULL: absent */
+	size_t dist_len, index;
+};
+
+static int cmp_pair(const struct weight_key *a, const struct weight_key *b)
+{
+	int r = strcmp(a->schema, b->schema);
+	if (r)
+		return r;
+	if (!a->dist || !b->dist)
+		return !!a->dist - !!b->dist;
+	if ((r = memcmp(a->dist, b->dist, a->dist_len < b->dist_len ? a->dist_len : b->dist_len)))
+		return r;
+	return a->dist_len < b->dist_len ? -1 : a->dist_len > b->dist_len;
+}
+
+/* Pairs, then input order: the first of equal pairs comes first. */
+static int cmp_weight_key(const void *pa, const void *pb)
+{
+	const struct weight_key *a = pa, *b = pb;
+	int r = cmp_pair(a, b);
+	return r ? r : a->index < b->index ? -1 : 1;
+}
+
+/* Entries that name a (schema, distinguisher) pair an earlier one names:
+ * sorted, so that 10 000 entries cost n log n, reported in input order. */
+static void check_duplicate_weights(struct vctx *c, json_t *fw)
+{
+	size_t n = json_array_size(fw), k = 0, i;
+	json_t *e;
+	struct weight_key *keys = calloc(n ? n : 1, sizeof(*keys));
+	bool *dup = calloc(n ? n : 1, sizeof(*dup));
+	if (!keys || !dup) {
+		fg_errors_add(c->errs, c->where, "spec.flowWeights: out of memory");
+		goto out;
+	}
+	json_array_foreach(fw, i, e) {
+		json_t *fs = json_object_get(e, "flowSchema"), *d = json_object_get(e, "distinguisher");
+		if (fs)
+			keys[k++] = (struct weight_key){ json_string_value(fs), d ? json_string_value(d) : NULL,
+							 json_string_length(d), i };
+	}
+	qsort(keys, k, sizeof(*keys), cmp_weight_key);
+	for (i = 1; i < k; i++)
+		if (!cmp_pair(&keys[i - 1], &keys[i]))
+			dup[keys[i].index] = true;
+	for (i = 0; i < n; i++)
+		if (dup[i]) {
+			char path[PATH_MAX_LEN], v[160];
+			json_t *id = json_deep_copy(json_array_get(fw, i));
+			json_object_del(id, "weight");
+			field_error(c, index_of(path, "spec.flowWeights", i), "Duplicate value: %s",
+				    show(id, v, sizeof(v)));
+			json_decref(id);
+		}
+out:
+	free(keys);
+	free(dup);
+}
+
+static void validate_flow_weight(struct vctx *c, json_t *e, size_t i)
+{
+	char p[PATH_MAX_LEN], q[PATH_MAX_LEN], msg[96];
+	json_t *fs = json_object_get(e, "flowSchema"), *d = json_object_get(e, "distinguisher");
+	json_t *w = json_object_get(e, "weight");
+	index_of(p, "spec.flowWeights", i);
+	child(q, p, "flowSchema");
+	if (!fs || !json_string_length(fs))
+		required(c, q, "");
+	else if (strlen(json_string_value(fs)) != json_string_length(fs) ||
+		 !fg_fc__dns_subdomain(json_string_value(fs)))
+		invalid_subdomain(c, q, fs, "");
+	child(q, p, "distinguisher");
+	if (d && json_string_length(d) > FG_FC_MAX_DISTINGUISHER) {
+		snprintf(msg, sizeof(msg), "must be no more than %u bytes", FG_FC_MAX_DISTINGUISHER);
+		invalid(c, q, d, msg);
+	} else if (d && memchr(json_string_value(d), 0, json_string_length(d))) {
+		invalid(c, q, d, "must not contain a NUL byte");
+	}
+	child(q, p, "weight");
+	if (!w) {
+		required(c, q, "");
+	} else if (!(json_number_value(w) > 0 && json_number_value(w) <= FG_FC_WEIGHT_MAX / FG_FC_WEIGHT_ONE)) {
+		invalid(c, q, w, "must be in (0, 1000]");
+	} else if (!fg_fc__weight_milli(w)) {
+		invalid(c, q, w, "must be in (0, 1000] and at least 0.0005 (weights are kept in thousandths)");
+	} else { /* the canonical form: 4.0 and 4 are the same object */
+		json_object_set_new(e, "weight", fg_fc__weight_json(fg_fc__weight_milli(w)));
+	}
+}
+
+static void validate_fairsharing_spec(struct vctx *c, json_t *spec)
+{
+	json_t *policy = json_object_get(spec, "policy");
+	const char *pv = json_string_value(policy);
+	if (strcmp(pv, "MaxMin") && strcmp(pv, "UsageBased"))
+		not_supported(c, "spec.policy", policy, "\"MaxMin\", \"UsageBased\"");
+	check_duration(c, spec, "usageHalfLifeTime", FG_FC_MAX_USAGE_DURATION_NS);
+	check_duration(c, spec, "usageSamplingInterval", FG_FC_MAX_USAGE_DURATION_NS);
+	check_duration(c, spec, "resetInactivityPeriod", FG_FC_MAX_RESET_INACTIVITY_NS);
+	json_t *fw = json_object_get(spec, "flowWeights"), *e;
+	size_t i;
+	if (json_array_size(fw) > FG_FC_MAX_FLOW_WEIGHTS) {
+		field_error(c, "spec.flowWeights", "Too many: %zu: must have at most %u items", json_array_size(fw),
+			    FG_FC_MAX_FLOW_WEIGHTS);
+		return;
+	}
+	json_array_foreach(fw, i, e)
+		validate_flow_weight(c, e, i);
+	check_duplicate_weights(c, fw);
+}
+
 /* --- mandatory objects ----------------------------------------------------- */
 
 /* Go's semantic equality on decoded objects: an absent field equals its
@@ -785,7 +1005,7 @@ static void check_mandatory(struct vctx *c, enum fg_fc_kind kind, const char *na
 static json_t *normalize(struct vctx *c, json_t *obj, enum fg_fc_kind kind)
 {
 	unsigned bad = 0;
-	json_t *dec = decode(c, obj, kind == FG_FC_FLOWSCHEMA ? f_fs : f_pl, "", &bad);
+	json_t *dec = decode(c, obj, kind_fields[kind], "", &bad);
 	if (bad) {
 		json_decref(dec);
 		return NULL;
@@ -797,15 +1017,17 @@ static json_t *normalize(struct vctx *c, json_t *obj, enum fg_fc_kind kind)
 	}
 	if (kind == FG_FC_FLOWSCHEMA)
 		default_schema(spec);
-	else
+	else if (kind == FG_FC_PRIORITYLEVEL)
 		default_level(spec);
+	else
+		default_fairsharing(spec);
 	return dec;
 }
 
 static json_t *stored_form(enum fg_fc_kind kind, const char *name, json_t *spec)
 {
-	return json_pack("{s:s, s:s, s:{s:s}, s:O}", "apiVersion", FG_FC_API_VERSION, "kind", fg_fc_kind_names[kind],
-			 "metadata", "name", name, "spec", spec);
+	return json_pack("{s:s, s:s, s:{s:s}, s:O}", "apiVersion", fg_fc_kind_api_version(kind), "kind",
+			 fg_fc_kind_names[kind], "metadata", "name", name, "spec", spec);
 }
 
 json_t *fg_fc__normalize_builtin(json_t *obj, enum fg_fc_kind kind, const char *name)
@@ -833,8 +1055,10 @@ json_t *fg_fc__take(json_t *obj, enum fg_fc_kind kind, const char *name, const c
 	json_t *spec = json_object_get(dec, "spec");
 	if (kind == FG_FC_FLOWSCHEMA)
 		validate_schema_spec(&c, name, spec);
-	else
+	else if (kind == FG_FC_PRIORITYLEVEL)
 		validate_level_spec(&c, name, spec);
+	else
+		validate_fairsharing_spec(&c, spec);
 	check_mandatory(&c, kind, name, spec);
 	validate_status(&c, json_object_get(dec, "status"));
 	json_t *out = errs->count == before ? stored_form(kind, name, spec) : NULL;

@@ -87,7 +87,7 @@ const struct fg_setting fg_settings_table[] = {
 	  "how often the priority levels' current limits are recomputed from their seat demand (borrowing "
 	  "between levels, borrowing.md; Kubernetes' 10 s)" },
 	{ "strictFields", "strict-fields", FG_SET_BOOL, FIELD(strict_fields), 0, 0, true,
-	  "unknown fields in FlowSchema and PriorityLevelConfiguration objects are errors, not warnings "
+	  "unknown fields in FlowSchema, PriorityLevelConfiguration and FairSharing objects are errors, not warnings "
 	  "(`--config`, `apply`, `validate`)" },
 	{ "flowcontrolMetrics", "flowcontrol-metrics", FG_SET_BOOL, FIELD(flowcontrol_metrics), 0, 0, false,
 	  "workers count Kubernetes' APF metrics per priority level and flow schema (`fairgate_flowcontrol_*` "

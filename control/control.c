@@ -358,12 +358,13 @@ enum apply_base {
 static void warn_kept(const struct fg_fc_set *result, const struct fg_fc_set *input, struct fg_errors *warnings)
 {
 	json_t *kept = json_array();
-	for (int k = 0; k < 2 && kept; k++) {
+	for (int k = 0; k < FG_FC_N_KINDS && kept; k++) {
 		json_t *all = fg_fc_set_get(result, (enum fg_fc_kind)k, NULL), *o;
 		size_t i;
 		json_array_foreach(all, i, o) {
 			const char *name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
-			if (!fg_fc_set_has(input, (enum fg_fc_kind)k, name) && !fg_fc_is_mandatory(name))
+			if (!fg_fc_set_has(input, (enum fg_fc_kind)k, name) &&
+			    !fg_fc_is_mandatory_object((enum fg_fc_kind)k, name))
 				json_array_append_new(kept, json_sprintf("%s/%s", fg_fc_kind_name((enum fg_fc_kind)k), name));
 		}
 		json_decref(all);
@@ -415,15 +416,12 @@ static char *apply_texts_ex(const struct fg_control_view *view, const struct app
 		applied += k;
 	}
 	fg_settings_keep_backend_admin(&settings, view->settings);
-	/* One meaning for a file (configuration.md): without objects it stands
-	 * for the bootstrap set, as at start-up. */
-	if (base == BASE_WHOLE && !fg_fc_set_size(candidate)) {
+	/* One meaning for a file (configuration.md): without schemas and
+	 * levels it stands for the bootstrap ones, as at start-up. */
+	if (base == BASE_WHOLE && fg_fc_set_or_bootstrap(candidate)) {
 		fg_fc_set_free(candidate);
-		candidate = fg_fc_set_bootstrap();
-		if (!candidate) {
-			fg_fc_set_free(input);
-			return error_response("out of memory");
-		}
+		fg_fc_set_free(input);
+		return error_response("out of memory");
 	}
 	if (base == BASE_LIVE)
 		warn_kept(candidate, input, &warnings);
@@ -459,7 +457,8 @@ static int kind_of(json_t *req, char **err)
 	const char *k = json_string_value(json_object_get(req, "kind"));
 	int kind = k ? fg_fc_kind_parse(k) : -1;
 	if (kind < 0)
-		*err = error_response("\"kind\" must be FlowSchema or PriorityLevelConfiguration (or fs, plc)");
+		*err = error_response("\"kind\" must be FlowSchema, PriorityLevelConfiguration or FairSharing "
+				      "(or fs, plc, fsh)");
 	return kind;
 }
 
@@ -485,7 +484,7 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 	}
 	/* As Kubernetes: a deleted mandatory object comes back as its built-in copy. */
 	struct fg_errors warnings = { .len = 0 };
-	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory(name));
+	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory_object((enum fg_fc_kind)kind, name));
 	char what[160];
 	snprintf(what, sizeof(what), "delete %s/%.100s", fg_fc_kind_name((enum fg_fc_kind)kind), name);
 	struct change ch = { .what = what, .removed = "deleted", .applied = 1 };
@@ -730,7 +729,7 @@ static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
 			continue;
 		}
 		deleted++;
-		if (fg_fc_is_mandatory(name))
+		if (fg_fc_is_mandatory_object((enum fg_fc_kind)k, name))
 			json_array_append(restored, id);
 	}
 	json_decref(ids);
@@ -750,9 +749,8 @@ static char *cmd_get_all(const struct fg_control_view *view, json_t *req)
 	if (strcmp(json_string_value(json_object_get(req, "kind")), "all"))
 		return settings ? ok_response(settings) : error_response("out of memory");
 	json_t *items = json_array();
-	for (int k = FG_FC_PRIORITYLEVEL; k >= FG_FC_FLOWSCHEMA; k--) /* levels first: schemas refer to them */
-	{
-		json_t *some = fg_fc_set_get(view->objects, (enum fg_fc_kind)k, NULL);
+	for (int k = 0; k < FG_FC_N_KINDS; k++) { /* levels first: the others refer to them */
+		json_t *some = fg_fc_set_get(view->objects, fg_fc_kind_order[k], NULL);
 		json_array_extend(items, some);
 		json_decref(some);
 	}

@@ -47,11 +47,13 @@ static void usage(FILE *f)
 		"                             before -> after; unknown fields are warnings, errors with --strict\n"
 		"  diff -f FILE|- [--prune]   what apply would change; exit 0 none, 1 some, 2 error\n"
 		"  delete KIND NAME | delete -f FILE|- [--ignore-not-found]\n"
-		"                             remove objects (KIND: flowschema|fs, prioritylevelconfiguration|plc);\n"
+		"                             remove objects (KIND: flowschema|fs, prioritylevelconfiguration|plc,\n"
+		"                             fairsharing|fsh);\n"
 		"                             a mandatory object (exempt, catch-all) is restored to its built-in copy\n"
 		"  get KIND [NAME] [-o table|json|yaml|wide]\n"
 		"                             what is in force, mandatory objects included; FlowSchemas with\n"
-		"                             their Dangling condition (MISSINGPL column); KIND all: every object\n"
+		"                             their Dangling condition (MISSINGPL column), fairsharings with their\n"
+		"                             policy, weights and DANGLING column; KIND all: every object\n"
 		"                             and the settings as one file that applies back; settings: the settings;\n"
 		"                             levels -o wide: their NOMINAL, LOWER, UPPER and CURRENT seat limits\n"
 		"  history [-o table|json]    the kept configuration generations: time, uid, summary\n"
@@ -110,7 +112,7 @@ static long long geti(json_t *o, const char *k) { return (long long)json_integer
 
 static void yaml_scalar(json_t *v)
 {
-	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | FG_FC_JSON_REALS);
 	printf("%s", t ? t : "null");
 	free(t);
 }
@@ -203,8 +205,9 @@ static bool print_json(const char *fmt, json_t *r);
 /* kubectl's name for a kind's objects. */
 static const char *resource_of(const char *kind)
 {
-	return !strcmp(kind, "FlowSchema") ? "flowschema.flowcontrol.apiserver.k8s.io"
-					   : "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io";
+	return !strcmp(kind, "FlowSchema")	    ? "flowschema.flowcontrol.apiserver.k8s.io"
+	       : !strcmp(kind, "FairSharing") ? "fairsharing.fairgate.io"
+					      : "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io";
 }
 
 /* "49", "49 -> 46", "- -> 13" or "13 -> -". */
@@ -498,7 +501,7 @@ static int cmd_delete(const char *path, int argc, char **argv)
 	if (opt_file(argc, argv))
 		return cmd_delete_file(path, argc, argv);
 	if (argc != 3 || fg_fc_kind_parse(argv[1]) < 0) {
-		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration NAME\n");
+		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration|fairsharing NAME\n");
 		return 2;
 	}
 	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s, s:s, s:s}", "command", "delete", "kind", argv[1], "name", argv[2]),
@@ -564,7 +567,8 @@ static int cmd_get(const char *path, int argc, char **argv)
 			fprintf(stderr, "fairgatectl: get: unknown kind \"%s\"\n", argv[1]);
 		else if (argc >= 2)
 			fprintf(stderr, "fairgatectl: get: unknown output format \"%s\"\n", fmt);
-		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|all|settings [NAME] "
+		fprintf(stderr, "usage: fairgatectl get flowschema|prioritylevelconfiguration|fairsharing|all|settings "
+				"[NAME] "
 				"[-o table|json|yaml|wide]\n");
 		return 2;
 	}
@@ -581,7 +585,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 	json_t *items = json_object_get(r, "items"), *o;
 	size_t i;
 	if (!strcmp(fmt, "json")) {
-		json_dumpf(name ? json_array_get(items, 0) : r, stdout, JSON_INDENT(2));
+		json_dumpf(name ? json_array_get(items, 0) : r, stdout, JSON_INDENT(2) | FG_FC_JSON_REALS);
 		printf("\n");
 	} else if (!strcmp(fmt, "yaml")) {
 		yaml_value(name ? json_array_get(items, 0) : r, 0, 0);
@@ -597,6 +601,18 @@ static int cmd_get(const char *path, int argc, char **argv)
 			       json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name")),
 			       (long long)json_integer_value(json_object_get(spec, "matchingPrecedence")), dm ? dm : "<none>",
 			       dangling ? dangling : "?");
+		}
+	} else if (kind == FG_FC_FAIRSHARING) {
+		printf("%-28s %-10s %-10s %7s %-8s\n", "NAME", "POLICY", "HALF-LIFE", "WEIGHTS", "DANGLING");
+		json_array_foreach(items, i, o) {
+			json_t *spec = json_object_get(o, "spec");
+			json_t *cond = json_array_get(json_object_get(json_object_get(o, "status"), "conditions"), 0);
+			const char *dangling = json_string_value(json_object_get(cond, "status"));
+			printf("%-28s %-10s %-10s %7zu %-8s\n",
+			       json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
+			       json_string_value(json_object_get(spec, "policy")),
+			       json_string_value(json_object_get(spec, "usageHalfLifeTime")),
+			       json_array_size(json_object_get(spec, "flowWeights")), dangling ? dangling : "?");
 		}
 	} else {
 		printf("%-28s %-8s %8s %8s %6s %6s %8s", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");
@@ -700,10 +716,8 @@ static int whole_set(const char *file, bool strict, struct fg_fc_set **set_out, 
 	fg_settings_defaults(settings);
 	struct fg_fc_set *set = fg_fc_set_new();
 	int n = set ? apply_file(file, strict, set, settings, NULL) : -1;
-	if (n >= 0 && !fg_fc_set_size(set)) {
-		fg_fc_set_free(set);
-		set = fg_fc_set_bootstrap();
-	}
+	if (n >= 0 && fg_fc_set_or_bootstrap(set))
+		n = -1;
 	if (n < 0 || !set) {
 		fg_fc_set_free(set);
 		return -1;
@@ -905,7 +919,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(fmt, "json")) {
-		char *t = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		char *t = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER | FG_FC_JSON_REALS);
 		printf("%s\n", t);
 		free(t);
 	} else {
@@ -1011,7 +1025,7 @@ static bool print_json(const char *fmt, json_t *r)
 {
 	if (strcmp(fmt, "json"))
 		return false;
-	json_dumpf(r, stdout, JSON_INDENT(2));
+	json_dumpf(r, stdout, JSON_INDENT(2) | FG_FC_JSON_REALS);
 	printf("\n");
 	return true;
 }

@@ -229,9 +229,9 @@ int fg_daemon_args_parse(int argc, char **argv, struct fg_daemon_args *a)
 		fprintf(stderr, "fairgate: invalid settings, %u error(s):\n%s", errs.count, errs.text);
 		return FG_ARGS_BAD;
 	}
-	if (!fg_fc_set_size(a->objects)) { /* no objects in the files: the bootstrap set */
-		fg_fc_set_free(a->objects);
-		a->objects = fg_fc_set_bootstrap();
+	if (fg_fc_set_or_bootstrap(a->objects)) { /* no schemas and levels in the files: the bootstrap ones */
+		fprintf(stderr, "fairgate: out of memory\n");
+		return FG_ARGS_BAD;
 	}
 	fg_fc_set_warn_dangling(a->objects, &a->warnings);
 	fg_settings_warn_capacity(&a->settings, &a->warnings); /* at start-up and with --check */

@@ -419,5 +419,103 @@ TEST(backend_command_keeps_slots_and_refuses_bad_input)
 	rcu_unregister_thread();
 }
 
+/* FairSharing objects go the way of the other kinds: created, configured
+ * with the field, got by any of their names, exported and applied back,
+ * deleted (never "restored": none is mandatory), pruned. */
+TEST(fairsharing_objects_apply_get_delete_and_prune_like_the_others)
+{
+	rcu_register_thread();
+	rcu_thread_offline();
+	struct rig r;
+	rig_following(&r);
+	const char *fsh = "apiVersion: fairgate.io/v1alpha1\nkind: FairSharing\nmetadata: {name: workload-low}\n"
+			  "spec: {flowWeights: [{flowSchema: service-accounts, distinguisher: alice, weight: 4}]}\n"
+			  "---\napiVersion: fairgate.io/v1alpha1\nkind: FairSharing\nmetadata: {name: exempt}\nspec: {}\n";
+	json_t *j = apply_text(&r, "apply", fsh), *res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK_EQ(geti(json_object_get(res, "changes"), "created"), 2);
+	json_t *wl = named(json_object_get(json_object_get(res, "changes"), "objects"), "workload-low");
+	CHECK(wl && !strcmp(json_string_value(json_object_get(wl, "kind")), "FairSharing"));
+	/* The exempt level does not queue: said, and applied all the same. */
+	json_t *w;
+	size_t i;
+	bool warned = false;
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+		warned |= strstr(json_string_value(w), "FairSharing/exempt: metadata.name: PriorityLevelConfiguration "
+						       "\"exempt\" does not queue") != NULL;
+	CHECK(warned);
+	CHECK_EQ(geti(res, "generation"), 2);
+	json_decref(j);
+	int k = fg_fc_level_index(r.config->fc, "workload-low");
+	CHECK(k >= 0 && r.config->fc->levels[k].weighted);
+
+	/* Configured: the field named. */
+	j = apply_text(&r, "apply", "apiVersion: fairgate.io/v1alpha1\nkind: FairSharing\nmetadata: {name: exempt}\n"
+				    "spec: {policy: UsageBased}\n");
+	json_t *ex = named(json_object_get(json_object_get(result(j), "changes"), "objects"), "exempt");
+	CHECK(ex && !strcmp(json_string_value(json_object_get(ex, "action")), "configured"));
+	CHECK_STR(json_string_value(json_array_get(json_object_get(ex, "fields"), 0)),
+		  "spec.policy: \"MaxMin\" -> \"UsageBased\"");
+	json_decref(j);
+
+	/* get by the short name, one and all. */
+	j = call(&r, json_pack("{s:s, s:s}", "command", "get", "kind", "fsh"));
+	json_t *items = json_object_get(result(j), "items");
+	CHECK_EQ(json_array_size(items), 2);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(json_array_get(items, 0), "metadata"), "name")), "exempt");
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:s}", "command", "get", "kind", "fairsharing", "name", "nosuch"));
+	CHECK(strstr(refused(j), "FairSharing \"nosuch\" not found"));
+	json_decref(j);
+
+	/* get all exports them after the levels and schemas; it applies back. */
+	j = call(&r, json_pack("{s:s, s:s}", "command", "get", "kind", "all"));
+	items = json_object_get(result(j), "items");
+	size_t n = json_array_size(items);
+	CHECK(n > 3 && !strcmp(json_string_value(json_object_get(json_array_get(items, n - 2), "kind")), "FairSharing"));
+	char *all = json_dumps(result(j), JSON_COMPACT);
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:b}", "command", "apply", "data", all, "prune", 1));
+	free(all);
+	CHECK(json_is_true(json_object_get(j, "ok")) && json_is_false(json_object_get(result(j), "changed")));
+	json_decref(j);
+
+	/* delete by name: deleted, not restored, though it is named "exempt". */
+	j = call(&r, json_pack("{s:s, s:s, s:s}", "command", "delete", "kind", "fsh", "name", "exempt"));
+	CHECK(json_is_true(json_object_get(j, "ok")) && json_is_false(json_object_get(result(j), "restored")));
+	json_decref(j);
+	j = call(&r, json_pack("{s:s, s:s, s:s}", "command", "get", "kind", "fsh", "name", "exempt"));
+	CHECK(strstr(refused(j), "not found"));
+	json_decref(j);
+
+	/* delete -f names it by kind and name. */
+	j = call(&r, json_pack("{s:s, s:s}", "command", "delete", "data", fsh));
+	res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK(named(json_object_get(res, "notFound"), "exempt") && !named(json_object_get(res, "notFound"), "workload-low"));
+	CHECK_EQ(json_array_size(json_object_get(res, "restored")), 0);
+	json_decref(j);
+	k = fg_fc_level_index(r.config->fc, "workload-low");
+	CHECK(k >= 0 && !r.config->fc->levels[k].weighted);
+
+	/* prune: a file of FairSharing objects alone keeps the bootstrap levels
+	 * and schemas, and prunes the FairSharing objects it does not name. */
+	json_decref(apply_text(&r, "apply", fsh));
+	j = call(&r, json_pack("{s:s, s:s, s:b}", "command", "apply", "data",
+			       "apiVersion: fairgate.io/v1alpha1\nkind: FairSharing\nmetadata: {name: workload-low}\n"
+			       "spec: {flowWeights: [{flowSchema: service-accounts, distinguisher: alice, weight: 4}]}\n",
+			       "prune", 1));
+	res = result(j);
+	CHECK(json_is_true(json_object_get(j, "ok")));
+	CHECK_EQ(geti(json_object_get(res, "changes"), "pruned"), 1);
+	json_t *pr = named(json_object_get(json_object_get(res, "changes"), "objects"), "exempt");
+	CHECK(pr && !strcmp(json_string_value(json_object_get(pr, "action")), "pruned") &&
+	      !strcmp(json_string_value(json_object_get(pr, "kind")), "FairSharing"));
+	CHECK(fg_fc_level_index(r.config->fc, "workload-low") >= 0);
+	json_decref(j);
+	rig_fini(&r);
+	rcu_thread_online();
+	rcu_unregister_thread();
+}
 
 TEST_MAIN

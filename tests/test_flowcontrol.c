@@ -7,6 +7,7 @@
 
 #include "flowcontrol.h"
 #include "test.h"
+#include "fc_errors.h"
 
 static struct fg_fc_config *compile_text(const char *text, struct fg_errors *e)
 {
@@ -237,24 +238,6 @@ TEST(bootstrap_derived_limits_for_600)
 	CHECK_STR(match_name(c, &(struct req){ .user = "alice", .groups = { "system:authenticated" }, .ns = "ns1" }, &m),
 		  "global-default");
 	fg_fc_config_free(c);
-	fg_fc_set_free(s);
-}
-
-static void expect_errors(const char *text, const char *const *fragments)
-{
-	struct fg_fc_set *s = fg_fc_set_new();
-	struct fg_errors e = { .len = 0 };
-	CHECK_EQ(fg_fc_set_apply(s, (const uint8_t *)text, strlen(text), NULL, &e), -EINVAL);
-	unsigned n = 0;
-	for (; fragments[n]; n++)
-		if (!strstr(e.text, fragments[n])) {
-			fprintf(stderr, "  missing \"%s\" in:\n%s", fragments[n], e.text);
-			CHECK(0);
-		}
-	CHECK_EQ(e.count, n);
-	json_t *all = fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL);
-	CHECK_EQ(json_array_size(all), 0); /* nothing applied */
-	json_decref(all);
 	fg_fc_set_free(s);
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer target: FlowSchema / PriorityLevelConfiguration documents (JSON
- * or YAML) through validation and, when valid, compilation and one
- * classification.  A refused input must leave the set unchanged.  The same
+/* libFuzzer target: FlowSchema / PriorityLevelConfiguration / FairSharing
+ * documents (JSON or YAML) through validation and, when valid, get of every
+ * kind, compilation and classification (a weight in range for every flow,
+ * the weighted flag agreeing with it).  A refused input must leave the set unchanged.  The same
  * input through delete -f's reader (kind and name only), which must name
  * every object a valid input applies, and the diff from an empty set, which
  * must call every object created. */
@@ -36,17 +37,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(d);
 		fg_fc_set_free(empty);
 		fg_fc_set_warn_dangling(s, &w);
-		json_decref(fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL));
+		for (int k = 0; k < FG_FC_N_KINDS; k++)
+			json_decref(fg_fc_set_get(s, (enum fg_fc_kind)k, NULL));
 		struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
 		if (c) {
 			struct fg_str g = { "system:authenticated", 20 };
 			struct fg_fc_request r = { .user = { "alice", 5 }, .ns = { "ns", 2 }, .verb = { "get", 3 },
 						   .api_group = { "", 0 }, .resource = { "pods", 4 },
 						   .subresource = { "", 0 }, .groups = &g, .n_groups = 1 };
-			struct fg_fc_match m;
-			fg_fc_classify(c, &r, &m);
-			if (m.level >= c->n_levels || m.schema >= c->n_schemas)
-				abort();
+			/* Users the corpus weighs, and the groups its schemas match. */
+			static const char *const users[] = { "alice", "bob", "" };
+			static const char *const groups[] = { "system:authenticated", "tenants", "t" };
+			for (size_t u = 0; u < 3; u++)
+				for (size_t k = 0; k < 3; k++) {
+					struct fg_fc_match m;
+					r.user = fg_str_of(users[u]);
+					g = fg_str_of(groups[k]);
+					fg_fc_classify(c, &r, &m);
+					if (m.level >= c->n_levels || m.schema >= c->n_schemas || m.weight < 1 ||
+					    m.weight > FG_FC_WEIGHT_MAX ||
+					    (m.weight != FG_FC_WEIGHT_ONE && !c->levels[m.level].weighted))
+						abort();
+				}
 			fg_fc_config_free(c);
 		}
 	}
