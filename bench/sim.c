@@ -660,19 +660,23 @@ static void allot(struct fg_sim *s, struct level *l)
 	uint32_t n_queues = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL, *weight = NULL;
+	uint64_t *usage_key = NULL;
 	if (l->cfg.mode == FG_QS_QUEUE) {
 		n_queues = l->qs[0].n_alloc;
 		demand = malloc(sizeof(*demand) * n_queues);
 		weight = malloc(sizeof(*weight) * n_queues);
-		if (!demand || !weight) {
+		usage_key = malloc(sizeof(*usage_key) * n_queues);
+		if (!demand || !weight || !usage_key) {
 			free(demand);
 			free(weight);
+			free(usage_key);
 			return;
 		}
 		for (uint32_t q = 0; q < n_queues; q++) {
 			const struct fg_qs_queue *qq = &l->qs[q % W].queues[q];
 			demand[q] = qq->seats_waiting + qq->seats_executing;
 			weight[q] = fg_qs_queue_weight(qq);
+			usage_key[q] = fg_qs_queue_usage_key(&l->qs[q % W], qq);
 		}
 	}
 	for (unsigned w = 0; w < W; w++) {
@@ -680,9 +684,11 @@ static void allot(struct fg_sim *s, struct level *l)
 		v[w] = (struct fg_seatshare_view){ .used = used, .reserved = applied > used ? applied : used,
 						   .head = fg_qs_next_seats(&l->qs[w]), .grant = applied };
 	}
-	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, n_queues, v, l->credit);
+	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, l->cfg.usage_based ? usage_key : NULL, n_queues, v,
+			   l->credit);
 	free(demand);
 	free(weight);
+	free(usage_key);
 	for (unsigned w = 0; w < W; w++)
 		fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
 }

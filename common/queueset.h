@@ -203,6 +203,16 @@ static inline uint32_t fg_qs_queue_weight(const struct fg_qs_queue *q)
 	return q->n_waiting ? q->head->weight : q->weight;
 }
 
+/* UsageBased: a queue's place in the usage order, comparable between
+ * workers (the unscaled key of its head's flow); 0 for a queue with no
+ * waiting head (its seats execute: first) or on other levels. */
+static inline uint64_t fg_qs_queue_usage_key(const struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	if (!qs->cfg.usage_based || !qs->usage.flows || !q->n_waiting || q->head->flow == FG_USAGE_NONE)
+		return 0;
+	return fg_usage_key_unscaled(&qs->usage, q->head->flow);
+}
+
 /* 0, or -EINVAL (bad config: see fg_dealer_init for queues/hand) / -ENOMEM. */
 int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now_ns);
 void fg_qs_fini(struct fg_queueset *qs);

@@ -23,6 +23,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		const struct fg_fc_level *fl = &fc->levels[i];
 		struct fg_level_board *l = &b->levels[i];
 		l->exempt = fl->exempt;
+		l->usage_based = fl->policy == FG_FC_POLICY_USAGE_BASED;
 		l->limit = fl->exempt ? 0 : fl->limit;
 		l->allotted_limit = l->limit;
 		l->n_queues = fl->queues;
@@ -69,8 +70,9 @@ static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand
 {
 	for (unsigned w = 0; w < n_workers; w++)
 		share[w] = 0;
-	struct fg_maxmin_item *items = malloc(sizeof(*items) * n_queues);
-	double *alloc = malloc(sizeof(*alloc) * n_queues);
+	size_t n_alloc = n_queues ? n_queues : 1;
+	struct fg_maxmin_item *items = calloc(n_alloc, sizeof(*items));
+	double *alloc = calloc(n_alloc, sizeof(*alloc));
 	if (items && alloc) {
 		for (uint32_t q = 0; q < n_queues; q++)
 			items[q] = (struct fg_maxmin_item){
@@ -88,6 +90,60 @@ static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand
 	free(alloc);
 	for (uint32_t q = 0; q < n_queues; q++) /* out of memory: equal shares, still within C */
 		share[q % n_workers] += fmin(demand[q], (double)limit / n_queues);
+}
+
+static int by_key(const void *a, const void *b, void *keys)
+{
+	uint64_t x = ((const uint64_t *)keys)[*(const uint32_t *)a], y = ((const uint64_t *)keys)[*(const uint32_t *)b];
+	return x < y ? -1 : x > y;
+}
+
+/* UsageBased: demands met in key order, equal keys sharing max-min what is
+ * left when they do not all fit. */
+static void shares_by_usage(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint64_t *key,
+			    uint32_t n_queues, double *share)
+{
+	for (unsigned w = 0; w < n_workers; w++)
+		share[w] = 0;
+	uint32_t *order = malloc(sizeof(*order) * (n_queues ? n_queues : 1));
+	if (!order) { /* out of memory: max-min instead, still within C */
+		shares_of(limit, n_workers, demand, NULL, n_queues, share);
+		return;
+	}
+	uint32_t n = 0;
+	for (uint32_t q = 0; q < n_queues; q++)
+		if (demand[q])
+			order[n++] = q;
+	qsort_r(order, n, sizeof(*order), by_key, (void *)key);
+	double left = limit;
+	for (uint32_t i = 0; i < n && left > 0;) {
+		uint32_t j = i;
+		double sum = 0;
+		for (; j < n && key[order[j]] == key[order[i]]; j++)
+			sum += demand[order[j]];
+		if (sum <= left) {
+			for (uint32_t k = i; k < j; k++)
+				share[order[k] % n_workers] += demand[order[k]];
+			left -= sum;
+		} else { /* water-fill what is left over the group (sorted by demand) */
+			uint32_t *g = order + i, m = j - i;
+			for (uint32_t a = 1; a < m; a++) /* insertion sort: groups are small */
+				for (uint32_t b = a; b > 0 && demand[g[b]] < demand[g[b - 1]]; b--) {
+					uint32_t t = g[b];
+					g[b] = g[b - 1];
+					g[b - 1] = t;
+				}
+			for (uint32_t k = 0; k < m; k++) {
+				double fair = left / (double)(m - k), d = demand[g[k]];
+				double give = d < fair ? d : fair;
+				share[g[k] % n_workers] += give;
+				left -= give;
+			}
+			left = 0;
+		}
+		i = j;
+	}
+	free(order);
 }
 
 /* Whole seats adding up to at most C: floors, then the largest remainders
@@ -207,7 +263,7 @@ static void grants_of(uint32_t limit, unsigned n_workers, const uint32_t *target
 }
 
 void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
-			uint32_t n_queues, struct fg_seatshare_view *v, double *credit)
+			const uint64_t *usage_key, uint32_t n_queues, struct fg_seatshare_view *v, double *credit)
 {
 	uint32_t target[FG_SEATSHARE_MAX_WORKERS];
 	if (n_queues == 0) {
@@ -215,7 +271,10 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 			target[w] = fg_seatshare_static(limit, n_workers, w);
 	} else {
 		double share[FG_SEATSHARE_MAX_WORKERS];
-		shares_of(limit, n_workers, demand, weight, n_queues, share);
+		if (usage_key)
+			shares_by_usage(limit, n_workers, demand, usage_key, n_queues, share);
+		else
+			shares_of(limit, n_workers, demand, weight, n_queues, share);
 		targets_of(limit, n_workers, share, v, credit, target);
 	}
 	grants_of(limit, n_workers, target, v);
@@ -228,6 +287,7 @@ unsigned fg_board_allot(struct fg_board *b)
 	unsigned W = b->n_workers, changed = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL, *weight = NULL;
+	uint64_t *usage_key = NULL;
 	uint32_t demand_cap = 0;
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		struct fg_level_board *l = &b->levels[i];
@@ -255,7 +315,10 @@ unsigned fg_board_allot(struct fg_board *b)
 			uint32_t *nw = realloc(weight, sizeof(*weight) * l->n_queues);
 			if (nw)
 				weight = nw;
-			if (!nd || !nw)
+			uint64_t *nk = realloc(usage_key, sizeof(*usage_key) * l->n_queues);
+			if (nk)
+				usage_key = nk;
+			if (!nd || !nw || !nk)
 				continue; /* keep the current grants: safe */
 			demand_cap = l->n_queues;
 		}
@@ -263,8 +326,10 @@ unsigned fg_board_allot(struct fg_board *b)
 			const struct fg_queue_load *ld = fg_board_load(l, W, q);
 			demand[q] = load_u32(&ld->demand);
 			weight[q] = load_u32(&ld->weight);
+			usage_key[q] = __atomic_load_n(&ld->usage_key, __ATOMIC_RELAXED);
 		}
-		fg_seatshare_round(limit, W, demand, weight, l->n_queues, v, l->credit);
+		fg_seatshare_round(limit, W, demand, weight, l->usage_based ? usage_key : NULL, l->n_queues, v,
+				   l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
 			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
@@ -277,5 +342,6 @@ unsigned fg_board_allot(struct fg_board *b)
 	}
 	free(demand);
 	free(weight);
+	free(usage_key);
 	return changed;
 }

@@ -63,6 +63,7 @@ struct fg_queue_load {
 	uint64_t work;                 /* estimated seat-ns waiting: the shortest-queue choice */
 	uint32_t demand;               /* seats waiting + executing: the max-min demand */
 	uint32_t weight;               /* its flow weight (thousandths; 0: 1): fg_qs_queue_weight */
+	uint64_t usage_key;            /* UsageBased levels: fg_qs_queue_usage_key */
 };
 
 struct fg_level_board {
@@ -72,6 +73,7 @@ struct fg_level_board {
 	 * (relaxed); a worker joining the board reads it for its even split. */
 	uint32_t limit;
 	bool exempt;                   /* no limit, no sharing */
+	bool usage_based;              /* seats go by the queues' usage order (fg_seatshare_round) */
 	uint32_t n_queues;             /* 0: no queues (reject type): an even split */
 	uint32_t per_owner;            /* queue slots per worker: ceil(n_queues / W) */
 	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
@@ -148,7 +150,10 @@ struct fg_seatshare_view {
  * queue q owned by worker q % W):
  *   - shares: the weighted max-min allocation of C over the queues'
  *     demands (each capped at C; weights in thousandths, NULL: all 1;
- *     common/maxmin), summed per owner — real numbers;
+ *     common/maxmin), summed per owner — real numbers; on a UsageBased
+ *     level (usage_key not NULL) the queues' demands are met in the order
+ *     of their keys instead (smallest first, equal keys max-min among
+ *     themselves), as one worker would dispatch them;
  *   - credits: while a worker has requests waiting, credit += (share - used)
  *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-C (no windup);
  *     cleared when nothing waits (nothing is banked);
@@ -162,7 +167,7 @@ struct fg_seatshare_view {
  * allotter's memory of the level (zeroed for a new board).
  */
 void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
-			uint32_t n_queues, struct fg_seatshare_view *v, double *credit);
+			const uint64_t *usage_key, uint32_t n_queues, struct fg_seatshare_view *v, double *credit);
 
 /*
  * One allotment round over a board (the allotter): reads every worker's

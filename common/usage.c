@@ -128,12 +128,14 @@ void fg_usage_stop(struct fg_usage *u, uint32_t flow, uint32_t seats, uint64_t n
 	f->seats = f->seats > seats ? f->seats - seats : 0;
 }
 
-uint64_t fg_usage_key(const struct fg_usage *u, uint32_t flow)
+static uint64_t key_of(const struct fg_usage_flow *f, double scale)
 {
-	const struct fg_usage_flow *f = &u->flows[flow];
-	double k = (f->usage + f->penalty) * WEIGHT_ONE / (f->weight ? f->weight : WEIGHT_ONE) / u->scale;
+	double k = (f->usage + f->penalty) * WEIGHT_ONE / (f->weight ? f->weight : WEIGHT_ONE) / scale;
 	return k >= (double)KEY_MAX ? KEY_MAX : k <= 0 ? 0 : (uint64_t)k;
 }
+
+uint64_t fg_usage_key(const struct fg_usage *u, uint32_t flow) { return key_of(&u->flows[flow], u->scale); }
+uint64_t fg_usage_key_unscaled(const struct fg_usage *u, uint32_t flow) { return key_of(&u->flows[flow], 1.0); }
 
 double fg_usage_of(const struct fg_usage *u, uint32_t flow)
 {

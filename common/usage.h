@@ -91,8 +91,11 @@ void fg_usage_start(struct fg_usage *u, uint32_t flow, uint32_t seats, uint64_t 
 void fg_usage_stop(struct fg_usage *u, uint32_t flow, uint32_t seats, uint64_t now_ns);
 
 /* The flow's dispatch key: (usage + penalties) / weight, in seat-us for
- * weight 1 (saturated at 2^62). */
+ * weight 1 (saturated at 2^62), divided by the table's scale: comparable
+ * within this table only. */
 uint64_t fg_usage_key(const struct fg_usage *u, uint32_t flow);
+/* The same without the scale: comparable between tables (workers). */
+uint64_t fg_usage_key_unscaled(const struct fg_usage *u, uint32_t flow);
 
 /* Whether a fold is due.  fg_usage_fold folds every flow; the keys that
  * change are those of the flows whose gen changed, unless it returns true:

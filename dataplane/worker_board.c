@@ -60,12 +60,13 @@ int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh)
 }
 
 static inline void store_load(const struct fg_level_board *lb, unsigned n_workers, uint32_t queue,
-			      const struct fg_qs_queue *q)
+			      const struct fg_queueset *qs, const struct fg_qs_queue *q)
 {
 	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
 	FG_STAT_SET(ld->work, q->waiting_work);
 	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
 	FG_STAT_SET(ld->weight, fg_qs_queue_weight(q));
+	FG_STAT_SET(ld->usage_key, fg_qs_queue_usage_key(qs, q));
 }
 
 /* One queue's load, and the level's seats in use here, for the other workers
@@ -79,7 +80,7 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue
 	/* Only the owner writes a queue's load (not a queue that drains after
 	 * a shrink either). */
 	if (queue < lb->n_queues && queue % w->board->n_workers == w->id)
-		store_load(lb, w->board->n_workers, queue, &rt->qs.queues[queue]);
+		store_load(lb, w->board->n_workers, queue, &rt->qs, &rt->qs.queues[queue]);
 	if (!lb->exempt) {
 		uint32_t head = fg_qs_next_seats(&rt->qs);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
@@ -112,7 +113,7 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 	}
 	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
-		store_load(lb, n, q, &rt->qs.queues[q]);
+		store_load(lb, n, q, &rt->qs, &rt->qs.queues[q]);
 }
 
 /* One worker: apply the levels' current limits (borrowing) when they

@@ -35,7 +35,7 @@ TEST(grants_stay_within_the_limit)
 			demand[q] = (uint32_t)rand_r(&seed) % 10;
 		struct fg_seatshare_view v[8];
 		views(v, n, used, head, applied);
-		fg_seatshare_round(limit, n, demand, NULL, nq, v, credit);
+		fg_seatshare_round(limit, n, demand, NULL, NULL, nq, v, credit);
 		uint64_t after = 0;
 		for (unsigned w = 0; w < n; w++) {
 			after += v[w].grant > v[w].reserved ? v[w].grant : v[w].reserved;
@@ -58,7 +58,7 @@ TEST(steady_narrow_demand_keeps_its_grants)
 	for (int round = 0; round < 2000; round++) {
 		struct fg_seatshare_view v[3];
 		views(v, 3, used, head, applied);
-		fg_seatshare_round(10, 3, demand, NULL, 8, v, credit);
+		fg_seatshare_round(10, 3, demand, NULL, NULL, 8, v, credit);
 		for (unsigned w = 0; w < 3; w++) {
 			applied[w] = used[w] = v[w].grant; /* the workers fill what they get */
 			if (round == 10)
@@ -84,7 +84,7 @@ TEST(a_wide_head_gets_its_seats_in_turn)
 	for (int round = 0; round < rounds; round++) {
 		struct fg_seatshare_view v[2];
 		views(v, 2, used, head, applied);
-		fg_seatshare_round(6, 2, demand, NULL, 2, v, credit);
+		fg_seatshare_round(6, 2, demand, NULL, NULL, 2, v, credit);
 		for (unsigned w = 0; w < 2; w++) {
 			applied[w] = v[w].grant;
 			/* Requests end now and then; a worker over its grant does not
@@ -110,10 +110,46 @@ TEST(no_queues_split_evenly)
 	uint32_t zero[3] = { 0 }, head[3] = { 0 };
 	double credit[3] = { 0 };
 	views(v, 3, zero, head, zero);
-	fg_seatshare_round(10, 3, NULL, NULL, 0, v, credit);
+	fg_seatshare_round(10, 3, NULL, NULL, NULL, 0, v, credit);
 	CHECK_EQ(v[0].grant, 4);
 	CHECK_EQ(v[1].grant, 3);
 	CHECK_EQ(v[2].grant, 3);
+}
+
+/* Weights: the split follows the weighted max-min of the queues' demands
+ * (weights 1 and 3 over 8 seats, both asking 8: 2 and 6). */
+TEST(weighted_split)
+{
+	struct fg_seatshare_view v[2];
+	uint32_t zero[2] = { 0 }, head[2] = { 1, 1 }, demand[2] = { 8, 8 }, weight[2] = { 1000, 3000 };
+	double credit[2] = { 0 };
+	views(v, 2, zero, head, zero);
+	fg_seatshare_round(8, 2, demand, weight, NULL, 2, v, credit);
+	CHECK_EQ(v[0].grant, 2);
+	CHECK_EQ(v[1].grant, 6);
+}
+
+/* UsageBased: demands are met in key order (queue 1's flow used less: all
+ * it asks), equal keys share max-min what is left. */
+TEST(usage_order_split)
+{
+	struct fg_seatshare_view v[3];
+	uint32_t zero[3] = { 0 }, head[3] = { 1, 1, 1 }, demand[3] = { 4, 4, 0 };
+	uint64_t key[3] = { 500, 100, 0 };
+	double credit[3] = { 0 };
+	views(v, 3, zero, head, zero);
+	fg_seatshare_round(6, 3, demand, NULL, key, 3, v, credit);
+	CHECK_EQ(v[0].grant, 2);
+	CHECK_EQ(v[1].grant, 4);
+	CHECK_EQ(v[2].grant, 0);
+	uint32_t demand4[4] = { 5, 1, 5, 3 };
+	uint64_t key4[4] = { 7, 7, 7, 1 }; /* queue 3 first (3 seats), then 7 left over 5, 1, 5: 3, 1, 3 */
+	double credit2[2] = { 0 };
+	struct fg_seatshare_view v2[2];
+	views(v2, 2, zero, head, zero);
+	fg_seatshare_round(10, 2, demand4, NULL, key4, 4, v2, credit2);
+	CHECK_EQ(v2[0].grant, 6); /* queues 0 and 2: 3 + 3 */
+	CHECK_EQ(v2[1].grant, 4); /* queues 1 and 3: 1 + 3 */
 }
 
 TEST_MAIN
