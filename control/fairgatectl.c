@@ -55,7 +55,9 @@ static void usage(FILE *f)
 		"                             their Dangling condition (MISSINGPL column), fairsharings with their\n"
 		"                             policy, weights and DANGLING column; KIND all: every object\n"
 		"                             and the settings as one file that applies back; settings: the settings;\n"
-		"                             levels -o wide: their NOMINAL, LOWER, UPPER and CURRENT seat limits\n"
+		"                             levels -o wide: their NOMINAL, LOWER, UPPER and CURRENT seat limits;\n"
+		"                             fairsharings -o wide: each level's busiest flows with their weight,\n"
+		"                             usage, seats in use, demand and deserved share\n"
 		"  history [-o table|json]    the kept configuration generations: time, uid, summary\n"
 		"  rollback [--to GENERATION] make a kept generation (default: the previous) the next one\n"
 		"  validate -f FILE|- [--strict] [--base none|live|bootstrap|FILE]\n"
@@ -527,6 +529,38 @@ static const char *output_format(int argc, char **argv, const char *dflt)
 
 static int cmd_get_all(const char *path, int argc, char **argv);
 
+/* get fairsharings -o wide: under a level's row, its busiest flows now. */
+static void print_busiest_flows(json_t *st, const char *level)
+{
+	json_t *lv, *fl;
+	size_t i, k;
+	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv) {
+		if (strcmp(json_string_value(json_object_get(lv, "name")) ?: "", level))
+			continue;
+		json_t *flows = json_object_get(json_object_get(lv, "fairSharing"), "flows");
+		if (!json_array_size(flows)) {
+			printf("  (no active flows)\n");
+			return;
+		}
+		printf("  %-40s %8s %12s %6s %7s %9s\n", "FLOW", "WEIGHT", "USAGE", "SEATS", "DEMAND", "DESERVED");
+		json_array_foreach(flows, k, fl) {
+			json_t *usage = json_object_get(fl, "usage");
+			char u[32];
+			if (json_is_number(usage))
+				snprintf(u, sizeof(u), "%.3f", json_number_value(usage));
+			else
+				snprintf(u, sizeof(u), "-");
+			printf("  %-40s %8g %12s %6lld %7lld %9.2f\n", json_string_value(json_object_get(fl, "flow")),
+			       json_number_value(json_object_get(fl, "weight")), u,
+			       (long long)json_integer_value(json_object_get(fl, "seatsInUse")),
+			       (long long)json_integer_value(json_object_get(fl, "demand")),
+			       json_number_value(json_object_get(fl, "deserved")));
+		}
+		return;
+	}
+	printf("  (no such level in force)\n");
+}
+
 /* get prioritylevelconfigurations -o wide: the level's limits as status has
  * them (st NULL: not wide; "-" for a level status does not know). */
 static void print_limits(json_t *st, const char *name)
@@ -559,7 +593,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 	int kind = argc >= 2 ? fg_fc_kind_parse(argv[1]) : -1;
 	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
 	const char *fmt = output_format(argc, argv, "table");
-	bool wide = !strcmp(fmt, "wide") && kind == FG_FC_PRIORITYLEVEL;
+	bool wide = !strcmp(fmt, "wide") && (kind == FG_FC_PRIORITYLEVEL || kind == FG_FC_FAIRSHARING);
 	if (wide)
 		fmt = "table";
 	if (kind < 0 || (strcmp(fmt, "table") && strcmp(fmt, "json") && strcmp(fmt, "yaml"))) {
@@ -572,7 +606,8 @@ static int cmd_get(const char *path, int argc, char **argv)
 				"[-o table|json|yaml|wide]\n");
 		return 2;
 	}
-	/* -o wide: the limits in force (borrowing.md) from status, by level name. */
+	/* -o wide: the limits in force (borrowing.md), or a level's busiest flows
+	 * against their deserved shares (sharingview.h), from status. */
 	json_t *st_resp = NULL, *st = wide ? fg_ctl_request(path, json_pack("{s:s}", "command", "status"), &st_resp) : NULL;
 	if (wide && !st)
 		return 1;
@@ -608,11 +643,12 @@ static int cmd_get(const char *path, int argc, char **argv)
 			json_t *spec = json_object_get(o, "spec");
 			json_t *cond = json_array_get(json_object_get(json_object_get(o, "status"), "conditions"), 0);
 			const char *dangling = json_string_value(json_object_get(cond, "status"));
-			printf("%-28s %-10s %-10s %7zu %-8s\n",
-			       json_string_value(json_object_get(json_object_get(o, "metadata"), "name")),
-			       json_string_value(json_object_get(spec, "policy")),
+			const char *fsh_name = json_string_value(json_object_get(json_object_get(o, "metadata"), "name"));
+			printf("%-28s %-10s %-10s %7zu %-8s\n", fsh_name, json_string_value(json_object_get(spec, "policy")),
 			       json_string_value(json_object_get(spec, "usageHalfLifeTime")),
 			       json_array_size(json_object_get(spec, "flowWeights")), dangling ? dangling : "?");
+			if (wide)
+				print_busiest_flows(st, fsh_name);
 		}
 	} else {
 		printf("%-28s %-8s %8s %8s %6s %6s %8s", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");

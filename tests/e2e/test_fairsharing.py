@@ -103,8 +103,11 @@ st = d.wait_status(lambda s: t.level_of(s)["fairSharing"]["policy"] == "UsageBas
 fs = t.level_of(st)["fairSharing"]
 t.check(fs["policy"] == "UsageBased" and len(fs["flows"]) == 2 and all((fl["usage"] or 0) > 0 for fl in fs["flows"]),
         f"status: UsageBased with the flows' usage ({fs})")
-out = subprocess.run(ctl + ["get", "fairsharings"], capture_output=True, text=True, timeout=10)
-t.check(out.returncode == 0 and "UsageBased" in out.stdout, f"get fairsharings:\n{out.stdout}{out.stderr}")
+out = subprocess.run(ctl + ["get", "fairsharings", "-o", "wide"], capture_output=True, text=True, timeout=10)
+rows = {ln.split()[0]: ln.split() for ln in out.stdout.splitlines() if ln.strip()}
+t.check(out.returncode == 0 and rows[t.TEST_LEVEL][1] == "UsageBased" and rows["everyone/bob"][1] == "3"
+        and float(rows["everyone/bob"][2]) > 0 and float(rows["everyone/bob"][-1]) == 6.0,
+        f"get fairsharings -o wide: the busiest flows' weight, usage and deserved share\n{out.stdout}{out.stderr}")
 
 res = t.loadgen_result(load, wait=40)
 for name in ("alice", "bob"):
