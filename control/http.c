@@ -21,6 +21,7 @@
 #include "expfmt.h"
 #include "flowcontrol.h"
 #include "metrics_apf.h"
+#include "sharingview.h"
 #include "http_debug.h"
 #include "proto.h"
 
@@ -306,6 +307,57 @@ static void borrowing_metrics(struct fg_expfmt *e, const struct fg_borrower_view
 	free(b);
 }
 
+/* Each level's fair sharing (sharingview.h): its policy and active flows,
+ * and its busiest flows (at most FG_SHARING_TOP_FLOWS a level: a bounded
+ * set of series whatever the number of tenants). */
+static void sharing_metrics(struct fg_expfmt *e, const struct fg_http_view *v, const struct fg_sharing_level *sl,
+			    unsigned n)
+{
+	json_t *sharing = fg_sharing_json(v->worker_stats, v->n_workers, sl, n, FG_SHARING_TOP_FLOWS);
+	static const struct {
+		const char *name, *help, *field;
+	} flow_gauges[] = {
+		{ "fairgate_fair_sharing_flow_weight", "A busiest flow's weight (FairSharing flowWeights; 1 without).",
+		  "weight" },
+		{ "fairgate_fair_sharing_flow_usage_seat_seconds",
+		  "UsageBased levels: a busiest flow's decayed usage, seat-seconds per sampling interval.", "usage" },
+		{ "fairgate_fair_sharing_flow_seats_in_use", "A busiest flow's seats executing.", "seatsInUse" },
+		{ "fairgate_fair_sharing_flow_demand_seats", "A busiest flow's seats executing and waiting.", "demand" },
+		{ "fairgate_fair_sharing_flow_deserved_seats",
+		  "A busiest flow's weighted max-min share of its level's current limit over the active flows' demands.",
+		  "deserved" },
+	};
+	const char *p = "fairgate_fair_sharing_policy_info", *a = "fairgate_fair_sharing_active_flows";
+	fg_expfmt_family(e, p, FG_EXPFMT_GAUGE, "A level's fair-sharing policy (its FairSharing object); always 1.");
+	for (unsigned i = 0; i < n; i++) {
+		struct fg_expfmt_label l[2] = { { "priority_level", sl[i].name },
+						{ "policy", fg_sharing_policy_name(sl[i].policy) } };
+		fg_expfmt_u64(e, p, l, 2, 1);
+	}
+	fg_expfmt_family(e, a, FG_EXPFMT_GAUGE, "Flows with requests waiting or executing (or a usage) in a level.");
+	for (unsigned i = 0; i < n; i++) {
+		struct fg_expfmt_label l = { "priority_level", sl[i].name };
+		json_t *lv = json_object_get(sharing, sl[i].name);
+		fg_expfmt_u64(e, a, &l, 1, (uint64_t)json_integer_value(json_object_get(lv, "activeFlows")));
+	}
+	for (size_t g = 0; g < sizeof(flow_gauges) / sizeof(flow_gauges[0]); g++) {
+		fg_expfmt_family(e, flow_gauges[g].name, FG_EXPFMT_GAUGE, flow_gauges[g].help);
+		for (unsigned i = 0; i < n; i++) {
+			json_t *fl;
+			size_t k;
+			json_array_foreach(json_object_get(json_object_get(sharing, sl[i].name), "flows"), k, fl) {
+				json_t *val = json_object_get(fl, flow_gauges[g].field);
+				if (!json_is_number(val))
+					continue; /* usage on a MaxMin level */
+				struct fg_expfmt_label l[2] = { { "priority_level", sl[i].name },
+								{ "flow", json_string_value(json_object_get(fl, "flow")) } };
+				fg_expfmt_double(e, flow_gauges[g].name, l, 2, json_number_value(val));
+			}
+		}
+	}
+	json_decref(sharing);
+}
+
 /* The control thread's count of configuration changes. */
 static void change_metrics(struct fg_expfmt *e, const struct fg_config_changes *c)
 {
@@ -352,7 +404,20 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		}
 		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
 	}
+	/* The levels' fair sharing, read outside the read-side section. */
+	unsigned n_sl = cfg ? (cfg->fc->n_levels < FG_MAX_LEVELS ? cfg->fc->n_levels : FG_MAX_LEVELS) : 0;
+	struct fg_sharing_level *sl = n_sl ? calloc(n_sl, sizeof(*sl)) : NULL;
+	for (unsigned i = 0; sl && i < n_sl; i++) {
+		const struct fg_fc_level *lv = &cfg->fc->levels[i];
+		snprintf(sl[i].name, sizeof(sl[i].name), "%s", lv->name);
+		sl[i].policy = lv->policy;
+		sl[i].weighted = lv->weighted;
+		sl[i].limit = lv->exempt ? 0 : fg_config_level_limit(cfg, i);
+	}
 	rcu_thread_offline();
+	if (sl)
+		sharing_metrics(e, v, sl, n_sl);
+	free(sl);
 	borrowing_metrics(e, v->borrowing);
 	if (v->changes)
 		change_metrics(e, v->changes);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "maxmin.h"
-#include "stats.h"
 
 const char *fg_sharing_policy_name(enum fg_fc_policy p)
 {
@@ -53,15 +52,15 @@ static int level_of(const struct fg_sharing_level *levels, unsigned n, const cha
 
 /* Every tracked flow of the given levels, merged over workers (sorted by
  * level, then name); NULL on no memory. */
-static struct flow_row *collect(const struct fg_control_view *v, const struct fg_sharing_level *levels,
-				unsigned n_levels, size_t *n_out)
+static struct flow_row *collect(struct fg_worker_stats *const *worker_stats, unsigned n_workers,
+				const struct fg_sharing_level *levels, unsigned n_levels, size_t *n_out)
 {
-	size_t cap = (size_t)v->n_workers * FG_FLOW_TABLE_SIZE, n = 0;
+	size_t cap = (size_t)n_workers * FG_FLOW_TABLE_SIZE, n = 0;
 	struct flow_row *rows = malloc(sizeof(*rows) * (cap ? cap : 1));
 	if (!rows)
 		return NULL;
-	for (unsigned w = 0; w < v->n_workers; w++) {
-		struct fg_worker_stats *s = v->worker_stats[w];
+	for (unsigned w = 0; w < n_workers; w++) {
+		struct fg_worker_stats *s = worker_stats[w];
 		for (unsigned i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
 			struct fg_flow_snapshot f;
 			if (!fg_stats_flow_read(s, i, &f) || f.level >= FG_MAX_LEVELS)
@@ -111,12 +110,12 @@ static void deserve(struct flow_row *rows, size_t n, uint32_t limit)
 	free(alloc);
 }
 
-json_t *fg_sharing_json(const struct fg_control_view *v, const struct fg_sharing_level *levels, unsigned n_levels,
-			unsigned top)
+json_t *fg_sharing_json(struct fg_worker_stats *const *worker_stats, unsigned n_workers,
+			const struct fg_sharing_level *levels, unsigned n_levels, unsigned top)
 {
 	json_t *out = json_object();
 	size_t n = 0;
-	struct flow_row *rows = collect(v, levels, n_levels, &n);
+	struct flow_row *rows = collect(worker_stats, n_workers, levels, n_levels, &n);
 	for (unsigned l = 0; l < n_levels; l++) {
 		size_t first = 0, count = 0;
 		while (rows && first < n && rows[first].level < l)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sharingview — how each priority level shares its seats between flows now,
- * for `status` and `get fairsharings -o wide`: the level's fair-sharing
+ * for `status`, `get fairsharings -o wide` and /metrics: the level's fair-sharing
  * policy, and its busiest flows (by seats in use, summed over workers) with
  * their weight, decayed usage (UsageBased), seats in use, demand (seats
  * executing + waiting) and deserved share — the weighted max-min allocation
@@ -13,15 +13,16 @@
  * flows the statistics table tracks are seen (a flow folded into "(other)"
  * is not).
  *
- * Thread contract: the control thread (allocates).
+ * Thread contract: any thread that may read the workers' statistics (the
+ * control and HTTP threads); allocates.
  */
 #ifndef FG_SHARINGVIEW_H
 #define FG_SHARINGVIEW_H
 
 #include <jansson.h>
 
-#include "control.h"
 #include "flowcontrol.h"
+#include "stats.h"
 
 #define FG_SHARING_TOP_FLOWS 10
 
@@ -41,7 +42,7 @@ const char *fg_sharing_policy_name(enum fg_fc_policy p);
  * flows sorted by seats in use (then demand, then name), at most `top` each.
  * usage is seat-seconds per sampling interval, null on MaxMin levels.
  */
-json_t *fg_sharing_json(const struct fg_control_view *v, const struct fg_sharing_level *levels, unsigned n_levels,
-			unsigned top);
+json_t *fg_sharing_json(struct fg_worker_stats *const *worker_stats, unsigned n_workers,
+			const struct fg_sharing_level *levels, unsigned n_levels, unsigned top);
 
 #endif

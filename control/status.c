@@ -113,7 +113,7 @@ static json_t *levels_json(const struct fg_control_view *v, const struct fg_borr
 		for (unsigned i = 0; i < n; i++)
 			if (!strcmp(t[i].name, sl[k].name))
 				sl[k].limit = t[i].limit;
-	json_t *sharing = fg_sharing_json(v, sl, n_sl, FG_SHARING_TOP_FLOWS);
+	json_t *sharing = fg_sharing_json(v->worker_stats, v->n_workers, sl, n_sl, FG_SHARING_TOP_FLOWS);
 	for (unsigned i = 0; i < n; i++) {
 		json_t *lb = level_borrowing_json(b, t[i].name);
 		json_t *row = json_array_get(arr, i);

@@ -8,9 +8,11 @@ UsageBased policy shows in status with the flows' decayed usage; nothing is
 lost throughout."""
 import atexit
 import json
+import re
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import fgtest as t
 
@@ -81,6 +83,25 @@ t.check(flows["alice"]["weight"] == 3 and flows["bob"]["weight"] == 1, f"status:
 t.check(abs(flows["alice"]["deserved"] - 6) < 0.01 and abs(flows["bob"]["deserved"] - 2) < 0.01,
         f"status: deserved shares 6 and 2 of {SEATS} seats ({flows})")
 t.check(flows["alice"]["usage"] is None, "no usage on a MaxMin level")
+
+# /metrics: the same figures (the busiest flows of each level).
+with urllib.request.urlopen(f"http://{d.http_address()}/metrics", timeout=5) as resp:
+    metrics = resp.read().decode()
+
+
+def sample(name, labels):
+    m = re.search("^" + re.escape(name + labels) + r" (\S+)$", metrics, re.M)
+    return float(m.group(1)) if m else None
+
+
+alice = f'{{priority_level="{t.TEST_LEVEL}",flow="everyone/alice"}}'
+t.check(sample("fairgate_fair_sharing_policy_info", f'{{priority_level="{t.TEST_LEVEL}",policy="MaxMin"}}') == 1
+        and sample("fairgate_fair_sharing_active_flows", f'{{priority_level="{t.TEST_LEVEL}"}}') == 2,
+        "metrics: the level's policy and active flows")
+t.check(sample("fairgate_fair_sharing_flow_weight", alice) == 3
+        and sample("fairgate_fair_sharing_flow_deserved_seats", alice) == 6
+        and sample("fairgate_fair_sharing_flow_usage_seat_seconds", alice) is None,
+        "metrics: alice's weight and deserved seats, no usage on MaxMin")
 
 # Live: the weights swap.
 f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
