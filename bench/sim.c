@@ -266,8 +266,9 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	return 0;
 }
 
-/* The scenario's objects (or the bootstrap set) compiled by the same code as
- * the daemon's: levels with Kubernetes' derived limits, schemas to classify. */
+/* The scenario's objects (or the bootstrap set; FairSharing objects alone:
+ * with the bootstrap set) compiled by the same code as the daemon's: levels
+ * with Kubernetes' derived limits, schemas to classify, flows' weights. */
 static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t errlen)
 {
 	struct fg_fc_set *set;
@@ -283,6 +284,12 @@ static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t err
 			return fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
 		}
 		free(text);
+		/* As a configuration file: FairSharing objects alone stand beside
+		 * the bootstrap levels and schemas. */
+		if (fg_fc_set_or_bootstrap(set)) {
+			fg_fc_set_free(set);
+			return fail(err, errlen, "out of memory");
+		}
 	} else {
 		set = fg_fc_set_bootstrap();
 	}
