@@ -290,6 +290,7 @@ unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, str
 			t->seats_in_use += FG_STAT_GET(l->seats_in_use);
 			t->waiting += FG_STAT_GET(l->waiting);
 			t->seats_waiting += FG_STAT_GET(l->seats_waiting);
+			t->usage_overflowed += FG_STAT_GET(l->usage_overflowed);
 			t->executing += (uint32_t)FG_STAT_GET(l->executing);
 			t->received += FG_STAT_GET(l->received);
 			t->dispatched += FG_STAT_GET(l->dispatched);

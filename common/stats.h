@@ -104,6 +104,9 @@ struct fg_level_stats {
 	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
 	 * at the last dispatch, and how often it wrapped (flowcontrolMetrics). */
 	uint64_t current_r, dispatch_r, r_wraps;
+	/* UsageBased: arrivals of flows the usage table had no room for
+	 * (common/usage.h), published periodically. */
+	uint64_t usage_overflowed;
 };
 
 /* One backend as this worker's pool sees it (backendpool.h). */
@@ -238,6 +241,7 @@ struct fg_level_total {
 	bool live;
 	uint64_t seats_in_use, waiting, executing, seats_waiting;
 	uint64_t received, dispatched, responded, rejected;
+	uint64_t usage_overflowed;
 	uint64_t rejected_by[FG_REJECT__COUNT];
 };
 

@@ -55,8 +55,8 @@ static int level_of(const struct fg_sharing_level *levels, unsigned n, const cha
 static struct flow_row *collect(struct fg_worker_stats *const *worker_stats, unsigned n_workers,
 				const struct fg_sharing_level *levels, unsigned n_levels, size_t *n_out)
 {
-	size_t cap = (size_t)n_workers * FG_FLOW_TABLE_SIZE, n = 0;
-	struct flow_row *rows = malloc(sizeof(*rows) * (cap ? cap : 1));
+	size_t cap = 64, n = 0; /* grown as active flows are found: most entries are idle */
+	struct flow_row *rows = malloc(sizeof(*rows) * cap);
 	if (!rows)
 		return NULL;
 	for (unsigned w = 0; w < n_workers; w++) {
@@ -68,6 +68,13 @@ static struct flow_row *collect(struct fg_worker_stats *const *worker_stats, uns
 			int l = level_of(levels, n_levels, s->levels[f.level].name);
 			if (l < 0 || (f.waiting <= 0 && f.executing <= 0 && !f.usage_us))
 				continue;
+			if (n == cap) {
+				struct flow_row *more = realloc(rows, sizeof(*rows) * cap * 2);
+				if (!more)
+					goto done; /* what was found so far */
+				rows = more;
+				cap *= 2;
+			}
 			struct flow_row *r = &rows[n++];
 			memset(r, 0, sizeof(*r));
 			r->level = (uint32_t)l;
@@ -78,6 +85,7 @@ static struct flow_row *collect(struct fg_worker_stats *const *worker_stats, uns
 			r->demand = r->seats + (f.seats_waiting > 0 ? f.seats_waiting : 0);
 		}
 	}
+done:
 	qsort(rows, n, sizeof(*rows), by_level_then_name);
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) { /* a flow's requests may be at several workers */

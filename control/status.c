@@ -121,8 +121,10 @@ static json_t *levels_json(const struct fg_control_view *v, const struct fg_borr
 		if (lb)
 			json_object_set_new(row, "borrowing", lb);
 		json_t *fs = json_object_get(sharing, t[i].name);
-		if (fs)
+		if (fs) {
+			json_object_set_new(fs, "usageFlowsOverflowed", json_integer((json_int_t)t[i].usage_overflowed));
 			json_object_set(row, "fairSharing", fs);
+		}
 	}
 	json_decref(sharing);
 	free(t);

@@ -227,6 +227,9 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 			FG_STAT_SET(w->stats.levels[i].current_r, w->levels[i].qs.r);
 			FG_STAT_SET(w->stats.levels[i].r_wraps, w->levels[i].qs.stats.epochs);
 		}
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used && w->levels[i].qs.usage.flows)
+			FG_STAT_SET(w->stats.levels[i].usage_overflowed, w->levels[i].qs.usage.overflowed);
 	for (uint32_t b = 0; b < w->pool.n; b++)
 		fg_worker__publish_backend(w, b, now);
 }
