@@ -30,7 +30,8 @@ int fg_usage_init(struct fg_usage *u, uint32_t flows, const struct fg_usage_para
 	u->flows = calloc((size_t)flows + 1, sizeof(*u->flows));
 	u->index = calloc(u->index_cap, sizeof(*u->index));
 	u->free_list = malloc(sizeof(*u->free_list) * flows);
-	if (!u->flows || !u->index || !u->free_list) {
+	u->scratch = malloc(sizeof(*u->scratch) * flows);
+	if (!u->flows || !u->index || !u->free_list || !u->scratch) {
 		fg_usage_fini(u);
 		return -ENOMEM;
 	}
@@ -48,6 +49,7 @@ void fg_usage_fini(struct fg_usage *u)
 	free(u->flows);
 	free(u->index);
 	free(u->free_list);
+	free(u->scratch);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -164,6 +166,31 @@ static void forget(struct fg_usage *u, uint32_t id)
 	u->forgotten++;
 }
 
+static int by_usage(const void *a, const void *b, void *flows)
+{
+	const struct fg_usage_flow *f = flows;
+	double x = f[*(const uint32_t *)a].usage, y = f[*(const uint32_t *)b].usage;
+	return x < y ? -1 : x > y;
+}
+
+/* Past 3/4 full: the idle flows with the smallest usage go. */
+static void evict_smallest_idle(struct fg_usage *u)
+{
+	uint32_t used = u->cap - u->n_free, keep = u->cap - u->cap / 4, n = 0;
+	if (used <= keep)
+		return;
+	for (uint32_t id = 0; id < u->cap; id++) {
+		const struct fg_usage_flow *f = &u->flows[id];
+		if (f->used && !f->requests && !f->seats)
+			u->scratch[n++] = id;
+	}
+	qsort_r(u->scratch, n, sizeof(*u->scratch), by_usage, u->flows);
+	for (uint32_t i = 0; i < n && used > keep; i++, used--) {
+		forget(u, u->scratch[i]);
+		u->evicted++;
+	}
+}
+
 bool fg_usage_fold(struct fg_usage *u, uint64_t now)
 {
 	uint64_t d = now > u->last_fold_ns ? now - u->last_fold_ns : 0;
@@ -188,6 +215,7 @@ bool fg_usage_fold(struct fg_usage *u, uint64_t now)
 		if (id < u->cap && !f->requests && !f->seats && now - f->active_ns > u->p.reset_ns)
 			forget(u, id);
 	}
+	evict_smallest_idle(u);
 	u->last_fold_ns = now;
 	u->next_fold_ns = now + u->p.sampling_ns;
 	u->folds++;

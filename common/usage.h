@@ -24,7 +24,12 @@
  *   falls below 2^-16 it is reset to 1 and every key changes (the fold says
  *   so).
  * - A flow with nothing waiting or executing for longer than the reset
- *   period is forgotten at the next fold (its slot is freed).
+ *   period is forgotten at the next fold (its slot is freed).  A fold that
+ *   finds the slab more than 3/4 full also forgets the idle flows with the
+ *   smallest usage until it is back at 3/4, so that many flows sending once
+ *   (a flood of tenants) cannot keep the slab full for a whole reset period
+ *   and send every newcomer to the shared overflow entry; forgetting a small
+ *   usage changes the order least.
  * - Flows live in a fixed slab (indices stay valid while a request refers
  *   to them) behind an open-addressing index on the flow hash.  When the
  *   slab is full, new flows share one overflow entry (counted).
@@ -70,7 +75,8 @@ struct fg_usage {
 	double penalty_alpha;        /* A_S */
 	double scale;                /* keys are divided by it (see above) */
 	uint64_t last_fold_ns, next_fold_ns;
-	uint64_t folds, forgotten, overflowed;
+	uint64_t folds, forgotten, overflowed, evicted;
+	uint32_t *scratch;           /* [cap]: the fold's candidates for eviction */
 };
 
 /* Room for `flows` flows (at least 1, at most FG_USAGE_MAX_FLOWS); 0,

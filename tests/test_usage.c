@@ -148,4 +148,30 @@ TEST(index_matches_reference)
 	fg_usage_fini(&u);
 }
 
+/* A flood of flows that each sent once: past 3/4 full, the fold forgets the
+ * idle ones with the smallest usage, not the busy ones, long before the
+ * reset period. */
+TEST(flood_of_flows_evicted_smallest_first)
+{
+	struct fg_usage u;
+	struct fg_usage_params p = { .half_life_ns = SEC, .sampling_ns = SEC, .reset_ns = 1000 * SEC };
+	CHECK_EQ(fg_usage_init(&u, 100, &p, 0), 0);
+	uint32_t busy = fg_usage_join(&u, 7, 1000, 0); /* keeps a request */
+	fg_usage_start(&u, busy, 1, 0, 0);
+	uint32_t heavy = fg_usage_join(&u, 8, 1000, 0); /* idle, but used a lot */
+	fg_usage_start(&u, heavy, 50, 0, 0);
+	fg_usage_stop(&u, heavy, 50, SEC / 2);
+	fg_usage_leave(&u, heavy, SEC / 2);
+	for (uint64_t h = 100; h < 198; h++) /* 98 one-shot flows fill the slab */
+		fg_usage_leave(&u, fg_usage_join(&u, h, 1000, 0), 0);
+	CHECK_EQ(u.n_free, 0);
+	CHECK_EQ(fg_usage_join(&u, 999, 1000, 0), 100); /* full: the overflow entry */
+	fg_usage_fold(&u, SEC);
+	CHECK_EQ(u.cap - u.n_free, 75);
+	CHECK_EQ(u.evicted, 25);
+	CHECK(u.flows[busy].used && u.flows[heavy].used && u.flows[heavy].hash == 8);
+	CHECK(fg_usage_join(&u, 1000, 1000, SEC) < 100); /* room again */
+	fg_usage_fini(&u);
+}
+
 TEST_MAIN
