@@ -756,9 +756,10 @@ static void set_duration(json_t *spec, const char *key, int64_t ns)
 	json_object_set_new(spec, key, json_string(fg_duration_format(ns, buf, sizeof(buf))));
 }
 
-/* A duration field: in (0, max], rewritten in the canonical form ("5m" and
- * "300s" are the same object); its value in ns, or 0 (absent or refused). */
-static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uint64_t max)
+/* A duration field: in (0, max] and at least min_ms milliseconds (0: any
+ * positive), rewritten in the canonical form ("5m" and "300s" are the same
+ * object); its value in ns, or 0 (absent or refused). */
+static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uint64_t min_ms, uint64_t max)
 {
 	char path[PATH_MAX_LEN], msg[64];
 	json_t *v = json_object_get(spec, key);
@@ -773,6 +774,11 @@ static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uin
 	}
 	if (ns <= 0) {
 		invalid(c, path, v, "must be greater than 0");
+		return 0;
+	}
+	if ((uint64_t)ns < min_ms * 1000000ull) {
+		snprintf(msg, sizeof(msg), "must be at least %llums", (unsigned long long)min_ms);
+		invalid(c, path, v, msg);
 		return 0;
 	}
 	if ((uint64_t)ns > max) {
@@ -914,9 +920,11 @@ static void validate_fairsharing_spec(struct vctx *c, json_t *spec)
 	const char *pv = json_string_value(policy);
 	if (strcmp(pv, "MaxMin") && strcmp(pv, "UsageBased"))
 		not_supported(c, "spec.policy", policy, "\"MaxMin\", \"UsageBased\"");
-	check_duration(c, spec, "usageHalfLifeTime", FG_FC_MAX_USAGE_DURATION_NS);
-	check_duration(c, spec, "usageSamplingInterval", FG_FC_MAX_USAGE_DURATION_NS);
-	check_duration(c, spec, "resetInactivityPeriod", FG_FC_MAX_RESET_INACTIVITY_NS);
+	check_duration(c, spec, "usageHalfLifeTime", 0, FG_FC_MAX_USAGE_DURATION_NS);
+	/* Each sampling folds every flow and scans the level's queues at each
+	 * worker: not more often than every millisecond. */
+	check_duration(c, spec, "usageSamplingInterval", 1, FG_FC_MAX_USAGE_DURATION_NS);
+	check_duration(c, spec, "resetInactivityPeriod", 0, FG_FC_MAX_RESET_INACTIVITY_NS);
 	json_t *fw = json_object_get(spec, "flowWeights"), *e;
 	size_t i;
 	if (json_array_size(fw) > FG_FC_MAX_FLOW_WEIGHTS) {

@@ -112,6 +112,7 @@ TEST(validation_errors_name_object_and_field)
 		{ "{usageHalfLifeTime: 0s}", { "FairSharing/x: spec.usageHalfLifeTime: Invalid value: \"0s\": must be greater than 0" } },
 		{ "{usageHalfLifeTime: -5m}", { "spec.usageHalfLifeTime: Invalid value: \"-5m\": must be greater than 0" } },
 		{ "{usageSamplingInterval: \"0\"}", { "spec.usageSamplingInterval: Invalid value: \"0\": must be greater than 0" } },
+		{ "{usageSamplingInterval: 999us}", { "spec.usageSamplingInterval: Invalid value: \"999us\": must be at least 1ms" } },
 		{ "{resetInactivityPeriod: 0ms}", { "spec.resetInactivityPeriod: Invalid value: \"0ms\": must be greater than 0" } },
 		{ "{usageHalfLifeTime: 5 minutes}", { "spec.usageHalfLifeTime: Invalid value: \"5 minutes\": must be a duration" } },
 		{ "{usageHalfLifeTime: 8761h}", { "spec.usageHalfLifeTime: Invalid value: \"8761h\": must be at most 8760h" } },
