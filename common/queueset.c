@@ -79,18 +79,21 @@ static void fold_usage(struct fg_queueset *qs, uint64_t now);
 /* Dispatch by usage (the level is UsageBased and its table exists). */
 static inline bool usage_on(const struct fg_queueset *qs) { return qs->cfg.usage_based && qs->usage.flows; }
 
-/* R moves at the current fair share until now; a due usage fold happens. */
+/* R moves at the current fair share until now (not on a UsageBased level:
+ * its order needs no virtual time); a due usage fold happens. */
 static void advance(struct fg_queueset *qs, uint64_t now)
 {
 	if (now <= qs->last_ns)
 		return;
-	if (qs->rate_stale)
-		update_rate(qs);
-	unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
-	uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
-	if (next < qs->r)
-		qs->stats.epochs++;
-	qs->r = next;
+	if (!qs->cfg.usage_based) {
+		if (qs->rate_stale)
+			update_rate(qs);
+		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
+		uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
+		if (next < qs->r)
+			qs->stats.epochs++;
+		qs->r = next;
+	}
 	qs->last_ns = now;
 	if (usage_on(qs) && fg_usage_fold_due(&qs->usage, now))
 		fold_usage(qs, now);
@@ -133,6 +136,8 @@ static void update_rate(struct fg_queueset *qs)
  * recomputed once, when R next moves. */
 static void demand_changed(struct fg_queueset *qs, struct contribution before, struct contribution after)
 {
+	if (qs->cfg.usage_based) /* no virtual time to pace: rebuilt if the level goes back to MaxMin */
+		return;
 	if (before.waiting == after.waiting && before.seats == after.seats &&
 	    (before.weight == after.weight || !qs->cfg.weighted))
 		return;
@@ -280,11 +285,12 @@ int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, 
 	/* Fewer queues: the dealer stops choosing the extra ones, which drain.
 	 * A new seat limit, or weights turned on or off: the demand structures
 	 * are rebuilt from every queue. */
-	if (n_alloc && (share_size(&p->cfg) != qs->demands.share.size || p->cfg.weighted != qs->cfg.weighted)) {
+	if (n_alloc && (share_size(&p->cfg) != qs->demands.share.size || p->cfg.weighted != qs->cfg.weighted ||
+			p->cfg.usage_based != qs->cfg.usage_based)) {
 		if ((rc = demands_init(&p->demands, &p->cfg)))
 			goto err;
 		p->new_share = true;
-		for (uint32_t i = 0; i < qs->n_alloc; i++)
+		for (uint32_t i = 0; i < qs->n_alloc && !p->cfg.usage_based; i++)
 			contribute(&p->demands, p->cfg.weighted, contribution_of(&qs->queues[i]), +1);
 	}
 	/* UsageBased from now on: its table (an existing one is kept, with
@@ -349,8 +355,13 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		fg_usage_set_params(&qs->usage, &p->cfg.usage, now); /* checked in prepare */
 	qs->n_alloc = p->n_alloc;
 	qs->rate_stale = true;
-	if (rekey_needed) /* the order's meaning changed */
+	if (rekey_needed) { /* the order's meaning changed */
+		/* Back to MaxMin: R stood still meanwhile, so every queue starts
+		 * afresh at it (no debt from the UsageBased period). */
+		for (uint32_t i = 0; i < qs->n_alloc && !p->cfg.usage_based; i++)
+			qs->queues[i].f_prev = qs->r;
 		rekey_all(qs);
+	}
 	memset(p, 0, sizeof(*p));
 }
 
