@@ -160,6 +160,26 @@ static inline uint64_t head_finish(const struct fg_qs_queue *q)
 	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, q->head->cost);
 }
 
+/* The order list of a weight: on a weighted level each weight seen gets a
+ * list of its own (the first FG_SKIP_MAX_LISTS - 1 of them), so that a queue
+ * just served, whose finish moves by cost / weight like every other queue's
+ * of that list, goes back near its list's tail; list 0 takes the rest. */
+static unsigned order_list(struct fg_queueset *qs, uint32_t weight)
+{
+	if (!qs->cfg.weighted)
+		return 0;
+	for (unsigned l = 1; l < FG_SKIP_MAX_LISTS; l++) {
+		if (qs->order_weight[l] == weight)
+			return l;
+		if (!qs->order_weight[l]) {
+			qs->order_weight[l] = weight;
+			fg_skiplist_use_lists(&qs->order, l + 1);
+			return l;
+		}
+	}
+	return 0;
+}
+
 /* Put a queue back in dispatch order after its head or F_prev changed:
  * by the head's virtual finish, or (UsageBased) by its flow's usage key,
  * ties by arrival. */
@@ -179,7 +199,7 @@ static void rekey(struct fg_queueset *qs, uint32_t qi)
 				   q->head->arrival_ns);
 		return;
 	}
-	fg_skiplist_insert(&qs->order, qi, head_finish(q), ++qs->tie);
+	fg_skiplist_insert_in(&qs->order, order_list(qs, q->head->weight), qi, head_finish(q), ++qs->tie);
 }
 
 /* Every queue with a waiting head in order again (the policy or all the keys changed). */
@@ -278,9 +298,13 @@ int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, 
 		if ((rc = fg_skiplist_init(&p->order, n_alloc, qs->cfg.seed)))
 			goto err;
 		p->new_order = true;
-		if (qs->order.nodes)
-			for (uint32_t i = fg_skiplist_first(&qs->order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs->order, i))
-				fg_skiplist_insert(&p->order, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
+		if (qs->order.nodes) {
+			fg_skiplist_use_lists(&p->order, qs->order.n_lists);
+			for (unsigned l = 0; l < qs->order.n_lists; l++)
+				for (uint32_t i = fg_skiplist_first_in(&qs->order, l); i != FG_SKIP_NIL;
+				     i = fg_skiplist_next(&qs->order, i))
+					fg_skiplist_insert_in(&p->order, l, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
+		}
 	}
 	/* Fewer queues: the dealer stops choosing the extra ones, which drain.
 	 * A new seat limit, or weights turned on or off: the demand structures

@@ -174,7 +174,9 @@ struct fg_queueset {
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
-	struct fg_skiplist order;    /* queues with a waiting head, by head finish */
+	struct fg_skiplist order;    /* queues with a waiting head, by head finish; on a weighted
+				      * level one list per weight (order_weight), list 0 for any other */
+	uint32_t order_weight[FG_SKIP_MAX_LISTS]; /* the weight of lists 1.. (0: not yet given) */
 	struct fg_qs_demands demands;
 	struct fg_usage usage;       /* allocated once the level is UsageBased; kept until fini, since
 				      * requests refer to its flows */

@@ -15,12 +15,21 @@ static uint64_t splitmix64(uint64_t *x)
 
 int fg_skiplist_init(struct fg_skiplist *s, uint32_t capacity, uint64_t seed)
 {
-	if (capacity == 0 || capacity >= FG_SKIP_NIL - 2)
+	return fg_skiplist_init_lists(s, capacity, 1, seed);
+}
+
+int fg_skiplist_init_lists(struct fg_skiplist *s, uint32_t capacity, unsigned n_lists, uint64_t seed)
+{
+	if (capacity == 0 || capacity >= FG_SKIP_NIL - 2 * FG_SKIP_MAX_LISTS || n_lists == 0 ||
+	    n_lists > FG_SKIP_MAX_LISTS)
 		return -EINVAL;
-	s->nodes = malloc(sizeof(*s->nodes) * ((size_t)capacity + 2));
+	/* Sentinels for every list there may be: lists come into use later
+	 * (fg_skiplist_use_lists) without a reallocation. */
+	s->nodes = malloc(sizeof(*s->nodes) * ((size_t)capacity + 2 * FG_SKIP_MAX_LISTS));
 	if (!s->nodes)
 		return -ENOMEM;
 	s->capacity = capacity;
+	s->n_lists = (uint8_t)n_lists;
 	s->head = capacity;
 	s->tail = capacity + 1;
 	s->count = 0;
@@ -35,13 +44,17 @@ int fg_skiplist_init(struct fg_skiplist *s, uint32_t capacity, uint64_t seed)
 		s->nodes[i].level = lvl;
 		s->nodes[i].linked = false;
 	}
-	for (int l = 0; l < FG_SKIP_MAX_LEVEL; l++) {
-		s->nodes[s->head].next[l] = s->tail;
-		s->nodes[s->head].prev[l] = FG_SKIP_NIL;
-		s->nodes[s->tail].prev[l] = s->head;
-		s->nodes[s->tail].next[l] = FG_SKIP_NIL;
+	for (unsigned k = 0; k < FG_SKIP_MAX_LISTS; k++) {
+		uint32_t head = capacity + 2 * k, tail = head + 1;
+		for (int l = 0; l < FG_SKIP_MAX_LEVEL; l++) {
+			s->nodes[head].next[l] = tail;
+			s->nodes[head].prev[l] = FG_SKIP_NIL;
+			s->nodes[tail].prev[l] = head;
+			s->nodes[tail].next[l] = FG_SKIP_NIL;
+		}
+		s->nodes[head].level = s->nodes[tail].level = FG_SKIP_MAX_LEVEL;
+		s->nodes[head].linked = s->nodes[tail].linked = false;
 	}
-	s->nodes[s->head].level = s->nodes[s->tail].level = FG_SKIP_MAX_LEVEL;
 	return 0;
 }
 
@@ -57,33 +70,33 @@ static inline bool node_before(const struct fg_skiplist *s, uint32_t x, uint64_t
 	return fg_skip_before(s->nodes[x].key, s->nodes[x].tie, key, tie);
 }
 
-void fg_skiplist_insert(struct fg_skiplist *s, uint32_t item, uint64_t key, uint64_t tie)
+void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, uint64_t key, uint64_t tie)
 {
 	struct fg_skipnode *nodes = s->nodes, *n = &nodes[item];
-	uint32_t pred[FG_SKIP_MAX_LEVEL];
+	uint32_t pred[FG_SKIP_MAX_LEVEL], head = fg_skiplist__head(s, list), tail = head + 1;
 	n->key = key;
 	n->tie = tie;
-	uint32_t first = nodes[s->head].next[0], last = nodes[s->tail].prev[0];
-	bool from_tail = first != s->tail &&
-			 (int64_t)(key - nodes[first].key) > (int64_t)(nodes[last].key - key);
+	n->list = (uint8_t)list;
+	uint32_t first = nodes[head].next[0], last = nodes[tail].prev[0];
+	bool from_tail = first != tail && (int64_t)(key - nodes[first].key) > (int64_t)(nodes[last].key - key);
 	if (from_tail) {
 		/* Walk back from the tail: stop before the first node not after us. */
-		uint32_t x = s->tail;
+		uint32_t x = tail;
 		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
 			for (;;) {
 				uint32_t p = nodes[x].prev[l];
-				if (p == s->head || node_before(s, p, key, tie))
+				if (p == head || node_before(s, p, key, tie))
 					break;
 				x = p;
 			}
 			pred[l] = nodes[x].prev[l];
 		}
 	} else {
-		uint32_t x = s->head;
+		uint32_t x = head;
 		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
 			for (;;) {
 				uint32_t nx = nodes[x].next[l];
-				if (nx == s->tail || !node_before(s, nx, key, tie))
+				if (nx == tail || !node_before(s, nx, key, tie))
 					break;
 				x = nx;
 			}

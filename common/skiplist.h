@@ -16,6 +16,13 @@
  * just served goes back near the tail, a newly active one near the head, and
  * either search touches O(log N) nodes, mostly hot ones.
  *
+ * Several lists (up to FG_SKIP_MAX_LISTS) may share one node array, each
+ * item in at most one: the order is then the merge of the lists, its first
+ * item the smallest of their first ones.  A weighted queue set keeps the
+ * queues of each weight in a list of their own, where one just served goes
+ * back near its list's tail again (its finish moved by cost/weight, the
+ * same step as every queue of that list).
+ *
  * Thread contract: single owner; no internal locking.
  */
 #ifndef FG_SKIPLIST_H
@@ -26,6 +33,7 @@
 
 #define FG_SKIP_MAX_LEVEL 12 /* p = 1/4: comfortable up to 4^12 = 16M items */
 #define FG_SKIP_NIL UINT32_MAX
+#define FG_SKIP_MAX_LISTS 8
 
 struct fg_skipnode {
 	uint64_t key;
@@ -33,14 +41,16 @@ struct fg_skipnode {
 	uint32_t next[FG_SKIP_MAX_LEVEL];
 	uint32_t prev[FG_SKIP_MAX_LEVEL];
 	uint8_t level;
+	uint8_t list;              /* the list it is linked in */
 	bool linked;
 };
 
 struct fg_skiplist {
-	struct fg_skipnode *nodes; /* capacity + 2: then the head and the tail sentinels */
+	struct fg_skipnode *nodes; /* capacity + 2 * FG_SKIP_MAX_LISTS: then each list's head and tail sentinels */
 	uint32_t capacity;
-	uint32_t head, tail;       /* sentinel indices */
-	uint32_t count;
+	uint32_t head, tail;       /* list 0's sentinel indices */
+	uint32_t count;            /* items in all lists */
+	uint8_t n_lists;           /* lists in use: 0 .. n_lists - 1 */
 };
 
 static inline bool fg_skip_before(uint64_t ka, uint64_t ta, uint64_t kb, uint64_t tb)
@@ -49,24 +59,58 @@ static inline bool fg_skip_before(uint64_t ka, uint64_t ta, uint64_t kb, uint64_
 	return d < 0 || (d == 0 && ta < tb);
 }
 
+/* One list in use (fg_skiplist_init) or n_lists (1..FG_SKIP_MAX_LISTS); more
+ * can come into use later (fg_skiplist_use_lists). */
 int fg_skiplist_init(struct fg_skiplist *s, uint32_t capacity, uint64_t seed);
+int fg_skiplist_init_lists(struct fg_skiplist *s, uint32_t capacity, unsigned n_lists, uint64_t seed);
 void fg_skiplist_fini(struct fg_skiplist *s);
 
-void fg_skiplist_insert(struct fg_skiplist *s, uint32_t item, uint64_t key, uint64_t tie);
+/* Into list `list` (fg_skiplist_insert: list 0). */
+void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, uint64_t key, uint64_t tie);
+static inline void fg_skiplist_insert(struct fg_skiplist *s, uint32_t item, uint64_t key, uint64_t tie)
+{
+	fg_skiplist_insert_in(s, 0, item, key, tie);
+}
 void fg_skiplist_remove(struct fg_skiplist *s, uint32_t item);
 
-/* The smallest item, or FG_SKIP_NIL. */
-static inline uint32_t fg_skiplist_first(const struct fg_skiplist *s)
+/* Lists 0 .. n - 1 in use from now on (never fewer than now). */
+static inline void fg_skiplist_use_lists(struct fg_skiplist *s, unsigned n)
 {
-	uint32_t x = s->nodes[s->head].next[0];
-	return x == s->tail ? FG_SKIP_NIL : x;
+	if (n > s->n_lists && n <= FG_SKIP_MAX_LISTS)
+		s->n_lists = (uint8_t)n;
 }
 
-/* The item after `item` in order, or FG_SKIP_NIL. */
+static inline uint32_t fg_skiplist__head(const struct fg_skiplist *s, unsigned list) { return s->capacity + 2 * list; }
+static inline bool fg_skiplist__is_tail(const struct fg_skiplist *s, uint32_t x)
+{
+	return x >= s->capacity && ((x - s->capacity) & 1);
+}
+
+/* The smallest item of one list, or FG_SKIP_NIL. */
+static inline uint32_t fg_skiplist_first_in(const struct fg_skiplist *s, unsigned list)
+{
+	uint32_t x = s->nodes[fg_skiplist__head(s, list)].next[0];
+	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
+}
+
+/* The smallest item of all lists, or FG_SKIP_NIL. */
+static inline uint32_t fg_skiplist_first(const struct fg_skiplist *s)
+{
+	uint32_t best = fg_skiplist_first_in(s, 0);
+	for (unsigned l = 1; l < s->n_lists; l++) {
+		uint32_t x = fg_skiplist_first_in(s, l);
+		if (x != FG_SKIP_NIL && (best == FG_SKIP_NIL || fg_skip_before(s->nodes[x].key, s->nodes[x].tie,
+									       s->nodes[best].key, s->nodes[best].tie)))
+			best = x;
+	}
+	return best;
+}
+
+/* The item after `item` in its own list, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_next(const struct fg_skiplist *s, uint32_t item)
 {
 	uint32_t x = s->nodes[item].next[0];
-	return x == s->tail ? FG_SKIP_NIL : x;
+	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
 }
 
 static inline bool fg_skiplist_contains(const struct fg_skiplist *s, uint32_t item)

@@ -66,4 +66,55 @@ TEST(wrapping_keys_order_by_signed_difference)
 	fg_skiplist_fini(&s);
 }
 
+/* Several lists in one node array: the first item is the smallest of all
+ * lists, each list stays sorted, lists come into use as they are given. */
+TEST(several_lists_merge_to_one_order)
+{
+	struct fg_skiplist s;
+	CHECK_EQ(fg_skiplist_init(&s, N, 7), 0);
+	CHECK_EQ(fg_skiplist_init_lists(&s, N, FG_SKIP_MAX_LISTS + 1, 7), -22);
+	static uint64_t key[N], tie[N];
+	static int in[N], list_of[N];
+	unsigned seed = 5;
+	uint64_t t = 0;
+	for (int step = 0; step < 100000; step++) {
+		uint32_t i = (uint32_t)rand_r(&seed) % N;
+		if (in[i]) {
+			fg_skiplist_remove(&s, i);
+			in[i] = 0;
+			continue;
+		}
+		unsigned l = (unsigned)rand_r(&seed) % FG_SKIP_MAX_LISTS;
+		fg_skiplist_use_lists(&s, l + 1);
+		key[i] = (uint64_t)(rand_r(&seed) % 1000);
+		tie[i] = ++t;
+		list_of[i] = (int)l;
+		fg_skiplist_insert_in(&s, l, i, key[i], tie[i]);
+		in[i] = 1;
+		if (step % 89 == 0) {
+			uint32_t best = FG_SKIP_NIL, count = 0;
+			for (uint32_t j = 0; j < N; j++)
+				if (in[j]) {
+					count++;
+					if (best == FG_SKIP_NIL || fg_skip_before(key[j], tie[j], key[best], tie[best]))
+						best = j;
+				}
+			CHECK_EQ(fg_skiplist_first(&s), best);
+			CHECK_EQ(s.count, count);
+		}
+	}
+	uint32_t total = 0;
+	for (unsigned l = 0; l < s.n_lists; l++) {
+		uint32_t prev = FG_SKIP_NIL;
+		for (uint32_t x = fg_skiplist_first_in(&s, l); x != FG_SKIP_NIL; x = fg_skiplist_next(&s, x), total++) {
+			CHECK_EQ(list_of[x], (int)l);
+			if (prev != FG_SKIP_NIL)
+				CHECK(fg_skip_before(key[prev], tie[prev], key[x], tie[x]));
+			prev = x;
+		}
+	}
+	CHECK_EQ(total, s.count);
+	fg_skiplist_fini(&s);
+}
+
 TEST_MAIN
