@@ -196,6 +196,7 @@ static inline struct fg_usage_params fg_fc_level_usage_params(const struct fg_fc
 }
 
 struct fg_fc_schema;                         /* compiled rules, opaque */
+struct fg_fc_index;                          /* subject -> candidate schemas, opaque */
 
 struct fg_fc_config {
 	uint32_t server_limit;
@@ -206,6 +207,7 @@ struct fg_fc_config {
 	uint32_t *schema_level;
 	enum fg_fc_distinguisher *schema_dist;
 	uint32_t catch_all_schema;
+	const struct fg_fc_index *index;         /* the schemas that can match a request (flowcontrol_match.h) */
 };
 
 /* Compile a set (its objects were validated on the way in; the mandatory

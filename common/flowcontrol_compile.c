@@ -288,6 +288,112 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 	free(sorted);
 }
 
+/* The index key of a subject (false: a wildcard, which every request has).
+ * A ServiceAccount prefix whose namespace has a ':' (validation refuses it)
+ * would match users that ckey_sa_prefix does not cut to it: a wildcard too. */
+static bool subject_key(const struct csubject *s, uint32_t *kind, struct cstr *key)
+{
+	*key = s->name;
+	switch (s->kind) {
+	case SUBJ_USER:
+		*kind = CKEY_USER;
+		return !s->any;
+	case SUBJ_GROUP:
+		*kind = CKEY_GROUP;
+		return !s->any;
+	default:
+		*kind = s->any ? CKEY_SA_NS : CKEY_USER;
+		return !s->any || ckey_sa_prefix(s->name.s, s->name.len) == s->name.len;
+	}
+}
+
+/* The slot of (kind, key) in x, taken if it was empty. */
+static struct ckey *index_slot(struct fg_fc_index *x, uint32_t kind, struct cstr key)
+{
+	uint64_t h = ckey_hash(kind, key.s, key.len);
+	for (uint32_t i = (uint32_t)h & x->mask;; i = (i + 1) & x->mask) {
+		struct ckey *e = &x->slots[i];
+		if (!e->key.s) {
+			*e = (struct ckey){ .hash = h, .key = key, .kind = kind };
+			return e;
+		}
+		if (e->hash == h && e->kind == kind && e->key.len == key.len && !memcmp(e->key.s, key.s, key.len))
+			return e;
+	}
+}
+
+/*
+ * The subject index (flowcontrol_match.h) in two passes over the subjects:
+ * the first counts each key's schemas, the second places them.  Schemas are
+ * visited in matching order, so each list comes out increasing; `last`
+ * (schema + 1 per slot) puts a schema in a list once.
+ */
+static void compile_index(struct compiled *c)
+{
+	struct fg_fc_config *pub = &c->pub;
+	size_t n_subjects = 0;
+	for (uint32_t k = 0; k < pub->n_schemas; k++)
+		for (uint32_t i = 0; i < pub->schemas[k]->n_rules; i++)
+			n_subjects += pub->schemas[k]->rules[i].n_subjects;
+	if (n_subjects > UINT32_MAX / 4) {
+		c->oom = true;
+		return;
+	}
+	struct fg_fc_index *x = alloc(c, sizeof(*x));
+	uint32_t slots = cweights_slots((uint32_t)n_subjects);
+	uint32_t *last = calloc(slots, sizeof(*last));
+	bool *always = calloc(pub->n_schemas ? pub->n_schemas : 1, sizeof(*always));
+	if (!x || !last || !always || !(x->slots = alloc(c, sizeof(*x->slots) * slots)))
+		goto oom;
+	x->mask = slots - 1;
+	size_t n_keyed = 0; /* list entries before `always` */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < pub->n_schemas; k++) {
+			const struct fg_fc_schema *s = pub->schemas[k];
+			for (uint32_t i = 0; i < s->n_rules; i++)
+				for (uint32_t j = 0; j < s->rules[i].n_subjects; j++) {
+					uint32_t kind;
+					struct cstr key;
+					if (!subject_key(&s->rules[i].subjects[j], &kind, &key)) {
+						always[k] = true;
+						continue;
+					}
+					struct ckey *e = index_slot(x, kind, key);
+					uint32_t slot = (uint32_t)(e - x->slots);
+					if (last[slot] == k + 1)
+						continue;
+					last[slot] = k + 1;
+					if (pass)
+						x->schemas[e->off + e->n] = k;
+					e->n++;
+				}
+			if (pass && always[k])
+				x->schemas[n_keyed + x->n_always++] = k;
+		}
+		if (pass)
+			break;
+		size_t n_always = 0;
+		for (uint32_t i = 0; i < slots; i++) {
+			x->slots[i].off = (uint32_t)n_keyed;
+			n_keyed += x->slots[i].n;
+			x->slots[i].n = 0;
+			last[i] = 0;
+		}
+		for (uint32_t k = 0; k < pub->n_schemas; k++)
+			n_always += always[k];
+		if (!(x->schemas = alloc(c, sizeof(*x->schemas) * (n_keyed + n_always))))
+			goto oom;
+		x->always = x->schemas + n_keyed;
+	}
+	pub->index = x;
+	goto out;
+oom:
+	c->oom = true;
+out:
+	free(last);
+	free(always);
+}
+
 /* A duration field of a normalized FairSharing spec (there, validated in
  * (0, bound]), or dflt. */
 static uint64_t duration_or(json_t *spec, const char *key, uint64_t dflt)
@@ -423,6 +529,8 @@ struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_
 	compile_schemas(c, schemas);
 	if (!c->oom)
 		compile_fairsharing(c, s);
+	if (!c->oom)
+		compile_index(c);
 	if (c->oom || pub->n_schemas == 0 || strcmp(pub->schema_names[pub->catch_all_schema], "catch-all"))
 		goto oom; /* the mandatory catch-all is always there unless memory ran out */
 	json_decref(levels);
