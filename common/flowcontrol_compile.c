@@ -167,14 +167,19 @@ static struct fg_fc_schema *compile_schema(struct compiled *c, json_t *spec)
 /* Kubernetes' rounding: half away from zero (values here are >= 0). */
 static uint32_t round_half_up(double x) { return (uint32_t)floor(x + 0.5); }
 
+/* A schema's place in matching order, read once before sorting. */
+struct order {
+	json_int_t precedence;
+	const char *name;
+	json_t *obj;
+};
+
 static int cmp_schema(const void *a, const void *b)
 {
-	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t px = fg_fc__int(fg_fc__spec(x), "matchingPrecedence", 0);
-	json_int_t py = fg_fc__int(fg_fc__spec(y), "matchingPrecedence", 0);
-	if (px != py)
-		return px < py ? -1 : 1;
-	return strcmp(fg_fc__name(x), fg_fc__name(y));
+	const struct order *x = a, *y = b;
+	if (x->precedence != y->precedence)
+		return x->precedence < y->precedence ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 int fg_fc_level_index(const struct fg_fc_config *c, const char *name)
@@ -256,7 +261,7 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 	struct fg_fc_config *pub = &c->pub;
 	size_t n = json_array_size(schemas), i;
 	json_t *o;
-	json_t **sorted = calloc(n ? n : 1, sizeof(*sorted));
+	struct order *sorted = calloc(n ? n : 1, sizeof(*sorted));
 	pub->schemas = alloc(c, sizeof(*pub->schemas) * n);
 	pub->schema_names = alloc(c, sizeof(char *) * n);
 	pub->schema_level = alloc(c, sizeof(uint32_t) * n);
@@ -267,16 +272,16 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 		return;
 	}
 	json_array_foreach(schemas, i, o)
-		sorted[i] = o;
+		sorted[i] = (struct order){ fg_fc__int(fg_fc__spec(o), "matchingPrecedence", 0), fg_fc__name(o), o };
 	qsort(sorted, n, sizeof(*sorted), cmp_schema);
 	for (i = 0; i < n && !c->oom; i++) {
-		json_t *spec = fg_fc__spec(sorted[i]);
+		json_t *spec = fg_fc__spec(sorted[i].obj);
 		const char *pl = json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name"));
 		int li = fg_fc_level_index(pub, pl);
 		if (li < 0)
 			continue;
 		uint32_t k = pub->n_schemas++;
-		const char *name = fg_fc__name(sorted[i]);
+		const char *name = sorted[i].name;
 		pub->schema_names[k] = (char *)dup_str(c, name, strlen(name)).s;
 		pub->schema_level[k] = (uint32_t)li;
 		const char *dt = json_string_value(json_object_get(json_object_get(spec, "distinguisherMethod"), "type"));
@@ -507,16 +512,45 @@ out:
 	free(w);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The objects of one kind as an array sorted by name, sharing them with the
+ * set (the compiler only reads them; fg_fc_set_get's deep copies with a
+ * status would cost more than the compilation at thousands of schemas). */
+static json_t *sorted_objects(const struct fg_fc_set *s, enum fg_fc_kind kind)
+{
+	json_t *table = fg_fc__table(s, kind), *o, *arr = json_array();
+	size_t n = json_object_size(table), i = 0;
+	const char **keys = calloc(n ? n : 1, sizeof(*keys)), *key;
+	if (!keys || !arr)
+		goto fail;
+	json_object_foreach(table, key, o)
+		keys[i++] = key;
+	qsort(keys, n, sizeof(*keys), cmp_name);
+	for (i = 0; i < n; i++)
+		if (json_array_append(arr, json_object_get(table, keys[i])))
+			goto fail;
+	free(keys);
+	return arr;
+fail:
+	free(keys);
+	json_decref(arr);
+	return NULL;
+}
+
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_limit, struct fg_errors *errs)
 {
-	struct fg_fc_set *s = fg_fc_set_copy(set);
+	struct fg_fc_set *s = fg_fc_set_share(set); /* objects are never changed in place: the tables suffice */
 	struct compiled *c = calloc(1, sizeof(*c));
 	json_t *levels = NULL, *schemas = NULL;
 	if (!s || !c)
 		goto oom;
 	fg_fc_set_add_mandatory(s);
-	levels = fg_fc_set_get(s, FG_FC_PRIORITYLEVEL, NULL);
-	schemas = fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL);
+	levels = sorted_objects(s, FG_FC_PRIORITYLEVEL);
+	schemas = sorted_objects(s, FG_FC_FLOWSCHEMA);
 	struct fg_fc_config *pub = &c->pub;
 	pub->server_limit = server_limit;
 	size_t i;
