@@ -3,7 +3,8 @@
  * flowcontrol_compile — a normalized object set into an immutable
  * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and
  * their FairSharing policy, schemas in matching order with their rules and
- * their flows' weights (struct cweights), all in one arena.  See flowcontrol.h.
+ * their flows' weights (struct cweights), the subject index over the schemas
+ * (struct fg_fc_index), all in one arena.  See flowcontrol.h.
  *
  * Every allocation is checked: a failure anywhere frees what was built and
  * reports "out of memory" in errs.
