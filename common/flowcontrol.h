@@ -13,8 +13,12 @@
  * through fg_fc_set_apply*, which validates each one as Kubernetes does
  * (every error at once) and changes nothing on any error.  fg_fc_compile
  * turns a set into an immutable fg_fc_config: schemas in matching order with
- * their rules compiled, levels with derived limits.  Classification allocates
- * nothing and reads only the compiled config.
+ * their rules compiled, a subject index over them (each exact user, group,
+ * service-account and service-account-namespace key -> the schemas having it,
+ * plus the schemas with a wildcard subject), levels with derived limits.
+ * Classification allocates nothing, reads only the compiled config, and tests
+ * only the schemas the request's keys name, so its cost does not grow with
+ * the schemas it cannot match.
  *
  * The module's files: flowcontrol_objects.c (the set), flowcontrol_validate.c
  * (decoding, defaulting, validation), flowcontrol_compile.c, and
@@ -196,6 +200,7 @@ static inline struct fg_usage_params fg_fc_level_usage_params(const struct fg_fc
 }
 
 struct fg_fc_schema;                         /* compiled rules, opaque */
+struct fg_fc_index;                          /* subject -> candidate schemas, opaque */
 
 struct fg_fc_config {
 	uint32_t server_limit;
@@ -206,10 +211,12 @@ struct fg_fc_config {
 	uint32_t *schema_level;
 	enum fg_fc_distinguisher *schema_dist;
 	uint32_t catch_all_schema;
+	const struct fg_fc_index *index;         /* the schemas that can match a request (flowcontrol_match.h) */
 };
 
 /* Compile a set (its objects were validated on the way in; the mandatory
- * objects are added when missing) with the server concurrency limit.  NULL
+ * objects are added when missing; the set's objects are read, not copied)
+ * with the server concurrency limit.  NULL
  * with "out of memory" in errs when an allocation fails. */
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *s, uint32_t server_limit, struct fg_errors *errs);
 void fg_fc_config_free(struct fg_fc_config *c);
@@ -229,14 +236,17 @@ struct fg_fc_match {
 };
 
 /* Classify: first matching schema in (precedence, name) order, catch-all if
- * none.  The weight is the level's FairSharing entry for (schema,
+ * none — found through the subject index: the candidates of the request's
+ * user, service-account namespace and groups merged in matching order, each
+ * fully matched (a request with more than FG_PROTO_MAX_GROUPS groups, which
+ * the protocol cannot carry, walks every schema instead).  The weight is the level's FairSharing entry for (schema,
  * distinguisher), else the schema's entry without a distinguisher, else
  * FG_FC_WEIGHT_ONE (looked up, for any level, only when the schema has
  * entries).  Never fails on a compiled config. */
 void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m);
 
 /* Whether schema number `schema` (matching order) matches the request, on
- * its own: precedence and the catch-all fallback play no part. */
+ * its own: precedence, the index and the catch-all fallback play no part. */
 bool fg_fc_schema_matches(const struct fg_fc_config *c, uint32_t schema, const struct fg_fc_request *r);
 
 /* A request from a decoded message. */
@@ -266,8 +276,9 @@ json_t *fg_fc_explain_why(const struct fg_fc_config *c, const struct fg_fc_reque
  * into the caller's array of `cap`).  0 or -EINVAL with a message. */
 int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str *groups, unsigned cap,
 			    char *err, size_t errlen);
-/* The same for any number of groups (matching has no group limit): the
- * groups array is allocated to fit and freed by the caller. */
+/* The same for any number of groups (matching has no group limit; beyond
+ * FG_PROTO_MAX_GROUPS classification walks every schema): the groups array
+ * is allocated to fit and freed by the caller. */
 int fg_fc_request_from_json_alloc(json_t *obj, struct fg_fc_request *r, struct fg_str **groups, char *err,
 				  size_t errlen);
 

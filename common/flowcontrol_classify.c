@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_classify — the per-request classifier over a compiled
- * configuration (first matching schema in (precedence, name) order), explain,
- * and requests from messages and JSON.  Allocates nothing per request.
+ * configuration (first matching schema in (precedence, name) order, found
+ * through the subject index), explain, and requests from messages and JSON.
+ * Allocates nothing per request.
  */
 #include "flowcontrol_int.h"
 
@@ -99,14 +100,97 @@ bool fg_fc_schema_matches(const struct fg_fc_config *c, uint32_t schema, const s
 	return schema < c->n_schemas && schema_matches(c->schemas[schema], r);
 }
 
+/* Every schema in matching order: the reference the index must equal, and
+ * the path for requests with more groups than the protocol carries. */
+static uint32_t classify_linear(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	for (uint32_t i = 0; i < c->n_schemas; i++)
+		if (schema_matches(c->schemas[i], r))
+			return i;
+	return c->catch_all_schema;
+}
+
+/* A list of the index being merged: its next schema is *p. */
+struct cursor {
+	const uint32_t *p, *end;
+};
+
+/* The lists one request gathers at most: its user, its service account's
+ * namespace prefix, its groups, the wildcard schemas. */
+#define MAX_LISTS (FG_PROTO_MAX_GROUPS + 3u)
+
+static void heap_down(struct cursor *h, unsigned n, unsigned i)
+{
+	for (;;) {
+		unsigned l = 2 * i + 1, m = i;
+		if (l < n && *h[l].p < *h[m].p)
+			m = l;
+		if (l + 1 < n && *h[l + 1].p < *h[m].p)
+			m = l + 1;
+		if (m == i)
+			return;
+		struct cursor t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/* Add the list of (kind, key) to h unless it is empty or there already (a
+ * group named twice). */
+static void gather(const struct fg_fc_index *x, uint32_t kind, const char *s, size_t len, struct cursor *h,
+		   unsigned *n)
+{
+	const struct ckey *e = cindex_get(x, kind, s, len);
+	if (!e)
+		return;
+	const uint32_t *p = x->schemas + e->off;
+	for (unsigned i = 0; i < *n; i++)
+		if (h[i].p == p)
+			return;
+	h[(*n)++] = (struct cursor){ p, p + e->n };
+}
+
+/*
+ * The first matching schema among the request's candidates (flowcontrol_match.h,
+ * the subject index): a k-way merge of its lists in increasing schema
+ * order, each distinct schema tested once.  A schema in none of the lists
+ * has no subject the request matches, so the answer is the linear walk's.
+ * Work: at most MAX_LISTS lookups, then candidates x log(lists).
+ */
+static uint32_t classify_indexed(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	const struct fg_fc_index *x = c->index;
+	struct cursor h[MAX_LISTS];
+	unsigned n = 0;
+	gather(x, CKEY_USER, r->user.ptr, r->user.len, h, &n);
+	size_t pre = ckey_sa_prefix(r->user.ptr, r->user.len);
+	if (pre)
+		gather(x, CKEY_SA_NS, r->user.ptr, pre, h, &n);
+	for (unsigned g = 0; g < r->n_groups; g++)
+		gather(x, CKEY_GROUP, r->groups[g].ptr, r->groups[g].len, h, &n);
+	if (x->n_always)
+		h[n++] = (struct cursor){ x->always, x->always + x->n_always };
+	for (unsigned i = n / 2; i-- > 0;)
+		heap_down(h, n, i);
+	uint32_t tested = UINT32_MAX;
+	while (n) {
+		uint32_t s = *h[0].p;
+		if (s != tested) {
+			if (schema_matches(c->schemas[s], r))
+				return s;
+			tested = s;
+		}
+		if (++h[0].p == h[0].end)
+			h[0] = h[--n];
+		heap_down(h, n, 0);
+	}
+	return c->catch_all_schema;
+}
+
 void fg_fc_classify(const struct fg_fc_config *c, const struct fg_fc_request *r, struct fg_fc_match *m)
 {
-	uint32_t s = c->catch_all_schema;
-	for (uint32_t i = 0; i < c->n_schemas; i++)
-		if (schema_matches(c->schemas[i], r)) {
-			s = i;
-			break;
-		}
+	uint32_t s = c->index && r->n_groups <= FG_PROTO_MAX_GROUPS ? classify_indexed(c, r) : classify_linear(c, r);
 	m->schema = s;
 	m->level = c->schema_level[s];
 	m->distinguisher = (struct fg_str){ "", 0 };

@@ -3,7 +3,8 @@
  * flowcontrol_compile — a normalized object set into an immutable
  * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and
  * their FairSharing policy, schemas in matching order with their rules and
- * their flows' weights (struct cweights), all in one arena.  See flowcontrol.h.
+ * their flows' weights (struct cweights), the subject index over the schemas
+ * (struct fg_fc_index), all in one arena.  See flowcontrol.h.
  *
  * Every allocation is checked: a failure anywhere frees what was built and
  * reports "out of memory" in errs.
@@ -167,14 +168,19 @@ static struct fg_fc_schema *compile_schema(struct compiled *c, json_t *spec)
 /* Kubernetes' rounding: half away from zero (values here are >= 0). */
 static uint32_t round_half_up(double x) { return (uint32_t)floor(x + 0.5); }
 
+/* A schema's place in matching order, read once before sorting. */
+struct order {
+	json_int_t precedence;
+	const char *name;
+	json_t *obj;
+};
+
 static int cmp_schema(const void *a, const void *b)
 {
-	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t px = fg_fc__int(fg_fc__spec(x), "matchingPrecedence", 0);
-	json_int_t py = fg_fc__int(fg_fc__spec(y), "matchingPrecedence", 0);
-	if (px != py)
-		return px < py ? -1 : 1;
-	return strcmp(fg_fc__name(x), fg_fc__name(y));
+	const struct order *x = a, *y = b;
+	if (x->precedence != y->precedence)
+		return x->precedence < y->precedence ? -1 : 1;
+	return strcmp(x->name, y->name);
 }
 
 int fg_fc_level_index(const struct fg_fc_config *c, const char *name)
@@ -256,7 +262,7 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 	struct fg_fc_config *pub = &c->pub;
 	size_t n = json_array_size(schemas), i;
 	json_t *o;
-	json_t **sorted = calloc(n ? n : 1, sizeof(*sorted));
+	struct order *sorted = calloc(n ? n : 1, sizeof(*sorted));
 	pub->schemas = alloc(c, sizeof(*pub->schemas) * n);
 	pub->schema_names = alloc(c, sizeof(char *) * n);
 	pub->schema_level = alloc(c, sizeof(uint32_t) * n);
@@ -267,16 +273,16 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 		return;
 	}
 	json_array_foreach(schemas, i, o)
-		sorted[i] = o;
+		sorted[i] = (struct order){ fg_fc__int(fg_fc__spec(o), "matchingPrecedence", 0), fg_fc__name(o), o };
 	qsort(sorted, n, sizeof(*sorted), cmp_schema);
 	for (i = 0; i < n && !c->oom; i++) {
-		json_t *spec = fg_fc__spec(sorted[i]);
+		json_t *spec = fg_fc__spec(sorted[i].obj);
 		const char *pl = json_string_value(json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name"));
 		int li = fg_fc_level_index(pub, pl);
 		if (li < 0)
 			continue;
 		uint32_t k = pub->n_schemas++;
-		const char *name = fg_fc__name(sorted[i]);
+		const char *name = sorted[i].name;
 		pub->schema_names[k] = (char *)dup_str(c, name, strlen(name)).s;
 		pub->schema_level[k] = (uint32_t)li;
 		const char *dt = json_string_value(json_object_get(json_object_get(spec, "distinguisherMethod"), "type"));
@@ -286,6 +292,112 @@ static void compile_schemas(struct compiled *c, json_t *schemas)
 			pub->catch_all_schema = k;
 	}
 	free(sorted);
+}
+
+/* The index key of a subject (false: a wildcard, which every request has).
+ * A ServiceAccount prefix whose namespace has a ':' (validation refuses it)
+ * would match users that ckey_sa_prefix does not cut to it: a wildcard too. */
+static bool subject_key(const struct csubject *s, uint32_t *kind, struct cstr *key)
+{
+	*key = s->name;
+	switch (s->kind) {
+	case SUBJ_USER:
+		*kind = CKEY_USER;
+		return !s->any;
+	case SUBJ_GROUP:
+		*kind = CKEY_GROUP;
+		return !s->any;
+	default:
+		*kind = s->any ? CKEY_SA_NS : CKEY_USER;
+		return !s->any || ckey_sa_prefix(s->name.s, s->name.len) == s->name.len;
+	}
+}
+
+/* The slot of (kind, key) in x, taken if it was empty. */
+static struct ckey *index_slot(struct fg_fc_index *x, uint32_t kind, struct cstr key)
+{
+	uint64_t h = ckey_hash(kind, key.s, key.len);
+	for (uint32_t i = (uint32_t)h & x->mask;; i = (i + 1) & x->mask) {
+		struct ckey *e = &x->slots[i];
+		if (!e->key.s) {
+			*e = (struct ckey){ .hash = h, .key = key, .kind = kind };
+			return e;
+		}
+		if (e->hash == h && e->kind == kind && e->key.len == key.len && !memcmp(e->key.s, key.s, key.len))
+			return e;
+	}
+}
+
+/*
+ * The subject index (flowcontrol_match.h) in two passes over the subjects:
+ * the first counts each key's schemas, the second places them.  Schemas are
+ * visited in matching order, so each list comes out increasing; `last`
+ * (schema + 1 per slot) puts a schema in a list once.
+ */
+static void compile_index(struct compiled *c)
+{
+	struct fg_fc_config *pub = &c->pub;
+	size_t n_subjects = 0;
+	for (uint32_t k = 0; k < pub->n_schemas; k++)
+		for (uint32_t i = 0; i < pub->schemas[k]->n_rules; i++)
+			n_subjects += pub->schemas[k]->rules[i].n_subjects;
+	if (n_subjects > UINT32_MAX / 4) {
+		c->oom = true;
+		return;
+	}
+	struct fg_fc_index *x = alloc(c, sizeof(*x));
+	uint32_t slots = cweights_slots((uint32_t)n_subjects);
+	uint32_t *last = calloc(slots, sizeof(*last));
+	bool *always = calloc(pub->n_schemas ? pub->n_schemas : 1, sizeof(*always));
+	if (!x || !last || !always || !(x->slots = alloc(c, sizeof(*x->slots) * slots)))
+		goto oom;
+	x->mask = slots - 1;
+	size_t n_keyed = 0; /* list entries before `always` */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t k = 0; k < pub->n_schemas; k++) {
+			const struct fg_fc_schema *s = pub->schemas[k];
+			for (uint32_t i = 0; i < s->n_rules; i++)
+				for (uint32_t j = 0; j < s->rules[i].n_subjects; j++) {
+					uint32_t kind;
+					struct cstr key;
+					if (!subject_key(&s->rules[i].subjects[j], &kind, &key)) {
+						always[k] = true;
+						continue;
+					}
+					struct ckey *e = index_slot(x, kind, key);
+					uint32_t slot = (uint32_t)(e - x->slots);
+					if (last[slot] == k + 1)
+						continue;
+					last[slot] = k + 1;
+					if (pass)
+						x->schemas[e->off + e->n] = k;
+					e->n++;
+				}
+			if (pass && always[k])
+				x->schemas[n_keyed + x->n_always++] = k;
+		}
+		if (pass)
+			break;
+		size_t n_always = 0;
+		for (uint32_t i = 0; i < slots; i++) {
+			x->slots[i].off = (uint32_t)n_keyed;
+			n_keyed += x->slots[i].n;
+			x->slots[i].n = 0;
+			last[i] = 0;
+		}
+		for (uint32_t k = 0; k < pub->n_schemas; k++)
+			n_always += always[k];
+		if (!(x->schemas = alloc(c, sizeof(*x->schemas) * (n_keyed + n_always))))
+			goto oom;
+		x->always = x->schemas + n_keyed;
+	}
+	pub->index = x;
+	goto out;
+oom:
+	c->oom = true;
+out:
+	free(last);
+	free(always);
 }
 
 /* A duration field of a normalized FairSharing spec (there, validated in
@@ -401,16 +513,45 @@ out:
 	free(w);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The objects of one kind as an array sorted by name, sharing them with the
+ * set (the compiler only reads them; fg_fc_set_get's deep copies with a
+ * status would cost more than the compilation at thousands of schemas). */
+static json_t *sorted_objects(const struct fg_fc_set *s, enum fg_fc_kind kind)
+{
+	json_t *table = fg_fc__table(s, kind), *o, *arr = json_array();
+	size_t n = json_object_size(table), i = 0;
+	const char **keys = calloc(n ? n : 1, sizeof(*keys)), *key;
+	if (!keys || !arr)
+		goto fail;
+	json_object_foreach(table, key, o)
+		keys[i++] = key;
+	qsort(keys, n, sizeof(*keys), cmp_name);
+	for (i = 0; i < n; i++)
+		if (json_array_append(arr, json_object_get(table, keys[i])))
+			goto fail;
+	free(keys);
+	return arr;
+fail:
+	free(keys);
+	json_decref(arr);
+	return NULL;
+}
+
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_limit, struct fg_errors *errs)
 {
-	struct fg_fc_set *s = fg_fc_set_copy(set);
+	struct fg_fc_set *s = fg_fc_set_share(set); /* objects are never changed in place: the tables suffice */
 	struct compiled *c = calloc(1, sizeof(*c));
 	json_t *levels = NULL, *schemas = NULL;
 	if (!s || !c)
 		goto oom;
 	fg_fc_set_add_mandatory(s);
-	levels = fg_fc_set_get(s, FG_FC_PRIORITYLEVEL, NULL);
-	schemas = fg_fc_set_get(s, FG_FC_FLOWSCHEMA, NULL);
+	levels = sorted_objects(s, FG_FC_PRIORITYLEVEL);
+	schemas = sorted_objects(s, FG_FC_FLOWSCHEMA);
 	struct fg_fc_config *pub = &c->pub;
 	pub->server_limit = server_limit;
 	size_t i;
@@ -423,6 +564,8 @@ struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *set, uint32_t server_
 	compile_schemas(c, schemas);
 	if (!c->oom)
 		compile_fairsharing(c, s);
+	if (!c->oom)
+		compile_index(c);
 	if (c->oom || pub->n_schemas == 0 || strcmp(pub->schema_names[pub->catch_all_schema], "catch-all"))
 		goto oom; /* the mandatory catch-all is always there unless memory ran out */
 	json_decref(levels);

@@ -5,8 +5,8 @@
  *
  *   flowcontrol_objects.c   the object set: documents in, objects out, mandatory copies
  *   flowcontrol_validate.c  decoding (known fields, types), v1 defaulting, validation
- *   flowcontrol_compile.c   derived limits and the compiled matcher
- *   flowcontrol_classify.c  the per-request classifier and explain
+ *   flowcontrol_compile.c   derived limits, the compiled matcher and its subject index
+ *   flowcontrol_classify.c  the per-request classifier (through the index) and explain
  *
  * Objects in a set are stored decoded and defaulted ("normalized"): only the
  * fields Kubernetes' v1 types know, with the v1 defaults filled in, so the

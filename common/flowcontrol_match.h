@@ -4,7 +4,8 @@
  * the compiler (which builds it in the config's arena) and the classifier
  * (which only reads it).  Strings keep their lengths so that matching is a
  * length compare and a memcmp; a list that is exactly ["*"] is a flag.  A
- * schema also carries its flows' weights (struct cweights).
+ * schema also carries its flows' weights (struct cweights).  The config
+ * carries a subject index over its schemas (struct fg_fc_index).
  */
 #ifndef FG_FLOWCONTROL_MATCH_H
 #define FG_FLOWCONTROL_MATCH_H
@@ -12,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+
+#include <xxhash.h>
 
 struct cstr {
 	const char *s;
@@ -131,6 +134,73 @@ static inline uint32_t cweights_get(const struct cweights *w, uint64_t hash, con
 		if (e->hash == hash && cstr_eq(e->dist, d, n))
 			return e->weight;
 	}
+}
+
+/*
+ * The subject index: a schema can match a request only if a subject of one of
+ * its rules matches it, and a subject that is not a wildcard matches through
+ * one exact key the request has: its user name (User subjects and
+ * ServiceAccount subjects' full names "system:serviceaccount:NS:NAME"), one
+ * of its groups (Group subjects), or, for a service account's user name, its
+ * namespace prefix "system:serviceaccount:NS:" (ServiceAccount subjects with
+ * name "*").  The index maps each key to the schemas (indices in matching
+ * order, increasing, each once) having a subject with it; schemas with a
+ * wildcard subject (User or Group "*") are in `always`.  Classification
+ * walks the union of the request's lists in increasing order, so it tests
+ * in matching order every schema that could match and no other.
+ *
+ * Open addressing keyed by XXH3 of the key seeded with its kind; a hit
+ * compares kind, length and bytes (a hash alone is never trusted).  At most
+ * half the slots are taken, so a probe ends at an empty slot (key.s NULL).
+ */
+enum { CKEY_USER, CKEY_GROUP, CKEY_SA_NS };
+
+#define CKEY_SA_HEAD "system:serviceaccount:"
+#define CKEY_SA_HEAD_LEN (sizeof(CKEY_SA_HEAD) - 1)
+
+struct ckey {
+	uint64_t hash;
+	struct cstr key; /* key.s NULL: an empty slot */
+	uint32_t kind;
+	uint32_t off, n; /* the schemas are index->schemas[off, off + n) */
+};
+
+struct fg_fc_index {
+	uint32_t mask;           /* slots - 1 (a power of two, at least 2 slots) */
+	struct ckey *slots;
+	uint32_t *schemas;       /* every key's list, then `always` */
+	const uint32_t *always;  /* schemas with a wildcard subject, increasing */
+	uint32_t n_always;
+};
+
+static inline uint64_t ckey_hash(uint32_t kind, const char *s, size_t n)
+{
+	return XXH3_64bits_withSeed(s, n, kind);
+}
+
+/* The entry of (kind, key), or NULL. */
+static inline const struct ckey *cindex_get(const struct fg_fc_index *x, uint32_t kind, const char *s, size_t n)
+{
+	uint64_t h = ckey_hash(kind, s, n);
+	for (uint32_t i = (uint32_t)h & x->mask;; i = (i + 1) & x->mask) {
+		const struct ckey *e = &x->slots[i];
+		if (!e->key.s)
+			return NULL;
+		if (e->hash == h && e->kind == kind && cstr_eq(e->key, s, n))
+			return e;
+	}
+}
+
+/* The namespace prefix "system:serviceaccount:NS:" of a service account's
+ * user name, as a length (0: the user is not one).  Namespaces are DNS
+ * labels, without ':'; the compiler treats a prefix whose namespace has one
+ * as a wildcard, so this is the only prefix subject that can match. */
+static inline size_t ckey_sa_prefix(const char *user, size_t n)
+{
+	if (n <= CKEY_SA_HEAD_LEN || memcmp(user, CKEY_SA_HEAD, CKEY_SA_HEAD_LEN))
+		return 0;
+	const char *colon = memchr(user + CKEY_SA_HEAD_LEN, ':', n - CKEY_SA_HEAD_LEN);
+	return colon ? (size_t)(colon - user) + 1 : 0;
 }
 
 #endif

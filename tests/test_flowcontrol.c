@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the flowcontrol model (common/flowcontrol.c): matching
  * tables for every rule and wildcard edge case, validation with the error
- * texts, JSON/YAML parity, bootstrap derived limits (apf-facts.md §7.1). */
+ * texts, JSON/YAML parity, bootstrap derived limits (apf-facts.md §7.1), and
+ * the subject index's classification against a linear walk (random sets). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
 #include "flowcontrol.h"
@@ -435,6 +437,203 @@ TEST(huge_borrowing_limit_does_not_overflow)
 	}
 	fg_fc_config_free(c);
 	fg_fc_set_free(set);
+}
+
+/* --- the subject index against the linear walk -------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static unsigned rnd(unsigned n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (unsigned)(rng_state % n);
+}
+
+/* Small vocabularies, so that schemas share keys and requests hit them. */
+static const char *const v_users[] = { "u0", "u1", "u2", "system:serviceaccount:ns0:sa0",
+				       "system:serviceaccount:ns1:sa1", "system:serviceaccount:ns0:" };
+static const char *const v_groups[] = { "g0", "g1", "g2", "g3", "u0", "system:authenticated" };
+static const char *const v_ns[] = { "ns0", "ns1", "ns2" };
+static const char *const v_sa[] = { "sa0", "sa1", "*" };
+static const char *const v_verbs[] = { "get", "list", "*" };
+static const char *const v_paths[] = { "/healthz", "/api/*", "*", "/version" };
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n < b->cap - b->len ? (size_t)n : 0;
+}
+
+static void random_subject(struct buf *b)
+{
+	unsigned k = rnd(10);
+	if (k < 3)
+		put(b, "{\"kind\":\"User\",\"user\":{\"name\":\"%s\"}}", rnd(12) ? v_users[rnd(6)] : "*");
+	else if (k < 7)
+		put(b, "{\"kind\":\"Group\",\"group\":{\"name\":\"%s\"}}", rnd(12) ? v_groups[rnd(6)] : "*");
+	else
+		put(b, "{\"kind\":\"ServiceAccount\",\"serviceAccount\":{\"namespace\":\"%s\",\"name\":\"%s\"}}",
+		    v_ns[rnd(3)], v_sa[rnd(3)]);
+}
+
+/* Up to 40 schemas of 1-3 rules, each with 1-3 subjects and resource or
+ * non-resource rules (or both), mixed precedences (ties: name order). */
+static void random_set(struct buf *b, unsigned n)
+{
+	put(b, "{\"kind\":\"List\",\"items\":[{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\","
+	       "\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"pl\"},\"spec\":{\"type\":\"Limited\","
+	       "\"limited\":{\"limitResponse\":{\"type\":\"Reject\"}}}}");
+	for (unsigned i = 0; i < n; i++) {
+		put(b, ",{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":"
+		       "{\"name\":\"s%02u\"},\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"pl\"},"
+		       "\"matchingPrecedence\":%u,\"rules\":[", i, 2 + rnd(8));
+		for (unsigned r = 0, nr = 1 + rnd(3); r < nr; r++) {
+			put(b, "%s{\"subjects\":[", r ? "," : "");
+			for (unsigned k = 0, ns = 1 + rnd(3); k < ns; k++) {
+				put(b, "%s", k ? "," : "");
+				random_subject(b);
+			}
+			put(b, "]");
+			unsigned kinds = 1 + rnd(3); /* 1: resource, 2: non-resource, 3: both */
+			if (kinds & 1)
+				put(b, ",\"resourceRules\":[{\"verbs\":[\"%s\"],\"apiGroups\":[\"*\"],\"resources\":[\"%s\"],"
+				       "\"namespaces\":[\"%s\"]%s}]", v_verbs[rnd(3)], rnd(2) ? "*" : "pods",
+				    rnd(2) ? "*" : v_ns[rnd(3)], rnd(2) ? ",\"clusterScope\":true" : "");
+			if (kinds & 2)
+				put(b, ",\"nonResourceRules\":[{\"verbs\":[\"%s\"],\"nonResourceURLs\":[\"%s\"]}]",
+				    v_verbs[rnd(3)], v_paths[rnd(4)]);
+			put(b, "}");
+		}
+		put(b, "]}}");
+	}
+	put(b, "]}");
+}
+
+/* The definition: the first schema in matching order that matches, else
+ * catch-all. */
+static uint32_t classify_reference(const struct fg_fc_config *c, const struct fg_fc_request *r)
+{
+	for (uint32_t i = 0; i < c->n_schemas; i++)
+		if (fg_fc_schema_matches(c, i, r))
+			return i;
+	return c->catch_all_schema;
+}
+
+static void random_request(struct fg_fc_request *r, struct fg_str *groups)
+{
+	static const char *const users[] = { "u0", "u1", "u3", "system:serviceaccount:ns0:sa0",
+					     "system:serviceaccount:ns0:sa1", "system:serviceaccount:ns1:sa1",
+					     "system:serviceaccount:ns2:x", "system:serviceaccount:ns0:",
+					     "system:serviceaccount:ns0", "system:serviceaccount:", "g0" };
+	static const char *const groups_v[] = { "g0", "g1", "g2", "g3", "g9", "u0", "system:authenticated" };
+	static const char *const paths[] = { "/healthz", "/api/v1", "/version", "/x" };
+	memset(r, 0, sizeof(*r));
+	r->user = fg_str_of(users[rnd(11)]);
+	r->n_groups = rnd(5);
+	for (unsigned g = 0; g < r->n_groups; g++)
+		groups[g] = fg_str_of(groups_v[rnd(7)]); /* repeats too */
+	r->groups = groups;
+	r->verb = fg_str_of(rnd(2) ? "get" : "list");
+	r->ns = fg_str_of(rnd(3) ? v_ns[rnd(3)] : "");
+	r->api_group = fg_str_of("");
+	r->resource = fg_str_of(rnd(2) ? "pods" : "nodes");
+	r->subresource = fg_str_of("");
+	r->path = rnd(3) ? (struct fg_str){ NULL, 0 } : fg_str_of(paths[rnd(4)]);
+}
+
+TEST(index_classifies_as_the_linear_walk)
+{
+	struct buf b = { malloc(1 << 20), 0, 1 << 20 };
+	unsigned sets = 0, requests = 0, differ = 0, not_catch_all = 0;
+	for (unsigned t = 0; t < 2000; t++) {
+		b.len = 0;
+		random_set(&b, 1 + rnd(40));
+		struct fg_errors e;
+		struct fg_fc_config *c = compile_text(b.p, &e);
+		CHECK(c);
+		if (!c) {
+			fprintf(stderr, "%s", e.text);
+			break;
+		}
+		sets++;
+		for (unsigned q = 0; q < 100; q++) {
+			struct fg_str groups[4];
+			struct fg_fc_request r;
+			struct fg_fc_match m;
+			random_request(&r, groups);
+			fg_fc_classify(c, &r, &m);
+			uint32_t want = classify_reference(c, &r);
+			requests++;
+			not_catch_all += want != c->catch_all_schema;
+			if (m.schema != want && differ++ < 5)
+				fprintf(stderr, "  set %u request %u (user %s): index %s, linear %s\n", t, q, r.user.ptr,
+					c->schema_names[m.schema], c->schema_names[want]);
+		}
+		fg_fc_config_free(c);
+	}
+	CHECK_EQ(differ, 0);
+	CHECK_EQ(requests, 200000);
+	CHECK(not_catch_all > requests / 2); /* the walk finds real schemas, not only the catch-all */
+	fprintf(stderr, "  %u sets, %u requests, %u matched a schema before catch-all, %u differ\n", sets, requests,
+		not_catch_all, differ);
+	free(b.p);
+}
+
+/* As many groups as the protocol carries (each naming a schema, the last
+ * one matching), and more than it carries (the linear path). */
+TEST(index_with_many_groups)
+{
+	struct buf b = { malloc(1 << 20), 0, 1 << 20 };
+	put(&b, "{\"kind\":\"List\",\"items\":[{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\","
+		"\"kind\":\"PriorityLevelConfiguration\",\"metadata\":{\"name\":\"pl\"},\"spec\":{\"type\":"
+		"\"Limited\",\"limited\":{\"limitResponse\":{\"type\":\"Reject\"}}}}");
+	for (unsigned i = 0; i < 300; i++)
+		put(&b, ",{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\",\"metadata\":"
+			"{\"name\":\"s%03u\"},\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"pl\"},"
+			"\"matchingPrecedence\":%u,\"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":"
+			"\"g%03u\"}}],\"resourceRules\":[{\"verbs\":[\"get\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+			"\"namespaces\":[\"%s\"]}]}]}}", i, 100 + i, i, i == 299 ? "*" : "none");
+	put(&b, "]}");
+	struct fg_errors e;
+	struct fg_fc_config *c = compile_text(b.p, &e);
+	CHECK(c);
+	if (!c) {
+		fprintf(stderr, "%s", e.text);
+		free(b.p);
+		return;
+	}
+	static char names[300][8];
+	struct fg_str groups[300];
+	for (unsigned i = 0; i < 300; i++) {
+		snprintf(names[i], sizeof(names[i]), "g%03u", 299 - i);
+		groups[i] = fg_str_of(names[i]);
+	}
+	struct fg_fc_match m;
+	struct fg_fc_request r = { .user = fg_str_of("u"), .ns = fg_str_of("n"), .verb = fg_str_of("get"),
+				   .api_group = fg_str_of(""), .resource = fg_str_of("pods"),
+				   .subresource = fg_str_of(""), .groups = groups, .n_groups = FG_PROTO_MAX_GROUPS };
+	fg_fc_classify(c, &r, &m); /* g299 is the first group: the match, last in matching order */
+	CHECK_STR(c->schema_names[m.schema], "s299");
+	r.groups = groups + 1; /* without g299: nothing matches before catch-all */
+	fg_fc_classify(c, &r, &m);
+	CHECK_STR(c->schema_names[m.schema], "catch-all");
+	r.groups = groups;
+	r.n_groups = 300;
+	fg_fc_classify(c, &r, &m);
+	CHECK_STR(c->schema_names[m.schema], "s299");
+	fg_fc_config_free(c);
+	free(b.p);
 }
 
 TEST_MAIN
