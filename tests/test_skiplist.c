@@ -7,6 +7,21 @@
 
 #define N 2000
 
+/* The list's first item and count against the model's (the smallest
+ * (key, tie) of the items in). */
+static void check_against_model(const struct fg_skiplist *s, const uint64_t *key, const uint64_t *tie, const int *in)
+{
+	uint32_t best = FG_SKIP_NIL, count = 0;
+	for (uint32_t j = 0; j < N; j++)
+		if (in[j]) {
+			count++;
+			if (best == FG_SKIP_NIL || fg_skip_before(key[j], tie[j], key[best], tie[best]))
+				best = j;
+		}
+	CHECK_EQ(fg_skiplist_first(s), best);
+	CHECK_EQ(s->count, count);
+}
+
 TEST(random_operations_match_a_model)
 {
 	struct fg_skiplist s;
@@ -27,17 +42,8 @@ TEST(random_operations_match_a_model)
 			fg_skiplist_insert(&s, i, key[i], tie[i]);
 			in[i] = 1;
 		}
-		if (step % 97 == 0) {
-			uint32_t best = FG_SKIP_NIL, count = 0;
-			for (uint32_t j = 0; j < N; j++)
-				if (in[j]) {
-					count++;
-					if (best == FG_SKIP_NIL || fg_skip_before(key[j], tie[j], key[best], tie[best]))
-						best = j;
-				}
-			CHECK_EQ(fg_skiplist_first(&s), best);
-			CHECK_EQ(s.count, count);
-		}
+		if (step % 97 == 0)
+			check_against_model(&s, key, tie, in);
 	}
 	/* Walking level 0 gives sorted order. */
 	uint32_t prev = FG_SKIP_NIL;
@@ -91,17 +97,8 @@ TEST(several_lists_merge_to_one_order)
 		list_of[i] = (int)l;
 		fg_skiplist_insert_in(&s, l, i, key[i], tie[i]);
 		in[i] = 1;
-		if (step % 89 == 0) {
-			uint32_t best = FG_SKIP_NIL, count = 0;
-			for (uint32_t j = 0; j < N; j++)
-				if (in[j]) {
-					count++;
-					if (best == FG_SKIP_NIL || fg_skip_before(key[j], tie[j], key[best], tie[best]))
-						best = j;
-				}
-			CHECK_EQ(fg_skiplist_first(&s), best);
-			CHECK_EQ(s.count, count);
-		}
+		if (step % 89 == 0)
+			check_against_model(&s, key, tie, in);
 	}
 	uint32_t total = 0;
 	for (unsigned l = 0; l < s.n_lists; l++) {
