@@ -529,38 +529,6 @@ static const char *output_format(int argc, char **argv, const char *dflt)
 
 static int cmd_get_all(const char *path, int argc, char **argv);
 
-/* get fairsharings -o wide: under a level's row, its busiest flows now. */
-static void print_busiest_flows(json_t *st, const char *level)
-{
-	json_t *lv, *fl;
-	size_t i, k;
-	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv) {
-		if (strcmp(json_string_value(json_object_get(lv, "name")) ?: "", level))
-			continue;
-		json_t *flows = json_object_get(json_object_get(lv, "fairSharing"), "flows");
-		if (!json_array_size(flows)) {
-			printf("  (no active flows)\n");
-			return;
-		}
-		printf("  %-40s %8s %12s %6s %7s %9s\n", "FLOW", "WEIGHT", "USAGE", "SEATS", "DEMAND", "DESERVED");
-		json_array_foreach(flows, k, fl) {
-			json_t *usage = json_object_get(fl, "usage");
-			char u[32];
-			if (json_is_number(usage))
-				snprintf(u, sizeof(u), "%.3f", json_number_value(usage));
-			else
-				snprintf(u, sizeof(u), "-");
-			printf("  %-40s %8g %12s %6lld %7lld %9.2f\n", json_string_value(json_object_get(fl, "flow")),
-			       json_number_value(json_object_get(fl, "weight")), u,
-			       (long long)json_integer_value(json_object_get(fl, "seatsInUse")),
-			       (long long)json_integer_value(json_object_get(fl, "demand")),
-			       json_number_value(json_object_get(fl, "deserved")));
-		}
-		return;
-	}
-	printf("  (no such level in force)\n");
-}
-
 /* get prioritylevelconfigurations -o wide: the level's limits as status has
  * them (st NULL: not wide; "-" for a level status does not know). */
 static void print_limits(json_t *st, const char *name)
@@ -648,7 +616,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 			       json_string_value(json_object_get(spec, "usageHalfLifeTime")),
 			       json_array_size(json_object_get(spec, "flowWeights")), dangling ? dangling : "?");
 			if (wide)
-				print_busiest_flows(st, fsh_name);
+				fg_ctl_print_busiest_flows(st, fsh_name);
 		}
 	} else {
 		printf("%-28s %-8s %8s %8s %6s %6s %8s", "NAME", "TYPE", "SHARES", "LENDABLE", "QUEUES", "HAND", "QLENGTH");

@@ -179,6 +179,52 @@ void fg_ctl_print_backends(json_t *st)
 	}
 }
 
+void fg_ctl_print_busiest_flows(json_t *st, const char *level)
+{
+	json_t *lv, *fl;
+	size_t i, k;
+	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv) {
+		if (strcmp(gets_(lv, "name"), level))
+			continue;
+		json_t *flows = json_object_get(json_object_get(lv, "fairSharing"), "flows");
+		if (!json_array_size(flows)) {
+			printf("  (no active flows)\n");
+			return;
+		}
+		printf("  %-40s %8s %12s %6s %7s %9s\n", "FLOW", "WEIGHT", "USAGE", "SEATS", "DEMAND", "DESERVED");
+		json_array_foreach(flows, k, fl) {
+			json_t *usage = json_object_get(fl, "usage");
+			char u[32];
+			if (json_is_number(usage))
+				snprintf(u, sizeof(u), "%.3f", json_number_value(usage));
+			else
+				snprintf(u, sizeof(u), "-");
+			printf("  %-40s %8g %12s %6lld %7lld %9.2f\n", gets_(fl, "flow"),
+			       json_number_value(json_object_get(fl, "weight")), u, geti(fl, "seatsInUse"), geti(fl, "demand"),
+			       json_number_value(json_object_get(fl, "deserved")));
+		}
+		return;
+	}
+	printf("  (no such level in force)\n");
+}
+
+/* Levels that are weighted or UsageBased: their policy and busiest flows. */
+static void print_fair_sharing(json_t *st, const struct options *o)
+{
+	json_t *lv;
+	size_t i;
+	json_array_foreach(json_object_get(st, "priorityLevels"), i, lv) {
+		json_t *fs = json_object_get(lv, "fairSharing");
+		const char *name = gets_(lv, "name");
+		if (!fs || (o->level && strcmp(o->level, name)) ||
+		    (!json_is_true(json_object_get(fs, "weighted")) && !strcmp(gets_(fs, "policy"), "MaxMin")))
+			continue;
+		printf("\nFAIR SHARING %s: %s%s, %lld active flow(s)\n", name, gets_(fs, "policy"),
+		       json_is_true(json_object_get(fs, "weighted")) ? " with weights" : "", geti(fs, "activeFlows"));
+		fg_ctl_print_busiest_flows(st, name);
+	}
+}
+
 static void print_table(json_t *st, json_t *prev, double dt, const struct options *o)
 {
 	json_t *c = json_object_get(st, "counters");
@@ -189,6 +235,7 @@ static void print_table(json_t *st, json_t *prev, double dt, const struct option
 	       geti(c, "requestsReceived"), geti(c, "responded"), geti(c, "rejectedTotal"), geti(c, "malformed"),
 	       geti(c, "responsesUnmatched"));
 	print_levels(st, o);
+	print_fair_sharing(st, o);
 	print_flows(st, prev, dt, o);
 	const char *reason;
 	json_t *v;

@@ -130,6 +130,11 @@ t.check(out.returncode == 0 and rows[t.TEST_LEVEL][1] == "UsageBased" and rows["
         and float(rows["everyone/bob"][2]) > 0 and float(rows["everyone/bob"][-1]) == 6.0,
         f"get fairsharings -o wide: the busiest flows' weight, usage and deserved share\n{out.stdout}{out.stderr}")
 
+out = subprocess.run(ctl + ["status"], capture_output=True, text=True, timeout=10)
+t.check(out.returncode == 0 and f"FAIR SHARING {t.TEST_LEVEL}: UsageBased with weights" in out.stdout
+        and "everyone/bob" in out.stdout and "DESERVED" in out.stdout,
+        f"status table: the level's fair sharing and busiest flows\n{out.stdout}")
+
 res = t.loadgen_result(load, wait=40)
 for name in ("alice", "bob"):
     fr = res[name]
