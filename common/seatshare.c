@@ -62,34 +62,41 @@ void fg_board_free(struct fg_board *b)
 	free(b);
 }
 
-/* Per-worker (weighted) max-min shares of the limit, each queue's demand
- * capped at it: the shared allocator (common/maxmin) with upper bounds the
+/* Adds to each owner's share the (weighted) max-min allocation of `total`
+ * seats over the queues idx[0..m) (idx NULL: queues 0..m-1), each demand
+ * capped at `cap`: the shared allocator (common/maxmin), upper bounds the
  * demands, weights the queues' flow weights (NULL: all 1). */
+static void add_maxmin_shares(double total, uint32_t cap, unsigned n_workers, const uint32_t *idx, uint32_t m,
+			      const uint32_t *demand, const uint32_t *weight, double *share)
+{
+	size_t n_alloc = m ? m : 1;
+	struct fg_maxmin_item *items = calloc(n_alloc, sizeof(*items));
+	double *alloc = calloc(n_alloc, sizeof(*alloc));
+	bool solved = false;
+	if (items && alloc) {
+		for (uint32_t k = 0; k < m; k++) {
+			uint32_t q = idx ? idx[k] : k;
+			items[k] = (struct fg_maxmin_item){
+				.weight = weight && weight[q] ? weight[q] / (double)FG_QS_WEIGHT_ONE : 1.0,
+				.upper = demand[q] < cap ? demand[q] : cap };
+		}
+		solved = fg_maxmin_solve(total, items, m, FG_MAXMIN_SLACK, alloc, NULL, NULL) == 0;
+	}
+	for (uint32_t k = 0; k < m; k++) { /* out of memory: equal shares, still within the total */
+		uint32_t q = idx ? idx[k] : k;
+		share[q % n_workers] += solved ? alloc[k] : fmin(fmin(demand[q], cap), total / m);
+	}
+	free(items);
+	free(alloc);
+}
+
+/* Per-worker (weighted) max-min shares of the limit. */
 static void shares_of(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
 		      uint32_t n_queues, double *share)
 {
 	for (unsigned w = 0; w < n_workers; w++)
 		share[w] = 0;
-	size_t n_alloc = n_queues ? n_queues : 1;
-	struct fg_maxmin_item *items = calloc(n_alloc, sizeof(*items));
-	double *alloc = calloc(n_alloc, sizeof(*alloc));
-	if (items && alloc) {
-		for (uint32_t q = 0; q < n_queues; q++)
-			items[q] = (struct fg_maxmin_item){
-				.weight = weight && weight[q] ? weight[q] / (double)FG_QS_WEIGHT_ONE : 1.0,
-				.upper = demand[q] < limit ? demand[q] : limit };
-		if (fg_maxmin_solve(limit, items, n_queues, FG_MAXMIN_SLACK, alloc, NULL, NULL) == 0) {
-			for (uint32_t q = 0; q < n_queues; q++)
-				share[q % n_workers] += alloc[q];
-			free(items);
-			free(alloc);
-			return;
-		}
-	}
-	free(items);
-	free(alloc);
-	for (uint32_t q = 0; q < n_queues; q++) /* out of memory: equal shares, still within C */
-		share[q % n_workers] += fmin(demand[q], (double)limit / n_queues);
+	add_maxmin_shares(limit, limit, n_workers, NULL, n_queues, demand, weight, share);
 }
 
 static int by_key(const void *a, const void *b, void *keys)
@@ -98,18 +105,18 @@ static int by_key(const void *a, const void *b, void *keys)
 	return x < y ? -1 : x > y;
 }
 
-/* UsageBased: demands met in key order, equal keys sharing max-min what is
- * left when they do not all fit. */
+/* UsageBased: demands met in key order; the queues of equal key that do
+ * not all fit share what is left max-min. */
 static void shares_by_usage(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint64_t *key,
 			    uint32_t n_queues, double *share)
 {
-	for (unsigned w = 0; w < n_workers; w++)
-		share[w] = 0;
 	uint32_t *order = malloc(sizeof(*order) * (n_queues ? n_queues : 1));
 	if (!order) { /* out of memory: max-min instead, still within C */
 		shares_of(limit, n_workers, demand, NULL, n_queues, share);
 		return;
 	}
+	for (unsigned w = 0; w < n_workers; w++)
+		share[w] = 0;
 	uint32_t n = 0;
 	for (uint32_t q = 0; q < n_queues; q++)
 		if (demand[q])
@@ -120,25 +127,13 @@ static void shares_by_usage(uint32_t limit, unsigned n_workers, const uint32_t *
 		uint32_t j = i;
 		double sum = 0;
 		for (; j < n && key[order[j]] == key[order[i]]; j++)
-			sum += demand[order[j]];
+			sum += demand[order[j]] < limit ? demand[order[j]] : limit;
 		if (sum <= left) {
 			for (uint32_t k = i; k < j; k++)
-				share[order[k] % n_workers] += demand[order[k]];
+				share[order[k] % n_workers] += demand[order[k]] < limit ? demand[order[k]] : limit;
 			left -= sum;
-		} else { /* water-fill what is left over the group (sorted by demand) */
-			uint32_t *g = order + i, m = j - i;
-			for (uint32_t a = 1; a < m; a++) /* insertion sort: groups are small */
-				for (uint32_t b = a; b > 0 && demand[g[b]] < demand[g[b - 1]]; b--) {
-					uint32_t t = g[b];
-					g[b] = g[b - 1];
-					g[b - 1] = t;
-				}
-			for (uint32_t k = 0; k < m; k++) {
-				double fair = left / (double)(m - k), d = demand[g[k]];
-				double give = d < fair ? d : fair;
-				share[g[k] % n_workers] += give;
-				left -= give;
-			}
+		} else {
+			add_maxmin_shares(left, limit, n_workers, order + i, j - i, demand, NULL, share);
 			left = 0;
 		}
 		i = j;

@@ -150,6 +150,17 @@ TEST(usage_order_split)
 	fg_seatshare_round(10, 2, demand4, NULL, key4, 4, v2, credit2);
 	CHECK_EQ(v2[0].grant, 6); /* queues 0 and 2: 3 + 3 */
 	CHECK_EQ(v2[1].grant, 4); /* queues 1 and 3: 1 + 3 */
+	/* 100 000 queues of one key (a level just turned UsageBased, nothing
+	 * used yet): one max-min over the group, the seats split evenly. */
+	enum { BIG = 100000 };
+	static uint32_t big_demand[BIG];
+	static uint64_t big_key[BIG];
+	for (uint32_t q = 0; q < BIG; q++)
+		big_demand[q] = 1 + q % 3;
+	views(v2, 2, zero, head, zero);
+	fg_seatshare_round(1000, 2, big_demand, NULL, big_key, BIG, v2, credit2);
+	CHECK_EQ(v2[0].grant, 500);
+	CHECK_EQ(v2[1].grant, 500);
 }
 
 TEST_MAIN
