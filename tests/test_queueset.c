@@ -450,39 +450,36 @@ static bool within(double got, double want, double frac)
 	return ok;
 }
 
-/* Saturating flows of weights 1, 2 and 4 over 14 seats: 2, 4 and 8. */
-TEST(weights_share_seats_in_proportion)
+/* Weighted max-min on a closed loop, each flow within 3% of its share. */
+TEST(weights_share_seats_by_weighted_max_min)
 {
-	unsigned threads[] = { 20, 20, 20 };
-	uint32_t weight[] = { 1000, 2000, 4000 };
-	double avg[3];
-	weighted_run(true, 14, 3, threads, weight, 20, 200, avg);
-	CHECK(within(avg[0], 2, 0.03) && within(avg[1], 4, 0.03) && within(avg[2], 8, 0.03));
-	/* The same flows on a level without weights: equal shares. */
-	weighted_run(false, 14, 3, threads, weight, 20, 200, avg);
-	CHECK(within(avg[0], 14.0 / 3, 0.03) && within(avg[1], 14.0 / 3, 0.03) && within(avg[2], 14.0 / 3, 0.03));
-}
-
-/* Volcano's proportion example as flows: 9 seats, weights 2 and 4 asking 5
- * and 10 seats -> 3 and 6. */
-TEST(weights_volcano_deserved_shares)
-{
-	unsigned threads[] = { 5, 10 };
-	uint32_t weight[] = { 2000, 4000 };
-	double avg[2];
-	weighted_run(true, 9, 2, threads, weight, 20, 200, avg);
-	CHECK(within(avg[0], 3, 0.03) && within(avg[1], 6, 0.03));
-}
-
-/* A weighted flow asking less than its weighted share gets all it asks;
- * the rest goes to the others, by weight. */
-TEST(weighted_flow_asking_less_gets_what_it_asks)
-{
-	unsigned threads[] = { 2, 20, 20 };
-	uint32_t weight[] = { 4000, 1000, 3000 };
-	double avg[3];
-	weighted_run(true, 10, 3, threads, weight, 20, 200, avg);
-	CHECK(within(avg[0], 2, 0.03) && within(avg[1], 2, 0.03) && within(avg[2], 6, 0.03));
+	static const struct {
+		const char *what;
+		bool weighted;
+		uint32_t limit;
+		unsigned n, threads[3];
+		uint32_t weight[3];
+		double want[3];
+	} cases[] = {
+		{ "weights 1, 2 and 4 saturating 14 seats", true, 14, 3, { 20, 20, 20 }, { 1000, 2000, 4000 }, { 2, 4, 8 } },
+		{ "the same on a level without weights: equal shares", false, 14, 3, { 20, 20, 20 },
+		  { 1000, 2000, 4000 }, { 14.0 / 3, 14.0 / 3, 14.0 / 3 } },
+		/* Volcano's proportion example as flows (seed 004). */
+		{ "9 seats, weights 2 and 4 asking 5 and 10", true, 9, 2, { 5, 10 }, { 2000, 4000 }, { 3, 6 } },
+		/* A flow asking less than its weighted share gets all it asks;
+		 * the rest goes to the others, by weight. */
+		{ "weight 4 asking 2 of 10, weights 1 and 3 saturating", true, 10, 3, { 2, 20, 20 },
+		  { 4000, 1000, 3000 }, { 2, 2, 6 } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double avg[3];
+		weighted_run(cases[i].weighted, cases[i].limit, cases[i].n, cases[i].threads, cases[i].weight, 20, 200, avg);
+		for (unsigned f = 0; f < cases[i].n; f++)
+			if (!within(avg[f], cases[i].want[f], 0.03)) {
+				fprintf(stderr, "  %s: flow %u\n", cases[i].what, f);
+				CHECK(0);
+			}
+	}
 }
 
 /* Weights turned on and off on a live queue set: nothing in flight is lost
