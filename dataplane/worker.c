@@ -40,7 +40,7 @@ static inline void apf_waited(struct fg_worker *w, const struct fg_req *r, bool 
 {
 	if (w->apf_metrics)
 		fg_apf_observe_ns(apf_pair(w, r->pair), execute ? FG_APF_WAIT_DISPATCHED : FG_APF_WAIT_REJECTED,
-				  now - r->arrival_ns);
+				  now - r->qs.arrival_ns);
 }
 
 /* A request was classified: its pair, and its estimate observed. */
@@ -89,8 +89,10 @@ void fg_worker_fini(struct fg_worker *w)
 {
 	/* Any held packet goes back to its pool. */
 	for (uint32_t i = 0; w->reqs.slots && i < w->reqs.cap; i++)
-		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt.handle)
-			w->io.ops->free(w->io.ctx, &w->reqs.slots[i].pkt);
+		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt_handle) {
+			struct fg_pkt pkt = fg_req_pkt(&w->reqs.slots[i]);
+			w->io.ops->free(w->io.ctx, &pkt);
+		}
 	fg_reqtable_fini(&w->reqs);
 	while (w->n_reserve)
 		w->io.ops->free(w->io.ctx, &w->reserve[--w->n_reserve]);
@@ -352,8 +354,8 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->deadline_ns = now + cfg->backend_timeout_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
 	r->nonce = fg_nonce_next(&w->nonces);
-	struct fg_pkt pkt = r->pkt;
-	r->pkt.handle = NULL;
+	struct fg_pkt pkt = fg_req_pkt(r);
+	r->pkt_handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
 	FG_STAT_ADD(w->stats.backends[b].dispatched, 1);
@@ -415,7 +417,7 @@ static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32
 			uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	struct fg_pkt pkt = r->pkt;
+	struct fg_pkt pkt = fg_req_pkt(r);
 	uint64_t id = r->client_id;
 	uint32_t flow = r->flow, level = r->level;
 	uint16_t pair = r->pair;
@@ -506,10 +508,8 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	r->flow = flow;
 	r->pair = pair;
 	r->client_id = hdr->request_id;
-	r->client = pkt->peer;
-	r->arrival_ns = now;
-	r->client_deadline_ns = hdr->deadline_ms ? now + hdr->deadline_ms * 1000000ull : UINT64_MAX;
-	r->pkt = *pkt;
+	r->client_deadline_ms = hdr->deadline_ms; /* after qs.arrival_ns, which the queue set set to now */
+	fg_req_hold_pkt(r, pkt);
 	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
 		bool started = start_executing(w, cfg, slot, now);
 		apf_waited(w, r, started, now);
@@ -770,10 +770,10 @@ static void note_blocked_head(struct fg_worker *w, struct fg_level_rt *rt)
 {
 	uint32_t slot = slot_of(w, rt->qs.blocked);
 	const struct fg_req *r = &w->reqs.slots[slot];
-	if (slot == rt->noted_head && r->arrival_ns == rt->noted_head_arrival)
+	if (slot == rt->noted_head && r->qs.arrival_ns == rt->noted_head_arrival)
 		return;
 	rt->noted_head = slot;
-	rt->noted_head_arrival = r->arrival_ns;
+	rt->noted_head_arrival = r->qs.arrival_ns;
 	fg_apf_add(&apf_pair(w, r->pair)->no_accommodation, 1);
 }
 
@@ -786,7 +786,7 @@ static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uin
 		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
 		leave_waiting(w, slot);
-		if (r->client_deadline_ns <= now) {
+		if (fg_req_client_deadline(r) <= now) {
 			apf_waited(w, r, false, now);
 			refuse_admitted(w, cfg, slot, FG_REJECT_TIME_OUT, now);
 		} else if (!start_executing(w, cfg, slot, now)) {
