@@ -54,6 +54,17 @@ static size_t heap_in_use(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+/* Whether the allocator counts what it hands out (glibc does; a sanitizer's
+ * allocator answers mallinfo2 with zeros). */
+static bool heap_counted(void)
+{
+	size_t before = heap_in_use();
+	void *probe = malloc(1u << 20);
+	bool counted = probe && heap_in_use() >= before + (1u << 20);
+	free(probe);
+	return counted;
+}
+
 /* Heap bytes one call of build(n) keeps until undo(ctx); -1 on failure. */
 struct sized {
 	void *(*build)(uint32_t n, void *arg);
@@ -181,6 +192,8 @@ struct figures {
 static int measure(struct figures *f)
 {
 	memset(f, 0, sizeof(*f));
+	if (!heap_counted())
+		return -ENOTSUP;
 	struct sized reqtable = { build_reqtable, undo_reqtable, NULL };
 	f->slot = slope_of(&reqtable);
 	struct sized sock = { build_sock_io, undo_sock_io, NULL };
@@ -305,7 +318,13 @@ int fg_bench_memory(int argc, char **argv)
 		}
 	}
 	struct figures f;
-	if (measure(&f)) {
+	int rc = measure(&f);
+	if (rc == -ENOTSUP) {
+		fprintf(stderr, "fairgate-bench memory: this allocator keeps no statistics (a sanitizer build?); "
+				"the figures need glibc's malloc\n");
+		return 77;
+	}
+	if (rc) {
 		fprintf(stderr, "fairgate-bench memory: an allocation failed\n");
 		return 1;
 	}
