@@ -156,7 +156,13 @@ void fg_worker_fini(struct fg_worker *w);
  */
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
-/* Handle one received datagram (takes ownership of pkt). */
+/* Handle received datagrams (takes ownership of them): stage by stage over
+ * the burst (decode every header, classify every request, then queue and
+ * relay in arrival order; worker.c), with the outcome of handling them one
+ * after the other. */
+void fg_worker_handle_burst(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkts, unsigned n,
+			    uint64_t now);
+/* Handle one received datagram (a burst of one). */
 void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now);
 
 /* Time out waiting and executing requests whose limits passed; release
