@@ -927,7 +927,7 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (unlikely(w->held.head != FG_REQ_NIL))
 		send_held(w, cfg, now);
 	for (uint32_t i = 0; i < w->n_levels; i++)
-		if (w->levels[i].used)
+		if (w->levels[i].used && w->levels[i].qs.n_waiting) /* nothing waits: nothing to dispatch */
 			dispatch_level(w, cfg, i, now);
 	fg_worker__retire_idle_levels(w);
 }

@@ -113,6 +113,7 @@ struct fg_worker {
 	struct fg_reqtable reqs;
 	struct fg_level_rt levels[FG_MAX_LEVELS];
 	uint32_t n_levels;           /* slots ever used: scan bound */
+	uint32_t n_retiring;         /* used slots the configuration no longer has: they drain, then go */
 	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
 	uint32_t n_level_map;
 	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
