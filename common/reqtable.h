@@ -120,6 +120,9 @@ static inline uint32_t fg_reqtable_alloc(struct fg_reqtable *t)
 	t->free_head = t->slots[i].next;
 	if (t->free_head == FG_REQ_NIL)
 		t->free_tail = FG_REQ_NIL;
+	else /* freed longest ago, so cold: the next request fills it */
+		for (size_t off = 0; off < sizeof(struct fg_req); off += 64)
+			__builtin_prefetch((const char *)&t->slots[t->free_head] + off, 1);
 	t->in_use++;
 	return i;
 }
