@@ -33,6 +33,7 @@
 #include "client.h"
 #include "clock.h"
 #include "defs.h"
+#include "dpdk_io.h"
 #include "endpoint.h"
 #include "queueset.h"
 #include "reqtable.h"
@@ -201,9 +202,10 @@ static int measure(struct figures *f)
 	f->sock_beyond = f->sock_buffer - FG_PROTO_MAX_DATAGRAM;
 
 	/* An mbuf as fg_dpdk_io's pool makes them (RTE_MBUF_DEFAULT_BUF_SIZE of
-	 * data room, no private area), plus its pointer in the pool's ring. */
+	 * data room), plus its pointer in the pool's ring.  The mempool's own
+	 * arithmetic: with hugepages; without, each object takes a page. */
 	struct rte_mempool_objsz sz;
-	uint32_t elt = (uint32_t)(sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE);
+	uint32_t elt = (uint32_t)(sizeof(struct rte_mbuf) + FG_DPDK_MBUF_PRIV + RTE_MBUF_DEFAULT_BUF_SIZE);
 	f->dpdk_buffer = rte_mempool_calc_obj_size(elt, 0, &sz) + sizeof(void *);
 	f->dpdk_beyond = f->dpdk_buffer - elt;
 
