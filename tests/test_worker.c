@@ -2491,4 +2491,37 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 	mesh_fini(&r);
 }
 
+/* A slot keeps a waiting datagram as handle + 16-bit offset, length and
+ * room (reqtable.h): what comes back is the datagram it was given, also
+ * when the message lies past the handle (an mbuf's data room) and at the
+ * largest span an I/O layer may use (pkt.h). */
+TEST(slot_gives_back_the_datagram_it_holds)
+{
+	static uint8_t buffer[FG_PKT_MAX_SPAN + 1];
+	const uint32_t offs[] = { 0, 170, FG_PKT_MAX_SPAN - FG_PROTO_MAX_DATAGRAM };
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		struct fg_pkt in = { .handle = buffer, .data = buffer + offs[i], .len = FG_PROTO_MAX_DATAGRAM - i,
+				     .cap = FG_PROTO_MAX_DATAGRAM, .peer = { .ip = 0x0100007f, .port = 0x1234,
+									    .mac = { 2, 0, 0, 0, 0, 9 } } };
+		struct fg_req r;
+		memset(&r, 0xa5, sizeof(r));
+		fg_req_hold_pkt(&r, &in);
+		struct fg_pkt out = fg_req_pkt(&r);
+		CHECK(out.handle == in.handle && out.data == in.data);
+		CHECK_EQ(out.len, in.len);
+		CHECK_EQ(out.cap, in.cap);
+		CHECK(memcmp(&out.peer, &in.peer, sizeof(in.peer)) == 0 && memcmp(&r.client, &in.peer, sizeof(in.peer)) == 0);
+		r.pkt_handle = NULL; /* sent on, or freed */
+		CHECK(fg_req_pkt(&r).handle == NULL && fg_req_pkt(&r).data == NULL);
+	}
+	/* The client's deadline hint counts from the arrival; none is never. */
+	struct fg_req r = { .client_deadline_ms = 250 };
+	r.qs.arrival_ns = 7000 * MS;
+	CHECK_EQ(fg_req_client_deadline(&r), 7250 * MS);
+	r.client_deadline_ms = 0;
+	CHECK_EQ(fg_req_client_deadline(&r), UINT64_MAX);
+	r.client_deadline_ms = UINT32_MAX; /* the wire's largest: no wrap */
+	CHECK_EQ(fg_req_client_deadline(&r), 7000 * MS + (uint64_t)UINT32_MAX * MS);
+}
+
 TEST_MAIN
