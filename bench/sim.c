@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "readfile.h"
 #include "queueset.h"
 #include "seatshare.h"
+#include "sim_ideal.h"
 
 #define SIM_MAX_WINDOWS 64
 #define SIM_NAME_MAX 128
@@ -948,14 +950,14 @@ static json_t *results(struct fg_sim *s)
 			struct client *c = &s->clients[ci];
 			struct window_stats *ws = &c->win[w];
 			double span = (double)(s->win_to[w] - s->win_from[w]);
-			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f, s:s}",
+			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f, s:s, s:f}",
 				"name", c->name, "avgSeats", ws->seat_ns / span, "dispatched", (json_int_t)ws->dispatched,
 				"rejected", "queue-full", (json_int_t)ws->rejected[REJ_QUEUE_FULL],
 				"time-out", (json_int_t)ws->rejected[REJ_TIME_OUT],
 				"concurrency-limit", (json_int_t)ws->rejected[REJ_CONCURRENCY],
 				"waitP50", quantile(ws->waits, ws->n_waits, 0.5),
 				"waitP99", quantile(ws->waits, ws->n_waits, 0.99),
-				"priorityLevel", s->levels[c->level].name));
+				"priorityLevel", s->levels[c->level].name, "weight", c->weight ? (double)c->weight / 1000.0 : 1.0));
 		}
 		json_array_append_new(windows, json_pack("{s:s, s:s, s:o}",
 			"from", fg_duration_format(s->win_from[w], from, sizeof(from)),
@@ -1047,33 +1049,44 @@ json_t *fg_sim_run(struct fg_sim *s)
 
 int fg_bench_sim(int argc, char **argv)
 {
-	if (argc != 2 || !strcmp(argv[1], "--help")) {
+	bool table = argc == 3 && !strcmp(argv[1], "--table");
+	if ((argc != 2 && !table) || !strcmp(argv[1], "--help")) {
 		fprintf(argc == 2 ? stdout : stderr,
-			"usage: fairgate-bench sim SCENARIO.json   (docs/simulator.md; '-' reads stdin)\n");
+			"usage: fairgate-bench sim [--table] SCENARIO.json   (docs/simulator.md; '-' reads stdin)\n"
+			"  --table  per window, each flow's avgSeats beside its (weighted) max-min ideal and the error\n");
 		return argc == 2 ? 0 : 2;
 	}
+	const char *file = argv[argc - 1];
 	char *buf;
 	size_t len;
-	int rc = fg_read_file(argv[1], &buf, &len);
+	int rc = fg_read_file(file, &buf, &len);
 	if (rc) {
-		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], fg_read_file_strerror(rc));
+		fprintf(stderr, "fairgate-bench sim: %s: %s\n", file, fg_read_file_strerror(rc));
 		return 2;
 	}
 	char err[512];
 	struct fg_sim *s = fg_sim_load((const uint8_t *)buf, len, err, sizeof(err));
+	json_t *scn = table && s ? json_loadb(buf, len, 0, NULL) : NULL;
 	free(buf);
 	if (!s) {
-		fprintf(stderr, "fairgate-bench sim: %s: %s\n", argv[1], err);
+		fprintf(stderr, "fairgate-bench sim: %s: %s\n", file, err);
 		return 2;
 	}
 	json_t *out = fg_sim_run(s);
 	fg_sim_free(s);
 	if (!out) {
+		json_decref(scn);
 		fprintf(stderr, "fairgate-bench sim: invalid level configuration\n");
 		return 1;
 	}
-	json_dumpf(out, stdout, JSON_INDENT(2));
-	printf("\n");
+	if (table) {
+		double worst = fg_sim_ideal_table(stdout, scn, out);
+		printf("worst error %.2f%%\n", worst * 100);
+	} else {
+		json_dumpf(out, stdout, JSON_INDENT(2));
+		printf("\n");
+	}
+	json_decref(scn);
 	json_decref(out);
 	return 0;
 }

@@ -2,12 +2,14 @@
 /*
  * Scenario tests: every tests/scenarios/ *.json runs through the simulator
  * (the real queue set on a virtual clock) and each client's average seats
- * are compared with the max-min ideal computed here, independently, from the
- * scenario itself: demand = threads * initialSeats * exec / (exec + think)
- * (open loop: rate * exec * initialSeats), water-filled over the level's
- * concurrency (its current limit at the end: borrowing may have moved it).
- * The "expect" list of a scenario gives, per window, the margin and what else
- * must hold (bounds on flows' seats, levels' average current limits, ...).
+ * are compared with the weighted max-min ideal of bench/sim_ideal (computed
+ * from the scenario itself, not by the code under test, and the same one
+ * `fairgate-bench sim --table` prints): demand = threads * initialSeats *
+ * exec / (exec + think) (open loop: rate * exec * initialSeats), water-filled
+ * over the level's concurrency (its current limit at the end: borrowing may
+ * have moved it).  The "expect" list of a scenario gives, per window, the
+ * margin and what else must hold (an explicit ideal, bounds on flows' seats,
+ * levels' average current limits, ...).
  */
 #include <dirent.h>
 #include <math.h>
@@ -15,134 +17,42 @@
 
 #include "duration.h"
 #include "sim.h"
+#include "sim_ideal.h"
 #include "test.h"
 
 static const char *scenario_dir;
 
-static int64_t dur(json_t *o, const char *key, int64_t dflt)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	int64_t ns;
-	return s && !fg_duration_parse(s, strlen(s), &ns) ? ns : dflt;
-}
-
-static double num(json_t *o, const char *key, double dflt)
-{
-	json_t *v = json_object_get(o, key);
-	return v ? json_number_value(v) : dflt;
-}
-
-/* Max-min water-filling by bisection (deliberately not the code under test). */
-static void water_fill(const double *demand, int n, double cap, double *alloc)
-{
-	double total = 0;
-	for (int i = 0; i < n; i++)
-		total += demand[i];
-	if (total <= cap) {
-		for (int i = 0; i < n; i++)
-			alloc[i] = demand[i];
-		return;
-	}
-	double lo = 0, hi = cap;
-	for (int it = 0; it < 200; it++) {
-		double mid = (lo + hi) / 2, s = 0;
-		for (int i = 0; i < n; i++)
-			s += fmin(demand[i], mid);
-		if (s > cap) hi = mid; else lo = mid;
-	}
-	for (int i = 0; i < n; i++)
-		alloc[i] = fmin(demand[i], lo);
-}
-
-/* The flow a client belongs to: merged groups share one flow. */
-static int flow_of(json_t *merge, const char *name, int own)
-{
-	size_t g, k;
-	json_t *grp, *m;
-	json_array_foreach(merge, g, grp) {
-		json_array_foreach(grp, k, m)
-			if (!strcmp(json_string_value(m), name))
-				return 100000 + (int)g;
-	}
-	return own;
-}
-
 static void check_window(const char *file, json_t *scn, json_t *exp, json_t *result)
 {
 	int w = (int)json_integer_value(json_object_get(exp, "window"));
-	double margin = num(exp, "margin", 0.01);
-	json_t *merge = json_object_get(exp, "merge");
-	json_t *clients = json_object_get(scn, "clients");
-	json_t *win = json_array_get(json_object_get(result, "windows"), (size_t)w);
-	json_t *got = json_object_get(win, "clients");
-	size_t n = json_array_size(clients);
-	int64_t from = 0, to = dur(scn, "duration", 0);
-	json_t *wins = json_object_get(scn, "windows");
-	if (wins) {
-		const char *spec = json_string_value(json_array_get(wins, (size_t)w));
-		const char *dash = strchr(spec, '-');
-		fg_duration_parse(spec, (size_t)(dash - spec), &from);
-		fg_duration_parse(dash + 1, strlen(dash + 1), &to);
-	}
-	/* Flows and their demands; a client counts if active over the whole window. */
-	double *demand = calloc(n, sizeof(double)), *alloc = calloc(n, sizeof(double)), *measured = calloc(n, sizeof(double));
-	int *flow_id = calloc(n, sizeof(int)), *flow_index = calloc(n, sizeof(int));
-	int n_flows = 0;
-	for (size_t i = 0; i < n; i++) {
-		json_t *c = json_array_get(clients, i);
-		int id = flow_of(merge, json_string_value(json_object_get(c, "name")), (int)i);
-		int fi = -1;
-		for (int k = 0; k < n_flows; k++)
-			if (flow_id[k] == id)
-				fi = k;
-		if (fi < 0) {
-			fi = n_flows++;
-			flow_id[fi] = id;
-		}
-		flow_index[i] = fi;
-		double exec = (double)dur(c, "execTime", 1000000000LL), think = (double)dur(c, "thinkTime", 0);
-		double width = num(c, "initialSeats", 1), rate = num(c, "rate", 0);
-		int64_t start = dur(c, "startAt", 0), stop = dur(c, "stopAt", INT64_MAX);
-		if (start <= from && stop >= to)
-			demand[fi] += rate > 0 ? rate * exec / 1e9 * width : num(c, "threads", 1) * width * exec / (exec + think);
-		measured[fi] += json_real_value(json_object_get(json_array_get(got, i), "avgSeats"));
-	}
-	/* Each level's flows share that level's seats (exempt: unlimited). */
-	json_t *levels = json_object_get(result, "levels");
+	json_t *margin_v = json_object_get(exp, "margin");
+	double margin = margin_v ? json_number_value(margin_v) : 0.01;
 	const char *capacity = json_string_value(json_object_get(exp, "capacity"));
-	char *flow_level[4096] = { 0 };
-	for (size_t i = 0; i < n && i < 4096; i++)
-		flow_level[flow_index[i]] = (char *)json_string_value(json_object_get(json_array_get(got, i), "priorityLevel"));
-	size_t lk;
-	json_t *lv, *lvl0 = NULL;
-	json_array_foreach(levels, lk, lv) {
-		const char *name = json_string_value(json_object_get(lv, "name"));
-		double cap = !strcmp(json_string_value(json_object_get(lv, "type")), "Exempt")
-				     ? INFINITY : (double)json_integer_value(json_object_get(lv, "concurrencyLimit"));
-		double d[4096], a[4096];
-		int idx[4096], k = 0;
-		for (int f = 0; f < n_flows; f++)
-			if (flow_level[f] && !strcmp(flow_level[f], name)) {
-				d[k] = demand[f];
-				idx[k++] = f;
-			}
-		if (!k)
-			continue;
-		lvl0 = lv;
-		if (capacity && !strcmp(capacity, "used")) { /* fairness of the division of the seats used */
-			cap = 0;
-			for (int j = 0; j < k; j++)
-				cap += measured[idx[j]];
-		}
-		water_fill(d, k, cap, a);
-		for (int j = 0; j < k; j++)
-			alloc[idx[j]] = a[j];
+	json_t *levels = json_object_get(result, "levels");
+	json_t *got = json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "clients");
+	size_t n = json_array_size(json_object_get(scn, "clients"));
+	static struct fg_sim_ideal id;
+	int rc = fg_sim_ideal_compute(scn, result, w, json_object_get(exp, "merge"), capacity && !strcmp(capacity, "used"), &id);
+	CHECK_EQ(rc, 0);
+	if (rc)
+		return;
+	int n_flows = id.n_flows;
+	double measured[SIM_IDEAL_MAX_FLOWS], alloc[SIM_IDEAL_MAX_FLOWS];
+	for (int f = 0; f < n_flows; f++) {
+		measured[f] = id.flows[f].measured;
+		alloc[f] = id.flows[f].ideal;
 	}
+	json_t *lvl0 = NULL, *lv;
+	size_t lk;
+	json_array_foreach(levels, lk, lv) /* the last level any flow is in: the one `minEpochs` reads */
+		for (int f = 0; f < n_flows; f++)
+			if (id.flows[f].level && !strcmp(id.flows[f].level, json_string_value(json_object_get(lv, "name"))))
+				lvl0 = lv;
 	json_t *ideal = json_object_get(exp, "ideal");
 	double worst = 0;
 	for (int f = 0; f < n_flows; f++) {
 		double want = ideal ? json_number_value(json_array_get(ideal, (size_t)f)) : alloc[f];
-		double err = want > 0 ? fabs(measured[f] - want) / want : fabs(measured[f]);
+		double err = fg_sim_ideal_error(measured[f], want);
 		if (err > worst)
 			worst = err;
 	}
@@ -209,11 +119,6 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 		printf("  %s: virtual time wrapped %lld times\n", file, (long long)e);
 		CHECK(e >= json_integer_value(min_epochs));
 	}
-	free(demand);
-	free(alloc);
-	free(measured);
-	free(flow_id);
-	free(flow_index);
 }
 
 static void run_file(const char *name)
@@ -284,6 +189,61 @@ TEST(determinism)
 	free(out[1]);
 	free(text);
 	json_decref(scn);
+}
+
+/* The weighted ideal of bench/sim_ideal gives the explicit ideals of the
+ * weights_* scenarios (2, 4, 8 of 14 seats; Volcano's 3 and 6; 2 then 2 and
+ * 6), and `sim --table` prints it beside each flow's avgSeats and error. */
+TEST(weighted_ideal_and_table)
+{
+	const char *files[] = { "weights_124.json", "weights_volcano.json", "weights_asking_less.json" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/%s", scenario_dir, files[i]);
+		json_t *scn = json_load_file(path, 0, NULL);
+		CHECK(scn != NULL);
+		if (!scn)
+			continue;
+		char *text = json_dumps(scn, JSON_COMPACT), err[256];
+		struct fg_sim *s = fg_sim_load((const uint8_t *)text, strlen(text), err, sizeof(err));
+		free(text);
+		CHECK(s != NULL);
+		json_t *r = s ? fg_sim_run(s) : NULL;
+		json_t *exp = json_array_get(json_object_get(scn, "expect"), 0), *given = json_object_get(exp, "ideal");
+		static struct fg_sim_ideal id;
+		CHECK(r && given && !fg_sim_ideal_compute(scn, r, 0, NULL, false, &id));
+		CHECK_EQ(id.n_flows, json_array_size(given));
+		for (int f = 0; f < id.n_flows; f++) {
+			double want = json_number_value(json_array_get(given, (size_t)f));
+			printf("  %s flow %d: weight %.3f, weighted ideal %.4f, the scenario's %.4f\n", files[i], f,
+			       id.flows[f].weight, id.flows[f].ideal, want);
+			CHECK(fabs(id.flows[f].ideal - want) < 1e-6);
+		}
+		/* The table: a header per window, a row per flow with its ideal and error. */
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&buf, &len);
+		double worst = fg_sim_ideal_table(mem, scn, r);
+		fclose(mem);
+		CHECK(strstr(buf, "window 0 (") && strstr(buf, "AVGSEATS") && strstr(buf, "IDEAL") && strstr(buf, "ERROR"));
+		int rows = 0;
+		for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+			char flow[64], level[64];
+			double weight, demand, avg, ideal, e;
+			if (sscanf(line, " %63s %63s %lf %lf %lf %lf* %lf%%", flow, level, &weight, &demand, &avg, &ideal, &e) == 7 &&
+			    rows < id.n_flows) {
+				CHECK(fabs(ideal - id.flows[rows].ideal) < 1e-3 && fabs(avg - id.flows[rows].measured) < 1e-3);
+				CHECK(fabs(e / 100 - fg_sim_ideal_error(id.flows[rows].measured, id.flows[rows].ideal)) < 1e-3);
+				rows++;
+			}
+		}
+		CHECK_EQ(rows, id.n_flows);
+		CHECK(worst <= json_number_value(json_object_get(exp, "margin")));
+		free(buf);
+		json_decref(r);
+		fg_sim_free(s);
+		json_decref(scn);
+	}
 }
 
 static void expect_error(const char *json, const char *fragment)
