@@ -14,7 +14,13 @@
  * removal needs no search (O(1) expected), the minimum is O(1), and an
  * insertion searches from whichever end its key is nearer: a queue that was
  * just served goes back near the tail, a newly active one near the head, and
- * either search touches O(log N) nodes, mostly hot ones.
+ * either search touches O(log N) nodes, mostly hot ones.  A node is two
+ * aligned cache lines, the key beside the links of the six lowest levels,
+ * so each step of a search touches one line of the node it visits; with
+ * mixed widths a served queue's next finish lands anywhere, and an
+ * insertion among 1M items still walks O(log N) mostly cold nodes
+ * (docs/benchmarks.md, "Wide requests").  Memory: 128 bytes per item,
+ * allocated at creation.
  *
  * Several lists (up to FG_SKIP_MAX_LISTS) may share one node array, each
  * item in at most one: the order is then the merge of the lists, its first
@@ -35,15 +41,19 @@
 #define FG_SKIP_NIL UINT32_MAX
 #define FG_SKIP_MAX_LISTS 8
 
+/* Two cache lines, aligned: the key and the links of the six lowest
+ * levels, where nearly every search step is, share the first one, so a
+ * step either way touches one line of the node it visits. */
 struct fg_skipnode {
 	uint64_t key;
 	uint64_t tie;
-	uint32_t next[FG_SKIP_MAX_LEVEL];
-	uint32_t prev[FG_SKIP_MAX_LEVEL];
+	struct {
+		uint32_t next, prev;
+	} link[FG_SKIP_MAX_LEVEL];
 	uint8_t level;
 	uint8_t list;              /* the list it is linked in */
 	bool linked;
-};
+} __attribute__((aligned(64)));
 
 struct fg_skiplist {
 	struct fg_skipnode *nodes; /* capacity + 2 * FG_SKIP_MAX_LISTS: then each list's head and tail sentinels */
@@ -89,7 +99,7 @@ static inline bool fg_skiplist__is_tail(const struct fg_skiplist *s, uint32_t x)
 /* The smallest item of one list, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_first_in(const struct fg_skiplist *s, unsigned list)
 {
-	uint32_t x = s->nodes[fg_skiplist__head(s, list)].next[0];
+	uint32_t x = s->nodes[fg_skiplist__head(s, list)].link[0].next;
 	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
 }
 
@@ -109,7 +119,7 @@ static inline uint32_t fg_skiplist_first(const struct fg_skiplist *s)
 /* The item after `item` in its own list, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_next(const struct fg_skiplist *s, uint32_t item)
 {
-	uint32_t x = s->nodes[item].next[0];
+	uint32_t x = s->nodes[item].link[0].next;
 	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
 }
 
