@@ -78,7 +78,7 @@ void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, 
 	n->tie = tie;
 	n->list = (uint8_t)list;
 	uint32_t first = nodes[head].link[0].next, last = nodes[tail].link[0].prev;
-	bool from_tail = first != tail && (int64_t)(key - nodes[first].key) > (int64_t)(nodes[last].key - key);
+	bool from_tail = first != tail && (int64_t)(key - nodes[first].key) >= (int64_t)(nodes[last].key - key);
 	if (from_tail) {
 		/* Walk back from the tail: stop before the first node not after us. */
 		uint32_t x = tail;

@@ -103,6 +103,13 @@ static inline uint32_t fg_skiplist_first_in(const struct fg_skiplist *s, unsigne
 	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
 }
 
+/* The largest item of one list, or FG_SKIP_NIL. */
+static inline uint32_t fg_skiplist_last_in(const struct fg_skiplist *s, unsigned list)
+{
+	uint32_t head = fg_skiplist__head(s, list), x = s->nodes[head + 1].link[0].prev;
+	return x == head ? FG_SKIP_NIL : x;
+}
+
 /* The smallest item of all lists, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_first(const struct fg_skiplist *s)
 {
