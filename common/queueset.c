@@ -88,7 +88,10 @@ static void advance(struct fg_queueset *qs, uint64_t now)
 	if (!qs->cfg.usage_based) {
 		if (qs->rate_stale)
 			update_rate(qs);
-		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
+		/* The fraction is carried: with many queues the share is below
+		 * one seat-ns per call, and R would never move. */
+		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate + qs->r_frac;
+		qs->r_frac = (uint64_t)dr & ((1ull << FG_FAIRSHARE_FRAC_BITS) - 1);
 		uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
 		if (next < qs->r)
 			qs->stats.epochs++;

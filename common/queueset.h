@@ -182,6 +182,7 @@ struct fg_queueset {
 				      * requests refer to its flows */
 	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
 	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
+	uint64_t r_frac;             /* R's fraction below one seat-ns, FG_FAIRSHARE_FRAC_BITS bits */
 	bool rate_stale;             /* demands changed since r_rate was computed */
 	uint64_t last_ns;
 	uint64_t guess_ns;

@@ -202,6 +202,23 @@ TEST(shortest_queue_of_the_hand)
 	fg_qs_fini(&qs);
 }
 
+/* A share below one seat-ns per step: R still moves (its fraction is
+ * carried from one step to the next, not dropped at each). */
+TEST(virtual_time_moves_in_steps_below_one_seat_ns)
+{
+	struct fg_queueset qs;
+	init(&qs, 1, 10, SEC);
+	struct fg_qs_req running, waiting[40];
+	CHECK(starts(&qs, &running, 1, 1, 0, 0, 0)); /* its queue waits too: the seat is shared */
+	for (int i = 0; i < 40; i++)
+		CHECK_EQ(fg_qs_arrive(&qs, &waiting[i], (uint64_t)i + 1, 1, 0, 0, 0), FG_QS_QUEUED);
+	/* At most 64 waiting queues share one seat: R moves at least 1/64 per ns. */
+	for (uint64_t t = 1; t <= 6400; t++)
+		CHECK(fg_qs_dispatch_next(&qs, t) == NULL);
+	CHECK(qs.r >= 100);
+	fg_qs_fini(&qs);
+}
+
 TEST(virtual_time_wraps_after_91_days)
 {
 	/* Two flows of 500-seat, 91-day requests on 2000 seats: R passes 2^64
