@@ -39,11 +39,13 @@
  *   virtual finish; everything else above holds.  The usage table outlives
  *   a switch back to MaxMin (requests refer to it).
  *
- * Costs: O(log N) per arrival, dispatch, completion and removal (N = queues
- * with waiting requests), plus O(hand^2) for the deal and O(log C) for the
- * fair share (weighted: O(1) per change, plus the crossing's moves).
- * UsageBased adds O(queues) once per sampling interval (the fold).  No
- * allocation after creation.
+ * Costs: per arrival, dispatch, completion and removal an order insertion
+ * or removal, O(1) into the calendar's ring (common/order.h; O(log N) where
+ * a key lands in near or far, and on UsageBased levels: N = queues with
+ * waiting requests), plus O(hand^2) for the deal and O(log C) for the fair
+ * share (weighted: O(1) per change, plus the crossing's moves).  UsageBased
+ * adds O(queues) once per sampling interval (the fold).  No allocation
+ * after creation.
  *
  * Thread contract: one owner thread; time is passed in (ns, non-decreasing).
  */

@@ -49,6 +49,17 @@ static void take(struct fg_order *o, struct model *m, uint32_t i)
 	m->count--;
 }
 
+/* One order and its model for a test, empty. */
+static struct fg_order *start(struct model **m, uint64_t hint)
+{
+	static struct fg_order o;
+	static struct model model;
+	memset(&model, 0, sizeof(model));
+	*m = &model;
+	CHECK_EQ(fg_order_init(&o, N, hint, 1), 0);
+	return &o;
+}
+
 static void check(const struct fg_order *o, const struct model *m)
 {
 	CHECK_EQ(fg_order_first(o), model_first(m));
@@ -74,59 +85,57 @@ struct pattern {
 
 static void queue_set_pattern(struct pattern p)
 {
-	static struct fg_order o;
-	static struct model m;
-	memset(&m, 0, sizeof(m));
-	CHECK_EQ(fg_order_init(&o, N, p.hint, 7), 0);
+	struct model *m;
+	struct fg_order *o = start(&m, p.hint);
 	/* r: where the last served one was (the queue set's R, roughly). */
 	uint64_t tie = 0, cost = p.cost, r_now = UINT64_MAX - 20 * cost * N;
 	unsigned seed = p.seed;
 	for (int step = 0; step < 200000; step++) {
 		unsigned r = (unsigned)rand_r(&seed) % 1000;
-		uint32_t first = fg_order_first(&o);
+		uint32_t first = fg_order_first(o);
 		if (first != FG_ORDER_NIL && r < 600) { /* served: back at its next finish */
-			uint64_t k = r_now = m.key[first];
+			uint64_t k = r_now = m->key[first];
 			uint64_t by = (unsigned)rand_r(&seed) % 1000 < p.far_per_mille ? cost * p.far_mult
 										: cost * (1 + (uint64_t)(rand_r(&seed) % 4));
-			take(&o, &m, first);
-			put(&o, &m, first, k + by, ++tie);
+			take(o, m, first);
+			put(o, m, first, k + by, ++tie);
 		} else if (r < 850) { /* a queue becomes active: around R */
 			uint32_t i = (uint32_t)rand_r(&seed) % N;
-			if (m.in[i])
+			if (m->in[i])
 				continue;
 			uint64_t at = r_now;
 			if (first == FG_ORDER_NIL && step % 2) /* after a drain, a queue in debt first */
 				at += cost * p.far_mult;
 			int64_t off = (int64_t)(rand_r(&seed) % (int)(24 * cost)) - (int64_t)(4 * cost);
-			put(&o, &m, i, at + (uint64_t)off, ++tie);
+			put(o, m, i, at + (uint64_t)off, ++tie);
 		} else if (r < 999) { /* any one leaves */
 			uint32_t i = (uint32_t)rand_r(&seed) % N;
-			if (m.in[i])
-				take(&o, &m, i);
+			if (m->in[i])
+				take(o, m, i);
 		} else if (step % 3 == 0) { /* drained */
 			for (uint32_t i = 0; i < N; i++)
-				if (m.in[i])
-					take(&o, &m, i);
+				if (m->in[i])
+					take(o, m, i);
 		}
 		if (step % 7 == 0)
-			check(&o, &m);
+			check(o, m);
 	}
-	check(&o, &m);
+	check(o, m);
 	/* A copy into a larger order goes on the same. */
 	static struct fg_order big;
 	CHECK_EQ(fg_order_init(&big, 2 * N, p.hint, 7), 0);
-	fg_order_copy(&big, &o);
-	fg_order_fini(&o);
-	check(&big, &m);
+	fg_order_copy(&big, o);
+	fg_order_fini(o);
+	check(&big, m);
 	for (int step = 0; step < 20000; step++) {
 		uint32_t first = fg_order_first(&big);
 		if (first == FG_ORDER_NIL)
 			break;
-		uint64_t k = m.key[first];
-		take(&big, &m, first);
+		uint64_t k = m->key[first];
+		take(&big, m, first);
 		if (step % 3)
-			put(&big, &m, first, k + cost * (1 + (uint64_t)(step % 4)), ++tie);
-		check(&big, &m);
+			put(&big, m, first, k + cost * (1 + (uint64_t)(step % 4)), ++tie);
+		check(&big, m);
 	}
 	fg_order_fini(&big);
 }
@@ -162,73 +171,67 @@ static void drain_in_order(struct fg_order *o, struct model *m)
  * ring's keys would wrap round a lower ring and go first). */
 TEST(near_crowded_below_a_ring_key)
 {
-	static struct fg_order o;
-	static struct model m;
-	memset(&m, 0, sizeof(m));
-	CHECK_EQ(fg_order_init(&o, N, 1000, 1), 0);
+	struct model *m;
+	struct fg_order *o = start(&m, 1000);
 	uint64_t x = 1ull << 40, tie = 0;
-	put(&o, &m, 0, x, ++tie);
+	put(o, m, 0, x, ++tie);
 	for (uint32_t i = 1; i < 100; i++)
-		put(&o, &m, i, x - 100000 - 100 * i, ++tie);
-	CHECK(o.in_ring > 0 && o.in_far > 0);
+		put(o, m, i, x - 100000 - 100 * i, ++tie);
+	CHECK(o->in_ring > 0 && o->in_far > 0);
 	for (uint32_t i = 100; i < 200; i++)
-		put(&o, &m, i, x - 200000 - i, ++tie);
+		put(o, m, i, x - 200000 - i, ++tie);
 	for (uint32_t i = 200; i < 200 + FG_ORDER_WIDEN_FAR / 2; i++) /* between the two groups (too few to widen the ring) */
-		put(&o, &m, i, x - 150000 - 100 * i, ++tie);
-	drain_in_order(&o, &m);
-	fg_order_fini(&o);
+		put(o, m, i, x - 150000 - 100 * i, ++tie);
+	drain_in_order(o, m);
+	fg_order_fini(o);
 }
 
 /* Keys far beyond narrow buckets: the ring widens, its horizon rounded up
  * so that a key just below near's first still goes first. */
 TEST(widening_keeps_near_below_the_horizon)
 {
-	static struct fg_order o;
-	static struct model m;
-	memset(&m, 0, sizeof(m));
-	CHECK_EQ(fg_order_init(&o, N, 1, 1), 0);
+	struct model *m;
+	struct fg_order *o = start(&m, 1);
 	uint64_t x = 1000 * 512 + 300, tie = 0;
 	for (uint32_t i = 0; i < 70; i++) /* in order: near grows at its end */
-		put(&o, &m, i, x + 10 * i, ++tie);
-	CHECK_EQ(o.in_ring, 0);
-	put(&o, &m, 70, x + 5, ++tie); /* in the middle: the rest goes to the ring */
-	CHECK(o.in_ring > 0);
-	unsigned shift = o.shift;
+		put(o, m, i, x + 10 * i, ++tie);
+	CHECK_EQ(o->in_ring, 0);
+	put(o, m, 70, x + 5, ++tie); /* in the middle: the rest goes to the ring */
+	CHECK(o->in_ring > 0);
+	unsigned shift = o->shift;
 	for (uint32_t i = 100; i < 100 + 2 * FG_ORDER_WIDEN_FAR; i++)
-		put(&o, &m, i, x + 1000000 + i, ++tie);
-	CHECK(o.shift > shift);
-	put(&o, &m, 200, x - 1, ++tie);
-	CHECK_EQ(fg_order_first(&o), 200);
-	drain_in_order(&o, &m);
-	fg_order_fini(&o);
+		put(o, m, i, x + 1000000 + i, ++tie);
+	CHECK(o->shift > shift);
+	put(o, m, 200, x - 1, ++tie);
+	CHECK_EQ(fg_order_first(o), 200);
+	drain_in_order(o, m);
+	fg_order_fini(o);
 }
 
 /* Without the calendar: arbitrary keys, equal (key, tie) pairs newest
  * first, as in one skip list. */
 TEST(without_calendar_a_skip_list)
 {
-	static struct fg_order o;
-	static struct model m;
-	memset(&m, 0, sizeof(m));
-	CHECK_EQ(fg_order_init(&o, N, 1000, 3), 0);
-	fg_order_set_calendar(&o, false);
-	CHECK(!o.calendar);
+	struct model *m;
+	struct fg_order *o = start(&m, 1000);
+	fg_order_set_calendar(o, false);
+	CHECK(!o->calendar);
 	unsigned seed = 5;
 	for (int step = 0; step < 100000; step++) {
 		uint32_t i = (uint32_t)rand_r(&seed) % N;
-		if (m.in[i])
-			take(&o, &m, i);
+		if (m->in[i])
+			take(o, m, i);
 		else
-			put(&o, &m, i, (uint64_t)(rand_r(&seed) % 20) << 40, (uint64_t)(rand_r(&seed) % 3));
+			put(o, m, i, (uint64_t)(rand_r(&seed) % 20) << 40, (uint64_t)(rand_r(&seed) % 3));
 		if (step % 11 == 0)
-			check(&o, &m);
+			check(o, m);
 	}
-	CHECK_EQ(o.in_ring, 0);
+	CHECK_EQ(o->in_ring, 0);
 	/* The mode stays while anything is in. */
-	fg_order_set_calendar(&o, true);
-	CHECK(!o.calendar);
-	fg_order_fini(&o);
-	CHECK_EQ(fg_order_init(&o, FG_ORDER_MAX_BUCKETS + 1, 0, 1), -22);
+	fg_order_set_calendar(o, true);
+	CHECK(!o->calendar);
+	fg_order_fini(o);
+	CHECK_EQ(fg_order_init(o, FG_ORDER_MAX_BUCKETS + 1, 0, 1), -22);
 }
 
 TEST_MAIN
