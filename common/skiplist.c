@@ -78,8 +78,12 @@ void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, 
 	n->tie = tie;
 	n->list = (uint8_t)list;
 	uint32_t first = nodes[head].link[0].next, last = nodes[tail].link[0].prev;
-	bool from_tail = first != tail && (int64_t)(key - nodes[first].key) >= (int64_t)(nodes[last].key - key);
-	if (from_tail) {
+	if (first == tail || node_before(s, last, key, tie)) {
+		/* After everything (a queue served with one width; a bucket moved
+		 * into the order's near): the end of every level, no search. */
+		for (int l = 0; l < n->level; l++)
+			pred[l] = nodes[tail].link[l].prev;
+	} else if ((int64_t)(key - nodes[first].key) >= (int64_t)(nodes[last].key - key)) {
 		/* Walk back from the tail: stop before the first node not after us. */
 		uint32_t x = tail;
 		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
