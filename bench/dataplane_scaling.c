@@ -20,15 +20,21 @@
  * duration); its time is from the start signal to the last completion.
  *
  * The main lcore steps the allotter once per allotment period (1 ms) and
- * sleeps in between (nanosleep): with two vCPUs and two workers pinned one
- * per CPU it must not poll.  The daemon's allotter thread also looks for
- * the workers' demand signals every 50 us; here seats (8164) exceed what is
- * in flight (N x window), so a round a millisecond is enough and the wake-ups
- * cost the workers ~20x less.
+ * sleeps in between (nanosleep), also while it waits for the lanes: with
+ * two vCPUs and two workers pinned one per CPU it must not poll.  (The
+ * daemon's allotter thread also looks for the workers' demand signals every
+ * 50 us; stepping at that rate here measured no better, and its wake-ups
+ * would take 20x as much from the workers.)
  *
- * Each repeat runs every count, and for N > 1 once more with answers steered
- * to their request's worker (by the dispatch id's worker bits, as a flow
- * director would): the same work without answer hand-offs, which prices one.
+ * Each repeat runs every count, and for N > 1 twice more: with answers
+ * steered to their request's worker (by the dispatch id's worker bits, as a
+ * flow director would) — the same work without answer hand-offs, which
+ * prices one — and as N independent one-worker dataplanes at once, which
+ * share nothing but the machine: its own ceiling.  Per run it reports the
+ * share of the workers' time their threads waited for a CPU (schedstat:
+ * another process had it) and how often a worker's dispatch stopped for
+ * want of seats (with several workers, its allotment).  Last, the hand-off
+ * alone is timed between the first two worker lcores (handoff_cost).
  *
  * Thread contract: the main lcore sets up, fills, launches and reads; each
  * sc_lane is written by its worker's lcore only (relaxed stores the main
@@ -57,6 +63,8 @@
 #include "defs.h"
 #include "proto.h"
 #include "reqtable.h"
+#include "spsc.h"
+#include "worker.h"
 
 #define SC_REFLECT_BURST 64u
 #define SC_DEFAULT_WINDOW 2048u       /* requests in flight per worker: the generator mode's window */
@@ -67,7 +75,7 @@
 #define SC_MAX_RUNS 20u
 #define SC_MAX_COUNTS 4u              /* worker counts in one command */
 #define SC_MAX_WORKERS 4u             /* in one dataplane: the pools of 4 fit in -m 512 */
-#define SC_RUN_LIMIT_S 10u           /* a run not complete by then fails */
+#define SC_RUN_LIMIT_S 60u            /* a run not complete by then fails */
 
 struct sc_rig;
 
@@ -108,6 +116,7 @@ struct sc_result {
 	double busy_cycles, reflect_cycles, busy_share;
 	double handed_share, forwarded_share; /* per completed request */
 	double stolen_share;          /* of the workers' time, waiting for their CPU (another thread had it) */
+	double blocked_share;         /* dispatch stops on a head that did not fit the worker's seats, per request */
 	uint64_t requests, rejects, strays;
 	uint64_t rejected_by[FG_REJECT__COUNT]; /* the workers' count, by reason */
 };
@@ -294,6 +303,22 @@ static uint64_t sum_stat(struct sc_rig *const *g, unsigned n_rigs, size_t offset
 #define SC_SUM_REJECTED(g, n_rigs, why) \
 	sum_stat(g, n_rigs, offsetof(struct fg_worker_stats, rejected) + (why) * sizeof(uint64_t))
 
+/* Dispatch stops for want of seats (the queue sets' blocked_by_width) over
+ * a group's workers: with several, a worker's seats are its allotment.
+ * Read while the workers are stopped. */
+static uint64_t seat_blocks(struct sc_rig *const *g, unsigned n_rigs)
+{
+	uint64_t s = 0;
+	for (unsigned j = 0; j < n_rigs; j++)
+		for (unsigned i = 0; i < g[j]->n; i++) {
+			const struct fg_worker *w = g[j]->fg.ws.w[i];
+			for (uint32_t l = 0; l < w->n_levels; l++)
+				if (w->levels[l].used)
+					s += w->levels[l].qs.stats.blocked_by_width;
+		}
+	return s;
+}
+
 static uint64_t completions(struct sc_rig *const *g, unsigned n_rigs)
 {
 	uint64_t s = 0;
@@ -349,6 +374,7 @@ static int sc_run(struct sc_rig *const *g, unsigned n_rigs, uint64_t per_worker,
 {
 	memset(res, 0, sizeof(*res));
 	uint64_t handed0 = SC_SUM(g, n_rigs, handed_off), forwarded0 = SC_SUM(g, n_rigs, answers_forwarded);
+	uint64_t blocked0 = seat_blocks(g, n_rigs);
 	uint64_t rejected0[FG_REJECT__COUNT];
 	for (unsigned why = 0; why < FG_REJECT__COUNT; why++)
 		rejected0[why] = SC_SUM_REJECTED(g, n_rigs, why);
@@ -411,6 +437,191 @@ static int sc_run(struct sc_rig *const *g, unsigned n_rigs, uint64_t per_worker,
 	res->stolen_share = (double)waited_ns / 1e9 / (res->seconds * lanes);
 	res->handed_share = (double)(SC_SUM(g, n_rigs, handed_off) - handed0) / done;
 	res->forwarded_share = (double)(SC_SUM(g, n_rigs, answers_forwarded) - forwarded0) / done;
+	res->blocked_share = (double)(seat_blocks(g, n_rigs) - blocked0) / done;
+	return 0;
+}
+
+/* --- the hand-off alone, timed ------------------------------------------ */
+
+/*
+ * What crossing to another worker costs, without the dataplane around it:
+ * the sender writes a request's frame (as the receiving worker's parse and
+ * classification leave it: every line touched) and pushes its fg_handoff
+ * into an SPSC ring of the mesh's kind and size; the taker pops it and
+ * reads the frame and rewrites its headers (as admit and the send to a
+ * backend do).  Timed with rte_rdtsc around each side's work (spinning on
+ * an empty or full ring is not counted), once with sender and taker on the
+ * two worker lcores and once with both on one lcore (a burst pushed, then
+ * taken): the difference per hand-off is what the crossing adds — the
+ * descriptor's and the frame's cache lines moving between the CPUs.  And
+ * one cache line bounced between the two lcores: half a round trip.
+ */
+#define SC_HO_FRAMES 4096u           /* frames in rotation: as many as in flight */
+#define SC_HO_FRAME_BYTES 256u
+#define SC_HO_ITEMS 2000000u
+#define SC_HO_BOUNCES 200000u
+
+struct sc_handoff_bench {
+	struct fg_spsc ring;
+	uint8_t *frames;                 /* SC_HO_FRAMES x SC_HO_FRAME_BYTES */
+	const uint8_t *template;
+	uint16_t template_len;
+	uint64_t send_cycles, take_cycles, bounce_cycles, checksum;
+	volatile uint64_t bounce __attribute__((aligned(FG_CACHE_LINE)));
+	volatile int go;
+};
+
+static void ho_send(struct sc_handoff_bench *b, uint64_t i)
+{
+	uint8_t *frame = b->frames + (i % SC_HO_FRAMES) * SC_HO_FRAME_BYTES;
+	memcpy(frame, b->template, b->template_len);
+	frame[FG_NET_HDRS_LEN + 8] = (uint8_t)i; /* a request id of its own */
+	struct fg_handoff h = { .pkt = { .data = frame, .len = b->template_len }, .flow_hash = i };
+	fg_spsc_push(&b->ring, &h, sizeof(h)); /* the caller made sure of room */
+}
+
+static bool ho_room(struct sc_handoff_bench *b)
+{
+	return fg_spsc_count(&b->ring) <= b->ring.mask;
+}
+
+static void ho_take(struct sc_handoff_bench *b, const struct fg_handoff *h)
+{
+	uint64_t sum = 0;
+	for (unsigned off = 0; off < h->pkt.len; off += RTE_CACHE_LINE_SIZE)
+		sum += h->pkt.data[off];
+	memset(h->pkt.data, 0x02, 34); /* the Ethernet and IPv4 headers rewritten for the backend */
+	b->checksum += sum + h->flow_hash;
+}
+
+static int ho_sender(void *arg)
+{
+	struct sc_handoff_bench *b = arg;
+	while (!b->go)
+		rte_pause();
+	for (uint64_t i = 0; i < SC_HO_ITEMS; i++) {
+		while (!ho_room(b)) /* waiting for the taker is not the hand-off's cost */
+			rte_pause();
+		uint64_t t0 = rte_rdtsc();
+		ho_send(b, i);
+		b->send_cycles += rte_rdtsc() - t0;
+	}
+	return 0;
+}
+
+static int ho_taker(void *arg)
+{
+	struct sc_handoff_bench *b = arg;
+	struct fg_handoff hs[FG_RX_BURST];
+	while (!b->go)
+		rte_pause();
+	for (uint64_t done = 0; done < SC_HO_ITEMS;) {
+		unsigned n = fg_spsc_pop(&b->ring, hs, FG_RX_BURST, sizeof(hs[0]));
+		if (!n) {
+			rte_pause();
+			continue;
+		}
+		uint64_t t0 = rte_rdtsc();
+		for (unsigned i = 0; i < n; i++)
+			ho_take(b, &hs[i]);
+		b->take_cycles += rte_rdtsc() - t0;
+		done += n;
+	}
+	return 0;
+}
+
+/* Both sides on one lcore: a burst sent, then taken (the ring's pop
+ * included in the taker's time, as on two). */
+static int ho_alone(void *arg)
+{
+	struct sc_handoff_bench *b = arg;
+	struct fg_handoff hs[FG_RX_BURST];
+	for (uint64_t i = 0; i < SC_HO_ITEMS; i += FG_RX_BURST) {
+		uint64_t t0 = rte_rdtsc();
+		for (unsigned k = 0; k < FG_RX_BURST; k++)
+			ho_send(b, i + k);
+		uint64_t t1 = rte_rdtsc();
+		unsigned n = fg_spsc_pop(&b->ring, hs, FG_RX_BURST, sizeof(hs[0]));
+		for (unsigned k = 0; k < n; k++)
+			ho_take(b, &hs[k]);
+		uint64_t t2 = rte_rdtsc();
+		b->send_cycles += t1 - t0;
+		b->take_cycles += t2 - t1;
+	}
+	return 0;
+}
+
+static int ho_bounce_back(void *arg)
+{
+	struct sc_handoff_bench *b = arg;
+	for (uint64_t i = 1; i <= SC_HO_BOUNCES; i++) {
+		while (b->bounce != 2 * i - 1)
+			; /* no pause: it would add its own latency to the transfer's */
+		b->bounce = 2 * i;
+	}
+	return 0;
+}
+
+static int ho_bounce_lead(void *arg)
+{
+	struct sc_handoff_bench *b = arg;
+	uint64_t t0 = rte_rdtsc();
+	for (uint64_t i = 1; i <= SC_HO_BOUNCES; i++) {
+		b->bounce = 2 * i - 1;
+		while (b->bounce != 2 * i)
+			;
+	}
+	b->bounce_cycles = rte_rdtsc() - t0;
+	return 0;
+}
+
+/* rte_eal_mp_wait_lcore spins: the main lcore sleeps until the lanes are
+ * done instead (it shares a CPU with one of them). */
+static void wait_lanes_asleep(void)
+{
+	struct timespec ms = { 0, 1000000 };
+	unsigned lcore;
+	RTE_LCORE_FOREACH_WORKER(lcore)
+		while (rte_eal_get_lcore_state(lcore) == RUNNING)
+			nanosleep(&ms, NULL);
+	rte_eal_mp_wait_lcore();
+}
+
+struct sc_handoff_cost {
+	double cross_send, cross_take, alone_send, alone_take, line_transfer;
+};
+
+/* On the first two worker lcores; 0 or -ENOMEM. */
+static int handoff_cost(const struct dp_net *net, struct sc_handoff_cost *c)
+{
+	static struct sc_handoff_bench b;
+	memset((void *)&b, 0, sizeof(b));
+	b.frames = aligned_alloc(FG_CACHE_LINE, (size_t)SC_HO_FRAMES * SC_HO_FRAME_BYTES);
+	if (!b.frames || fg_spsc_init(&b.ring, fg_handoff_ring_capacity(2), sizeof(struct fg_handoff))) {
+		free(b.frames);
+		return -ENOMEM;
+	}
+	memset(b.frames, 0, (size_t)SC_HO_FRAMES * SC_HO_FRAME_BYTES);
+	b.template = net->templates;
+	b.template_len = net->template_len;
+	unsigned first = rte_get_next_lcore((unsigned)-1, 1, 0), second = rte_get_next_lcore(first, 1, 0);
+	rte_eal_remote_launch(ho_taker, &b, second);
+	rte_eal_remote_launch(ho_sender, &b, first);
+	b.go = 1;
+	wait_lanes_asleep();
+	c->cross_send = (double)b.send_cycles / SC_HO_ITEMS;
+	c->cross_take = (double)b.take_cycles / SC_HO_ITEMS;
+	b.send_cycles = b.take_cycles = 0;
+	rte_eal_remote_launch(ho_alone, &b, first);
+	wait_lanes_asleep();
+	c->alone_send = (double)b.send_cycles / SC_HO_ITEMS;
+	c->alone_take = (double)b.take_cycles / SC_HO_ITEMS;
+	rte_eal_remote_launch(ho_bounce_back, &b, second);
+	rte_eal_remote_launch(ho_bounce_lead, &b, first);
+	wait_lanes_asleep();
+	c->line_transfer = (double)b.bounce_cycles / SC_HO_BOUNCES / 2;
+	fg_spsc_fini(&b.ring);
+	free(b.frames);
 	return 0;
 }
 
@@ -484,6 +695,7 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 		struct sc_stat busy = SC_STAT(se, runs, busy_cycles), refl = SC_STAT(se, runs, reflect_cycles);
 		struct sc_stat handed = SC_STAT(se, runs, handed_share), fwd = SC_STAT(se, runs, forwarded_share);
 		struct sc_stat share = SC_STAT(se, runs, busy_share), stolen = SC_STAT(se, runs, stolen_share);
+		struct sc_stat blocked = SC_STAT(se, runs, blocked_share);
 		double v[SC_MAX_RUNS], stolen_max = 0;
 		uint64_t rejects = 0, requests = 0;
 		for (unsigned i = 0; i < runs; i++) {
@@ -512,11 +724,12 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 			       "   \"busy_cycles_per_request_median\": %.1f, \"reflector_cycles_per_request_median\": %.1f,\n"
 			       "   \"worker_busy_share_median\": %.3f, \"cpu_stolen_share_median\": %.3f, "
 			       "\"cpu_stolen_share_max\": %.3f,\n"
-			       "   \"requests_crossing_share_median\": %.3f, \"answers_crossing_share_median\": %.3f",
+			       "   \"requests_crossing_share_median\": %.3f, \"answers_crossing_share_median\": %.3f,\n"
+			       "   \"seat_blocked_dispatches_per_request_median\": %.3f",
 			       se->n, se->kind == SC_MESH ? "mesh" : se->kind == SC_TO_OWNER ? "answers_to_owner" : "independent",
 			       (unsigned long long)requests, (unsigned long long)rejects, rps.min, rps.median, scale.min,
 			       scale.median, cyc.min, cyc.median, busy.median, refl.median, share.median, stolen.median,
-			       stolen_max, handed.median, fwd.median);
+			       stolen_max, handed.median, fwd.median, blocked.median);
 			if (se->kind == SC_TO_OWNER)
 				printf(",\n   \"answer_handoff_cycles_min\": %.1f, \"answer_handoff_cycles_median\": %.1f,\n"
 				       "   \"added_cycles_per_request_handed_off_median\": %.1f",
@@ -526,9 +739,9 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 		}
 		char label[40];
 		snprintf(label, sizeof(label), "%u%s", se->n, sc_kind_label[se->kind]);
-		printf("%-22s %11.0f / %9.0f %9.1f / %8.1f %16.1f %16.1f %13.1f%% %13.1f%% %13.1f%% %8llu\n", label, rps.min,
-		       rps.median, cyc.min, cyc.median, busy.median, refl.median, handed.median * 100, fwd.median * 100,
-		       stolen_max * 100, (unsigned long long)rejects);
+		printf("%-22s %11.0f / %9.0f %9.1f / %8.1f %16.1f %16.1f %13.1f%% %13.1f%% %13.1f%% %13.3f %8llu\n", label,
+		       rps.min, rps.median, cyc.min, cyc.median, busy.median, refl.median, handed.median * 100,
+		       fwd.median * 100, stolen_max * 100, blocked.median, (unsigned long long)rejects);
 		if (rejects) {
 			printf("%-22s rejected by the workers:", "");
 			for (unsigned why = 0; why < FG_REJECT__COUNT; why++) {
@@ -659,21 +872,49 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 			}
 		}
 	}
+	/* The hand-off alone, between the first two worker lcores. */
+	double ho[5][SC_MAX_RUNS];
+	struct sc_stat ho_stat[5] = { { 0, 0 } };
+	bool ho_done = !rc && max_n >= 2;
+	for (unsigned run = 0; ho_done && run < runs; run++) {
+		struct sc_handoff_cost c;
+		if (handoff_cost(&rigs[0]->net, &c)) {
+			ho_done = false;
+			break;
+		}
+		ho[0][run] = c.cross_send + c.cross_take - c.alone_send - c.alone_take;
+		ho[1][run] = c.cross_send;
+		ho[2][run] = c.cross_take;
+		ho[3][run] = c.alone_send + c.alone_take;
+		ho[4][run] = c.line_transfer;
+	}
+	for (unsigned k = 0; ho_done && k < 5; k++)
+		dp_min_median(ho[k], runs, &ho_stat[k].min, &ho_stat[k].median);
 	double hz = (double)rte_get_tsc_hz();
 	if (!rc && json) {
 		printf("{\"mode\": \"scaling\", \"flows\": %u, \"window\": %u, \"requests_per_worker\": %llu, \"runs\": %u, "
 		       "\"cpus\": %ld, \"tscHz\": %.0f, \"series\": [\n",
 		       flows, window, per_worker, runs, cpus, hz);
 		report(series, n_series, runs, true);
-		printf("]}\n");
+		printf("], \"handoff_alone\": {\"measured\": %s, \"added_cycles_min\": %.1f, \"added_cycles_median\": %.1f,\n"
+		       " \"cross_send_cycles_median\": %.1f, \"cross_take_cycles_median\": %.1f, \"one_cpu_cycles_median\": %.1f,\n"
+		       " \"cache_line_transfer_cycles_min\": %.1f, \"cache_line_transfer_cycles_median\": %.1f}}\n",
+		       ho_done ? "true" : "false", ho_stat[0].min, ho_stat[0].median, ho_stat[1].median, ho_stat[2].median,
+		       ho_stat[3].median, ho_stat[4].min, ho_stat[4].median);
 	} else if (!rc) {
 		printf("scaling: %u flows, %u requests in flight and %llu requests per worker and run, %u runs (+1 warm-up); "
 		       "%ld CPU(s), worker i on CPU i-1, the main lcore asleep but for the allotter (1 ms); TSC %.2f GHz\n",
 		       flows, window, per_worker, runs, cpus, hz / 1e9);
-		printf("%-22s %23s %20s %16s %16s %14s %14s %14s %8s\n", "workers", "requests/s min/median",
+		printf("%-22s %23s %20s %16s %16s %14s %14s %14s %13s %8s\n", "workers", "requests/s min/median",
 		       "cycles/req min/med", "busy cycles/req", "reflector c/req", "requests cross", "answers cross",
-		       "CPU stolen max", "rejected");
+		       "CPU stolen max", "seat-blocked", "rejected");
 		report(series, n_series, runs, false);
+		if (ho_done)
+			printf("the hand-off alone (%u fg_handoff + 200-byte frames through an SPSC ring, %u runs): between the two "
+			       "worker CPUs %.0f cycles (send %.0f + take %.0f), on one CPU %.0f; the crossing adds %.0f cycles "
+			       "(median; min %.0f); one cache line moved between them: %.0f cycles (median; min %.0f)\n",
+			       SC_HO_ITEMS, runs, ho_stat[1].median + ho_stat[2].median, ho_stat[1].median, ho_stat[2].median,
+			       ho_stat[3].median, ho_stat[0].median, ho_stat[0].min, ho_stat[4].median, ho_stat[4].min);
 	}
 	for (unsigned i = 0; i < n_rigs; i++)
 		if (rigs[i])
