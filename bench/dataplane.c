@@ -13,6 +13,10 @@
  * the same frames on the main lcore (the peer).  Everything is bounded by
  * --duration; no packet leaves the process.
  *
+ * This is `--mode generator` (the default); `--mode scaling`, with no
+ * generator running, is dataplane_scaling.c.  What both share is here
+ * (dataplane_int.h).
+ *
  * --workers N: the port gets N RX and N TX rings; the generator spreads
  * requests over the RX rings by flow (as RSS would) and a backend's answers
  * always arrive on ring (backend % N), so some answers cross to their

@@ -714,7 +714,9 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 		if (se->kind == SC_TO_OWNER) {
 			const struct sc_series *mesh = se - 1;
 			answer_cost = paired_cost(mesh, se, runs, mesh, se, offsetof(struct sc_result, forwarded_share));
-			request_bound = paired_cost(se, base, runs, se, NULL, offsetof(struct sc_result, handed_share));
+			if (base->n < se->n)
+				request_bound =
+					paired_cost(se, base, runs, se, NULL, offsetof(struct sc_result, handed_share));
 		}
 		if (json) {
 			printf("  {\"workers\": %u, \"kind\": \"%s\", \"requests\": %llu, \"rejected\": %llu,\n"
@@ -758,10 +760,12 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 			       scale.min, scale.median);
 		if (se->kind == SC_TO_OWNER)
 			printf("%-22s an answer hand-off: %.0f cycles (median; min %.0f) = cycles/request by backend - to "
-			       "owner, over the answers crossing\n"
-			       "%-22s all %u workers add over %u, per request handed off: %.0f cycles (median; an upper bound "
+			       "owner, over the answers crossing\n",
+			       "", answer_cost.median, answer_cost.min);
+		if (se->kind == SC_TO_OWNER && base->n < se->n)
+			printf("%-22s all %u workers add over %u, per request handed off: %.0f cycles (median; an upper bound "
 			       "of a request hand-off)\n",
-			       "", answer_cost.median, answer_cost.min, "", se->n, base->n, request_bound.median);
+			       "", se->n, base->n, request_bound.median);
 	}
 }
 
