@@ -54,6 +54,8 @@ static const struct command {
 	{ "loadgen", fg_bench_loadgen, "load generator with per-flow results (fairgate-bench loadgen --help)" },
 	{ "sim", fg_bench_sim, "deterministic simulation of a scenario (fairgate-bench sim --help)" },
 	{ "dataplane", fg_bench_dataplane, "the DPDK fast path in one process vs forward-only and librte_sched" },
+	{ "memory", fg_bench_memory, "bytes per request slot, queue, tracked flow and level (fairgate-bench memory --help)" },
+	{ "fill", fg_bench_fill, "fill a daemon with waiting requests, open loop (fairgate-bench fill --help)" },
 	{ "version", cmd_version, "the version of the tools" },
 };
 

@@ -5,6 +5,11 @@
  * I/O layer adds and strips lower headers.  `peer` is the sender on receive and
  * the destination on transmit.  Whoever holds a pkt must hand it back through
  * the I/O layer's tx or free: buffers are counted.
+ *
+ * Every I/O layer keeps `data` within FG_PKT_MAX_SPAN bytes after `handle`
+ * and `cap` within FG_PKT_MAX_SPAN, so a request slot holds a waiting
+ * datagram in 16-bit offsets (reqtable.h); each layer asserts it for its
+ * buffers.
  */
 #ifndef FG_PKT_H
 #define FG_PKT_H
@@ -12,6 +17,8 @@
 #include <stdint.h>
 
 #include "endpoint.h"
+
+#define FG_PKT_MAX_SPAN UINT16_MAX
 
 struct fg_pkt {
 	void *handle;  /* I/O layer's buffer (mbuf, socket buffer) */

@@ -97,9 +97,7 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 
 enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct fg_msg *m)
 {
-	memset(m, 0, offsetof(struct fg_msg, groups));
-	m->n_groups = 0;
-	m->n_unknown_attrs = 0;
+	memset(&m->hdr, 0, sizeof(m->hdr));
 	m->pad_len = 0;
 	m->payload = NULL;
 	m->payload_len = 0;
@@ -136,6 +134,9 @@ enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct 
 
 enum fg_proto_err fg_proto_decode_attrs(const uint8_t *buf, struct fg_msg *m)
 {
+	memset(&m->user, 0, offsetof(struct fg_msg, groups) - offsetof(struct fg_msg, user));
+	m->n_groups = 0;
+	m->n_unknown_attrs = 0;
 	return decode_attrs(buf + FG_PROTO_HDR_LEN, m->hdr.hdr_len - FG_PROTO_HDR_LEN, m);
 }
 

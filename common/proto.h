@@ -128,8 +128,10 @@ struct fg_msg {
 enum fg_proto_err fg_proto_decode(const uint8_t *buf, size_t len, struct fg_msg *msg);
 
 /* The same in two steps, for a relay that reads the attributes of requests
- * only: the fixed header (and payload bounds), then the attribute area of a
- * message whose header decoded. */
+ * only: the fixed header (and payload bounds; the attribute fields are left
+ * as they are), then the attribute area of a message whose msg->hdr
+ * fg_proto_decode_header filled (this resets the attribute fields first, so
+ * a header may be decoded early and its msg->hdr copied into another msg). */
 enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct fg_msg *msg);
 enum fg_proto_err fg_proto_decode_attrs(const uint8_t *buf, struct fg_msg *msg);
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "pkt.h"
+#include "proto.h"
 #include "queueset.h"
 
 #define FG_REQ_NIL UINT32_MAX
@@ -37,23 +38,64 @@ _Static_assert(FG_MAX_LEVELS <= 65536, "fg_req.level and a worker's level_of_cfg
 /* HELD: admitted, waiting for a backend with room (every usable one full). */
 enum fg_req_state { FG_REQ_FREE = 0, FG_REQ_WAITING, FG_REQ_EXECUTING, FG_REQ_LINGERING, FG_REQ_HELD };
 
+/*
+ * A request slot: what a worker keeps for each request, waiting or
+ * executing (docs/benchmarks.md, "Memory": the bytes of state per waiting
+ * request; `fairgate-bench memory` prints them).  Fields that only one
+ * state uses share their bytes: the client's deadline hint while waiting
+ * with the nonce once sent; the wait limit or backend timeout with the
+ * seats' release time once answered.  The request's arrival is
+ * qs.arrival_ns.  A waiting (or held) request keeps its datagram as a
+ * handle, where the message starts in it and its length and room, 16 bits
+ * each (pkt.h says why they fit); fg_req_hold_pkt and fg_req_pkt convert.
+ */
 struct fg_req {
 	uint32_t prev, next;   /* links in the list the request is on */
-	uint32_t nonce;        /* executing: the dispatch id's unpredictable part */
-	uint8_t state;
-	uint8_t backend;       /* index into the config's backends while executing */
 	uint32_t flow;         /* flow statistics slot */
+	union {
+		uint32_t client_deadline_ms; /* waiting: the client's deadline hint after arrival; 0 = none */
+		uint32_t nonce;              /* executing: the dispatch id's unpredictable part */
+	};
+	struct fg_endpoint client; /* where the answer goes: the datagram's sender */
 	uint16_t level;        /* the worker's runtime level */
 	uint16_t pair;         /* (level, schema) statistics entry (apfstats.h) */
+	uint8_t state;
+	uint8_t backend;       /* index into the config's backends while executing */
+	uint16_t pkt_off, pkt_len, pkt_cap; /* the held datagram: its message at pkt_handle + pkt_off */
+	void *pkt_handle;      /* the I/O layer's buffer, held while waiting or held; NULL otherwise */
 	uint64_t client_id;    /* the client's own request id, restored on answers */
-	uint64_t arrival_ns;
-	uint64_t deadline_ns;  /* waiting: wait limit; executing: backend timeout */
-	uint64_t client_deadline_ns; /* from the client's deadline hint; UINT64_MAX = none */
-	struct fg_endpoint client;
-	uint64_t release_ns;   /* lingering: when the seats are released */
-	struct fg_pkt pkt;     /* held while waiting; handle NULL otherwise */
+	union {
+		uint64_t deadline_ns; /* waiting: wait limit; held, executing: backend timeout */
+		uint64_t release_ns;  /* lingering: when the seats are released (wheel.h) */
+	};
 	struct fg_qs_req qs;   /* the queue set's view of the request */
 };
+
+_Static_assert(FG_PROTO_MAX_DATAGRAM <= UINT16_MAX, "a held request's length fits fg_req.pkt_len");
+
+/* Keep a received request's datagram in its slot (the client is its sender). */
+static inline void fg_req_hold_pkt(struct fg_req *r, const struct fg_pkt *p)
+{
+	r->pkt_handle = p->handle;
+	r->pkt_off = (uint16_t)(p->data - (const uint8_t *)p->handle);
+	r->pkt_len = (uint16_t)p->len;
+	r->pkt_cap = (uint16_t)(p->cap > UINT16_MAX ? UINT16_MAX : p->cap);
+	r->client = p->peer;
+}
+
+/* The datagram the slot holds, addressed to the client (handle NULL: none). */
+static inline struct fg_pkt fg_req_pkt(const struct fg_req *r)
+{
+	struct fg_pkt p = { .handle = r->pkt_handle, .len = r->pkt_len, .cap = r->pkt_cap, .peer = r->client };
+	p.data = r->pkt_handle ? (uint8_t *)r->pkt_handle + r->pkt_off : NULL;
+	return p;
+}
+
+/* When a waiting request's client stops waiting for it. */
+static inline uint64_t fg_req_client_deadline(const struct fg_req *r)
+{
+	return r->client_deadline_ms ? r->qs.arrival_ns + r->client_deadline_ms * 1000000ull : UINT64_MAX;
+}
 
 struct fg_reqlist {
 	uint32_t head, tail, count;
@@ -78,6 +120,9 @@ static inline uint32_t fg_reqtable_alloc(struct fg_reqtable *t)
 	t->free_head = t->slots[i].next;
 	if (t->free_head == FG_REQ_NIL)
 		t->free_tail = FG_REQ_NIL;
+	else /* freed longest ago, so cold: the next request fills it */
+		for (size_t off = 0; off < sizeof(struct fg_req); off += 64)
+			__builtin_prefetch((const char *)&t->slots[t->free_head] + off, 1);
 	t->in_use++;
 	return i;
 }
@@ -86,7 +131,7 @@ static inline void fg_reqtable_release(struct fg_reqtable *t, uint32_t i)
 {
 	struct fg_req *r = &t->slots[i];
 	r->state = FG_REQ_FREE;
-	r->pkt.handle = NULL;
+	r->pkt_handle = NULL;
 	r->next = FG_REQ_NIL;
 	if (t->free_tail != FG_REQ_NIL)
 		t->slots[t->free_tail].next = i;

@@ -179,8 +179,7 @@ static void flow_write(struct fg_flow_stats *f, uint64_t hash, uint16_t level, c
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
 		       const char *dist, uint16_t dist_len)
 {
-	if (hash <= 1)
-		hash += 2; /* keep 0 (free) and 1 (other) reserved */
+	hash = fg_stats_flow_key(hash);
 	uint32_t i = (uint32_t)hash & FLOW_MASK, free_i = FLOW_NONE, idle_i = FLOW_NONE;
 	bool may_reclaim = s->flow_reclaim_wait == 0;
 	for (uint32_t probes = 0; probes < FG_FLOW_MAX_PROBES; probes++, i = (i + 1) & FLOW_MASK) {

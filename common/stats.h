@@ -200,6 +200,23 @@ static inline void fg_stats_poll(struct fg_worker_stats *s, uint64_t now, bool b
 uint32_t fg_stats_flow(struct fg_worker_stats *s, uint64_t hash, uint16_t level, const char *schema,
 		       const char *dist, uint16_t dist_len);
 
+/* The key fg_stats_flow stores for `hash`: 0 (free) and 1 (other) are reserved. */
+static inline uint64_t fg_stats_flow_key(uint64_t hash) { return hash <= 1 ? hash + 2 : hash; }
+
+/* Start fetching what fg_stats_flow(hash) and the counters of its entry will
+ * touch first (the key at its home and the entry there), or, for an entry
+ * already known, its counters: for a burst whose later stage looks them up. */
+static inline void fg_stats_flow_prefetch_entry(const struct fg_worker_stats *s, uint32_t i)
+{
+	__builtin_prefetch(&s->flows[i & (FG_FLOW_TABLE_SIZE - 1)].received, 1);
+}
+static inline void fg_stats_flow_prefetch(const struct fg_worker_stats *s, uint64_t hash)
+{
+	uint32_t home = (uint32_t)fg_stats_flow_key(hash) & (FG_FLOW_TABLE_SIZE - 1);
+	__builtin_prefetch(&s->flow_keys[home]);
+	fg_stats_flow_prefetch_entry(s, home);
+}
+
 /* Copy entry i into *out: true when it holds a flow, false when it is free or
  * was being reused during the copy (the next read sees the new flow).  Any
  * thread. */

@@ -26,6 +26,8 @@
 #define DPDK_RING_DESC 1024u
 #define DPDK_TX_BATCH 64u
 #define DPDK_MBUF_CACHE 256u
+_Static_assert(sizeof(struct rte_mbuf) + FG_DPDK_MBUF_PRIV + RTE_MBUF_DEFAULT_BUF_SIZE <= FG_PKT_MAX_SPAN,
+	       "an mbuf's data fits a request slot's offsets");
 #define DPDK_ARP_RETRY_NS (100 * FG_NS_PER_MS) /* asking again for an unresolved backend */
 
 #define DPDK_ARP_REPLIES_PER_WINDOW 64u /* ARP replies a lane sends per DPDK_ARP_RETRY_NS, at most */
@@ -478,7 +480,7 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 			   (n_lanes > 1 ? fg_handoff_ring_capacity(n_lanes) * n_lanes * (n_lanes - 1) : 0);
 	char name[32];
 	snprintf(name, sizeof(name), "fg_mbufs_%u", port);
-	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	d->pool = rte_pktmbuf_pool_create(name, n_mbufs, DPDK_MBUF_CACHE, FG_DPDK_MBUF_PRIV, RTE_MBUF_DEFAULT_BUF_SIZE,
 					  rte_eth_dev_socket_id(d->port));
 	if (!d->pool) {
 		snprintf(errbuf, errlen, "cannot create the mbuf pool (%u mbufs): %s", n_mbufs, rte_strerror(rte_errno));

@@ -50,6 +50,11 @@ unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);
  * (status reads it); d is a struct fg_dpdk_io. */
 int fg_dpdk_io_backend_mac(const void *d, uint32_t ip, uint8_t mac[6]);
 
+/* The pool's mbufs have no private area, so a datagram lies in the data
+ * room right after its mbuf (pkt.h's span; fairgate-bench memory sizes an
+ * mbuf with it). */
+#define FG_DPDK_MBUF_PRIV 0u
+
 /* Start loading a received burst (each mbuf's header, then the first
  * FG_DPDK_PREFETCH_BYTES of its frame) so that the cache misses of a burst
  * overlap instead of stalling packet by packet: frames arrive written by

@@ -36,6 +36,9 @@ struct fg_sock_io {
 	uint64_t dropped_martians;
 };
 
+/* A buffer's handle is its first byte, its room one datagram (pkt.h). */
+_Static_assert(FG_PROTO_MAX_DATAGRAM <= FG_PKT_MAX_SPAN, "a socket buffer fits a request slot's offsets");
+
 static uint8_t *buf_at(struct fg_sock_io *s, uint32_t i) { return s->bufs + (size_t)i * FG_PROTO_MAX_DATAGRAM; }
 static uint32_t buf_index(struct fg_sock_io *s, const void *h)
 {

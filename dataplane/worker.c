@@ -40,7 +40,7 @@ static inline void apf_waited(struct fg_worker *w, const struct fg_req *r, bool 
 {
 	if (w->apf_metrics)
 		fg_apf_observe_ns(apf_pair(w, r->pair), execute ? FG_APF_WAIT_DISPATCHED : FG_APF_WAIT_REJECTED,
-				  now - r->arrival_ns);
+				  now - r->qs.arrival_ns);
 }
 
 /* A request was classified: its pair, and its estimate observed. */
@@ -89,8 +89,10 @@ void fg_worker_fini(struct fg_worker *w)
 {
 	/* Any held packet goes back to its pool. */
 	for (uint32_t i = 0; w->reqs.slots && i < w->reqs.cap; i++)
-		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt.handle)
-			w->io.ops->free(w->io.ctx, &w->reqs.slots[i].pkt);
+		if (w->reqs.slots[i].state != FG_REQ_FREE && w->reqs.slots[i].pkt_handle) {
+			struct fg_pkt pkt = fg_req_pkt(&w->reqs.slots[i]);
+			w->io.ops->free(w->io.ctx, &pkt);
+		}
 	fg_reqtable_fini(&w->reqs);
 	while (w->n_reserve)
 		w->io.ops->free(w->io.ctx, &w->reserve[--w->n_reserve]);
@@ -352,8 +354,8 @@ static void send_to_backend(struct fg_worker *w, const struct fg_config *cfg, ui
 	r->deadline_ns = now + cfg->backend_timeout_ns;
 	fg_reqlist_push_tail(&w->reqs, &w->executing, slot);
 	r->nonce = fg_nonce_next(&w->nonces);
-	struct fg_pkt pkt = r->pkt;
-	r->pkt.handle = NULL;
+	struct fg_pkt pkt = fg_req_pkt(r);
+	r->pkt_handle = NULL;
 	fg_proto_set_request_id(pkt.data, fg_dispatch_id(w->id, r, slot));
 	pkt.peer = cfg->backends[b].ep;
 	FG_STAT_ADD(w->stats.backends[b].dispatched, 1);
@@ -415,7 +417,7 @@ static void reject_held(struct fg_worker *w, const struct fg_config *cfg, uint32
 			uint64_t now)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
-	struct fg_pkt pkt = r->pkt;
+	struct fg_pkt pkt = fg_req_pkt(r);
 	uint64_t id = r->client_id;
 	uint32_t flow = r->flow, level = r->level;
 	uint16_t pair = r->pair;
@@ -456,18 +458,25 @@ static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint3
 /* Admit a classified request into this worker's queue set of its level
  * (queue: the one chosen over all workers' queues, or FG_QS_NO_QUEUE for
  * the queue set's own choice).  Owner side of a hand-off, too. */
+/* The flow-statistics key of a classified request: its flow hash, or, on
+ * levels without queues (no flows: hash 0), a hash that still keeps schema
+ * and distinguisher apart. */
+static uint64_t stats_key_of(const struct fg_config *cfg, const struct fg_fc_match *match)
+{
+	if (match->flow_hash)
+		return match->flow_hash;
+	const char *schema = cfg->fc->schema_names[match->schema];
+	return fg_flow_hash(schema, strlen(schema), match->distinguisher.ptr, match->distinguisher.len);
+}
+
 static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
-		  const struct fg_work *work, const struct fg_fc_match *match, uint32_t queue, uint64_t now)
+		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint32_t queue,
+		  uint64_t now)
 {
 	FG_STAT_ADD(w->stats.received, 1);
 	uint16_t level = w->level_of_cfg[match->level];
-	const char *schema = cfg->fc->schema_names[match->schema];
-	/* Levels without queues have no flows (hash 0); statistics still keep
-	 * schema and distinguisher apart. */
-	uint64_t stats_key = match->flow_hash ? match->flow_hash
-		: fg_flow_hash(schema, strlen(schema), match->distinguisher.ptr, match->distinguisher.len);
-	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, schema, match->distinguisher.ptr,
-				      match->distinguisher.len);
+	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, cfg->fc->schema_names[match->schema],
+				      match->distinguisher.ptr, match->distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
 	if (unlikely(w->stats.flows[flow].weight != match->weight))
 		FG_STAT_SET(w->stats.flows[flow].weight, match->weight);
@@ -506,10 +515,8 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	r->flow = flow;
 	r->pair = pair;
 	r->client_id = hdr->request_id;
-	r->client = pkt->peer;
-	r->arrival_ns = now;
-	r->client_deadline_ns = hdr->deadline_ms ? now + hdr->deadline_ms * 1000000ull : UINT64_MAX;
-	r->pkt = *pkt;
+	r->client_deadline_ms = hdr->deadline_ms; /* after qs.arrival_ns, which the queue set set to now */
+	fg_req_hold_pkt(r, pkt);
 	if (r->qs.state == FG_QS_EXECUTING) { /* exempt or reject-type level with room */
 		bool started = start_executing(w, cfg, slot, now);
 		apf_waited(w, r, started, now);
@@ -561,8 +568,11 @@ static void challenge_source(struct fg_worker *w, struct fg_pkt *pkt, uint64_t i
 	send_pkt(w, pkt, true);
 }
 
-static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			   const struct fg_msg *m, uint64_t now)
+/* Classify a decoded request (stage 2 of a burst).  False when it has been
+ * answered already: a configuration this worker could not follow, or a
+ * source that must first show a cookie. */
+static bool classify_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			     const struct fg_msg *m, struct fg_fc_match *match, struct fg_work *work, uint64_t now)
 {
 	if (unlikely(w->config_generation != cfg->generation)) {
 		/* The new configuration could not be followed (out of memory):
@@ -571,17 +581,15 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		FG_STAT_ADD(w->stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
 		FG_STAT_ADD(w->stats.unfollowed_rejected, 1);
 		reject_in_place(w, pkt, m->hdr.request_id, FG_REJECT_CONCURRENCY_LIMIT, fixed_retry_ms(cfg));
-		return;
+		return false;
 	}
 	bool trusted = fg_trust_source(&cfg->trust, pkt->peer.ip);
 	if (unlikely(fg_trust_needs_cookie(&cfg->trust, trusted)) &&
 	    !fg_cookie_valid(&w->cookies, pkt->peer.ip, (const uint8_t *)m->cookie.ptr, m->cookie.len, now)) {
 		challenge_source(w, pkt, m->hdr.request_id, now);
-		return;
+		return false;
 	}
 	struct fg_fc_request fr;
-	struct fg_fc_match match;
-	struct fg_work work;
 	fg_fc_request_from_msg(m, &fr);
 	if (unlikely(!trusted)) {
 		/* Its identity claims are not believed (security.md), and the
@@ -590,28 +598,37 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 		fg_trust_assign_identity(&cfg->trust, pkt->peer.ip, &fr);
 		fg_proto_add_flags(pkt->data, FG_FLAG_IDENTITY_UNVERIFIED);
 	}
-	fg_fc_classify(cfg->fc, &fr, &match);
-	fg_work_estimate(m->verb, &m->hdr, trusted, cfg->fc->levels[match.level].max_seats, cfg->max_extra_latency_ns,
-			 &work);
+	fg_fc_classify(cfg->fc, &fr, match);
+	fg_work_estimate(m->verb, &m->hdr, trusted, cfg->fc->levels[match->level].max_seats, cfg->max_extra_latency_ns,
+			 work);
+	return true;
+}
+
+/* Queue a classified request (stage 3 of a burst): here, or with several
+ * workers at the owner of the queue chosen over all workers' queues. */
+static void route_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			  const struct fg_hdr *hdr, const struct fg_fc_match *match, const struct fg_work *work,
+			  uint64_t stats_key, uint64_t now)
+{
 	uint32_t queue = FG_QS_NO_QUEUE;
 	/* Several workers, a level with queues (with one queue the flow hash is
 	 * 0, as in Kubernetes, but the queue still has one owner). */
-	if (w->board && cfg->fc->levels[match.level].queues) {
-		uint32_t slot = w->level_of_cfg[match.level];
-		queue = fg_worker__choose_queue(w, slot, match.flow_hash);
+	if (w->board && cfg->fc->levels[match->level].queues) {
+		uint32_t slot = w->level_of_cfg[match->level];
+		queue = fg_worker__choose_queue(w, slot, match->flow_hash);
 		unsigned owner = queue % w->board->n_workers;
 		if (owner != w->id) {
 			/* The distinguisher travels as an offset into the packet,
 			 * unless it is an identity trust assigned (not in the packet). */
-			const uint8_t *dist = (const uint8_t *)match.distinguisher.ptr;
-			bool in_pkt = match.distinguisher.len && dist >= pkt->data && dist < pkt->data + pkt->len;
+			const uint8_t *dist = (const uint8_t *)match->distinguisher.ptr;
+			bool in_pkt = match->distinguisher.len && dist >= pkt->data && dist < pkt->data + pkt->len;
 			struct fg_handoff h = {
-				.pkt = *pkt, .hdr = m->hdr, .work = work, .generation = cfg->generation,
-				.flow_hash = match.flow_hash,
-				.cfg_level = match.level, .schema = match.schema, .queue = queue, .weight = match.weight,
+				.pkt = *pkt, .hdr = *hdr, .work = *work, .generation = cfg->generation,
+				.flow_hash = match->flow_hash,
+				.cfg_level = match->level, .schema = match->schema, .queue = queue, .weight = match->weight,
 				.dist_off = in_pkt ? (uint16_t)(dist - pkt->data) : 0,
-				.dist_len = match.distinguisher.len,
-				.dist_assigned = match.distinguisher.len && !in_pkt,
+				.dist_len = match->distinguisher.len,
+				.dist_assigned = match->distinguisher.len && !in_pkt,
 			};
 			if (hand_over(w, owner, &h)) {
 				FG_STAT_ADD(w->stats.handed_off, 1);
@@ -620,14 +637,23 @@ static void handle_request(struct fg_worker *w, const struct fg_config *cfg, str
 			/* The owner is this far behind: answer now rather than lose it. */
 			FG_STAT_ADD(w->stats.received, 1);
 			FG_STAT_ADD(w->stats.levels[slot].received, 1);
-			uint16_t pair = apf_classified(w, &match, &work);
+			uint16_t pair = apf_classified(w, match, work);
 			if (w->apf_metrics)
 				fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
-			reject_request(w, cfg, pkt, m->hdr.request_id, 0, slot, pair, FG_REJECT_QUEUE_FULL, now);
+			reject_request(w, cfg, pkt, hdr->request_id, 0, slot, pair, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
 	}
-	admit(w, cfg, pkt, &m->hdr, &work, &match, queue, now);
+	admit(w, cfg, pkt, hdr, work, match, stats_key, queue, now);
+}
+
+static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			   const struct fg_msg *m, uint64_t now)
+{
+	struct fg_fc_match match;
+	struct fg_work work;
+	if (classify_request(w, cfg, pkt, m, &match, &work, now))
+		route_request(w, cfg, pkt, &m->hdr, &match, &work, stats_key_of(cfg, &match), now);
 }
 
 /* A request another worker handed over.  Classified with the same
@@ -646,7 +672,7 @@ static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct f
 			fg_trust_assign_identity(&cfg->trust, h->pkt.peer.ip, &fr);
 			match.distinguisher = fr.user;
 		}
-		admit(w, cfg, &h->pkt, &h->hdr, &h->work, &match, h->queue, now);
+		admit(w, cfg, &h->pkt, &h->hdr, &h->work, &match, stats_key_of(cfg, &match), h->queue, now);
 		return;
 	}
 	struct fg_msg m;
@@ -682,35 +708,73 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	send_pkt(w, pkt, true);
 }
 
-void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now)
+/* --- a received burst, stage by stage ---------------------------------- */
+
+/*
+ * The datagrams of a burst go through each stage together rather than one
+ * by one through every stage, so that each stage's memory accesses for the
+ * next datagrams are already under way (prefetched) while it works on the
+ * current one, as vector packet processors do:
+ *   1. decode every fixed header; malformed datagrams are answered, answers
+ *      for another worker forwarded; prefetch the request slot an answer names;
+ *   2. decode and classify every request; prefetch the flow statistics
+ *      each request and answer will touch;
+ *   3. queue every request and relay every answer, in arrival order.
+ * Nothing a later stage does for one datagram changes what an earlier stage
+ * decided for another: stages 1 and 2 read only the configuration and the
+ * datagram (and answer the ones that go no further), so the outcome is that
+ * of handling the datagrams one after the other.
+ */
+enum rx_kind { RX_DONE = 0, RX_REQUEST, RX_ANSWER };
+
+struct rx_item {
+	struct fg_hdr hdr;
+	uint8_t kind;
+	uint64_t stats_key;        /* requests: their flow-statistics key */
+	struct fg_fc_match match;  /* requests, once classified */
+	struct fg_work work;
+};
+
+/* A datagram that does not decode: counted, and answered REJECT invalid
+ * when it is at least a header long (no amplification), else dropped. */
+static void rx_malformed(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			 enum fg_proto_err err)
 {
-	struct fg_msg m;
-	FG_STAT_ADD(w->stats.rx_datagrams, 1);
-	/* Only requests are classified: an answer is relayed on its header. */
-	enum fg_proto_err err = fg_proto_decode_header(pkt->data, pkt->len, &m);
-	if (likely(!err) && m.hdr.type == FG_MSG_REQUEST)
-		err = fg_proto_decode_attrs(pkt->data, &m);
-	if (unlikely(err)) {
-		FG_STAT_ADD(w->stats.rx_malformed, 1);
-		FG_STAT_ADD(w->stats.malformed_by_err[err], 1);
-		uint64_t id;
-		/* Answer only what is at least a header long: no amplification. */
-		if (pkt->len >= FG_PROTO_HDR_LEN && pkt->len <= FG_PROTO_MAX_DATAGRAM &&
-		    fg_proto_peek_id(pkt->data, pkt->len, &id) == 0) {
-			FG_STAT_ADD(w->stats.invalid_rejected, 1);
-			reject_in_place(w, pkt, id, FG_REJECT_INVALID, fixed_retry_ms(cfg));
-		} else {
-			w->io.ops->free(w->io.ctx, pkt);
-		}
-		return;
+	FG_STAT_ADD(w->stats.rx_malformed, 1);
+	FG_STAT_ADD(w->stats.malformed_by_err[err], 1);
+	uint64_t id;
+	if (pkt->len >= FG_PROTO_HDR_LEN && pkt->len <= FG_PROTO_MAX_DATAGRAM &&
+	    fg_proto_peek_id(pkt->data, pkt->len, &id) == 0) {
+		FG_STAT_ADD(w->stats.invalid_rejected, 1);
+		reject_in_place(w, pkt, id, FG_REJECT_INVALID, fixed_retry_ms(cfg));
+	} else {
+		w->io.ops->free(w->io.ctx, pkt);
 	}
-	unsigned owner = fg_dispatch_id_worker(m.hdr.request_id);
-	if (m.hdr.type == FG_MSG_REQUEST)
-		handle_request(w, cfg, pkt, &m, now);
-	else if (owner == w->id)
-		handle_answer(w, cfg, pkt, &m.hdr, now);
-	else if (w->mesh && owner < w->mesh->n_workers) {
-		struct fg_handoff h = { .pkt = *pkt, .hdr = m.hdr, .cfg_level = FG_HANDOFF_ANSWER };
+}
+
+/* Stage 1.  RX_DONE when the datagram is already dealt with. */
+static enum rx_kind decode_header(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+				  struct fg_msg *m)
+{
+	FG_STAT_ADD(w->stats.rx_datagrams, 1);
+	enum fg_proto_err err = fg_proto_decode_header(pkt->data, pkt->len, m);
+	if (unlikely(err)) {
+		rx_malformed(w, cfg, pkt, err);
+		return RX_DONE;
+	}
+	if (m->hdr.type == FG_MSG_REQUEST)
+		return RX_REQUEST;
+	unsigned owner = fg_dispatch_id_worker(m->hdr.request_id);
+	if (owner == w->id) {
+		/* Only an answer is relayed on its header: its request's slot is
+		 * what it needs next. */
+		uint32_t slot = (uint32_t)(m->hdr.request_id >> 32) & FG_DISPATCH_SLOT_MASK;
+		if (slot < w->reqs.cap)
+			__builtin_prefetch(&w->reqs.slots[slot], 1);
+		return RX_ANSWER;
+	}
+	if (w->mesh && owner < w->mesh->n_workers) {
+		struct fg_handoff h = { .pkt = *pkt, .hdr = m->hdr, .cfg_level = FG_HANDOFF_ANSWER };
 		if (hand_over(w, owner, &h))
 			FG_STAT_ADD(w->stats.answers_forwarded, 1);
 		else
@@ -719,6 +783,64 @@ void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct f
 		FG_STAT_ADD(w->stats.rx_unexpected, 1);
 		w->io.ops->free(w->io.ctx, pkt);
 	}
+	return RX_DONE;
+}
+
+/* Stage 2 for one datagram: classify a request; prefetch for both kinds. */
+static void classify_item(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			  struct rx_item *it, struct fg_msg *m, uint64_t now)
+{
+	if (it->kind == RX_ANSWER) {
+		/* Looked up again in stage 3: an earlier answer of the burst
+		 * (a duplicate) may end the request first. */
+		uint32_t slot = fg_reqtable_lookup(&w->reqs, w->id, it->hdr.request_id);
+		if (slot != FG_REQ_NIL)
+			fg_stats_flow_prefetch_entry(&w->stats, w->reqs.slots[slot].flow);
+		return;
+	}
+	m->hdr = it->hdr;
+	enum fg_proto_err err = fg_proto_decode_attrs(pkt->data, m);
+	if (unlikely(err)) {
+		rx_malformed(w, cfg, pkt, err);
+		it->kind = RX_DONE;
+		return;
+	}
+	if (!classify_request(w, cfg, pkt, m, &it->match, &it->work, now)) {
+		it->kind = RX_DONE;
+		return;
+	}
+	it->stats_key = stats_key_of(cfg, &it->match);
+	fg_stats_flow_prefetch(&w->stats, it->stats_key);
+}
+
+void fg_worker_handle_burst(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkts, unsigned n,
+			    uint64_t now)
+{
+	struct rx_item items[FG_RX_BURST];
+	struct fg_msg m;
+	for (unsigned done = 0; done < n; done += FG_RX_BURST) {
+		struct fg_pkt *p = pkts + done;
+		unsigned k = n - done < FG_RX_BURST ? n - done : FG_RX_BURST;
+		for (unsigned i = 0; i < k; i++) {
+			items[i].kind = (uint8_t)decode_header(w, cfg, &p[i], &m);
+			items[i].hdr = m.hdr;
+		}
+		for (unsigned i = 0; i < k; i++)
+			if (items[i].kind != RX_DONE)
+				classify_item(w, cfg, &p[i], &items[i], &m, now);
+		for (unsigned i = 0; i < k; i++) {
+			const struct rx_item *it = &items[i];
+			if (it->kind == RX_REQUEST)
+				route_request(w, cfg, &p[i], &it->hdr, &it->match, &it->work, it->stats_key, now);
+			else if (it->kind == RX_ANSWER)
+				handle_answer(w, cfg, &p[i], &it->hdr, now);
+		}
+	}
+}
+
+void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now)
+{
+	fg_worker_handle_burst(w, cfg, pkt, 1, now);
 }
 
 /* --- expiry, dispatch, shutdown ---------------------------------------- */
@@ -770,10 +892,10 @@ static void note_blocked_head(struct fg_worker *w, struct fg_level_rt *rt)
 {
 	uint32_t slot = slot_of(w, rt->qs.blocked);
 	const struct fg_req *r = &w->reqs.slots[slot];
-	if (slot == rt->noted_head && r->arrival_ns == rt->noted_head_arrival)
+	if (slot == rt->noted_head && r->qs.arrival_ns == rt->noted_head_arrival)
 		return;
 	rt->noted_head = slot;
-	rt->noted_head_arrival = r->arrival_ns;
+	rt->noted_head_arrival = r->qs.arrival_ns;
 	fg_apf_add(&apf_pair(w, r->pair)->no_accommodation, 1);
 }
 
@@ -786,7 +908,7 @@ static void dispatch_level(struct fg_worker *w, const struct fg_config *cfg, uin
 		uint32_t slot = slot_of(w, q);
 		struct fg_req *r = &w->reqs.slots[slot];
 		leave_waiting(w, slot);
-		if (r->client_deadline_ns <= now) {
+		if (fg_req_client_deadline(r) <= now) {
 			apf_waited(w, r, false, now);
 			refuse_admitted(w, cfg, slot, FG_REJECT_TIME_OUT, now);
 		} else if (!start_executing(w, cfg, slot, now)) {
@@ -805,7 +927,7 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (unlikely(w->held.head != FG_REQ_NIL))
 		send_held(w, cfg, now);
 	for (uint32_t i = 0; i < w->n_levels; i++)
-		if (w->levels[i].used)
+		if (w->levels[i].used && w->levels[i].qs.n_waiting) /* nothing waits: nothing to dispatch */
 			dispatch_level(w, cfg, i, now);
 	fg_worker__retire_idle_levels(w);
 }
@@ -846,8 +968,7 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 	unsigned taken = w->mesh ? take_handoffs(w, cfg, now) : 0;
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);
-	for (unsigned i = 0; i < n; i++)
-		fg_worker_handle(w, cfg, &pkts[i], now);
+	fg_worker_handle_burst(w, cfg, pkts, n, now);
 	fg_worker_expire(w, cfg, now);
 	fg_worker_dispatch(w, cfg, now);
 	fg_worker__snapshot_poll(w, now);

@@ -113,6 +113,7 @@ struct fg_worker {
 	struct fg_reqtable reqs;
 	struct fg_level_rt levels[FG_MAX_LEVELS];
 	uint32_t n_levels;           /* slots ever used: scan bound */
+	uint32_t n_retiring;         /* used slots the configuration no longer has: they drain, then go */
 	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
 	uint32_t n_level_map;
 	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
@@ -156,7 +157,13 @@ void fg_worker_fini(struct fg_worker *w);
  */
 int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64_t now);
 
-/* Handle one received datagram (takes ownership of pkt). */
+/* Handle received datagrams (takes ownership of them): stage by stage over
+ * the burst (decode every header, classify every request, then queue and
+ * relay in arrival order; worker.c), with the outcome of handling them one
+ * after the other. */
+void fg_worker_handle_burst(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkts, unsigned n,
+			    uint64_t now);
+/* Handle one received datagram (a burst of one). */
 void fg_worker_handle(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t now);
 
 /* Time out waiting and executing requests whose limits passed; release

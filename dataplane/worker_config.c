@@ -55,11 +55,12 @@ static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct
 /* A removed level's slot is freed once nothing waits or holds a seat in it. */
 void fg_worker__retire_idle_levels(struct fg_worker *w)
 {
-	for (uint32_t i = 0; i < w->n_levels; i++) {
+	for (uint32_t i = 0; w->n_retiring && i < w->n_levels; i++) {
 		struct fg_level_rt *rt = &w->levels[i];
 		if (rt->used && !rt->live && fg_qs_idle(&rt->qs)) {
 			fg_qs_fini(&rt->qs);
 			rt->used = false;
+			w->n_retiring--;
 			__atomic_store_n(&w->stats.levels[i].used, 0, __ATOMIC_RELEASE);
 		}
 	}
@@ -245,10 +246,13 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 			fg_worker__join_board(w, cfg, slot, held, now);
 	}
 	free(changes);
+	w->n_retiring = 0;
 	for (uint32_t k = 0; k < w->n_levels; k++) {
 		w->levels[k].live = w->levels[k].used && keep[k];
-		if (w->levels[k].used && !keep[k])
+		if (w->levels[k].used && !keep[k]) {
 			FG_STAT_SET(w->stats.levels[k].live, 0);
+			w->n_retiring++;
+		}
 		shrank[k] |= w->levels[k].used && !keep[k];
 	}
 	free(w->level_of_cfg);

@@ -44,10 +44,11 @@ static void copy_strings(struct fg_worker *w, struct fg_snapshot *s, struct fg_s
 	size_t slen = slash ? (size_t)(slash - flow) : flen;
 	put_str(s, out, FG_SNAP_FLOW_SCHEMA, flow, slen);
 	put_str(s, out, FG_SNAP_DISTINGUISHER, slash ? slash + 1 : "", slash ? flen - slen - 1 : 0);
-	if (!(s->flags & FG_SNAP_DETAILS) || !r->pkt.handle)
+	if (!(s->flags & FG_SNAP_DETAILS) || !r->pkt_handle)
 		return;
 	struct fg_msg m;
-	if (fg_proto_decode(r->pkt.data, r->pkt.len, &m) != FG_PROTO_OK)
+	struct fg_pkt pkt = fg_req_pkt(r);
+	if (fg_proto_decode(pkt.data, pkt.len, &m) != FG_PROTO_OK)
 		return;
 	const struct fg_str *attrs[] = { &m.user, &m.ns, &m.verb, &m.api_group, &m.resource, &m.subresource, &m.name,
 					 &m.path };
@@ -66,7 +67,7 @@ static struct fg_snap_req *new_req(struct fg_worker *w, struct fg_snapshot *s, c
 	}
 	struct fg_snap_req *o = &s->reqs[s->n_reqs++];
 	memset(o, 0, sizeof(*o));
-	o->arrival_ns = r->arrival_ns;
+	o->arrival_ns = r->qs.arrival_ns;
 	o->client_id = r->client_id;
 	o->slot = slot;
 	o->level = row;
@@ -116,7 +117,7 @@ static const struct fg_qs_req *resume(const struct fg_worker *w, const struct fg
 		return NULL;
 	const struct fg_req *r = &w->reqs.slots[c->next];
 	if (r->state != FG_REQ_WAITING || r->level != slot || r->qs.queue != c->queue ||
-	    r->arrival_ns != c->next_arrival)
+	    r->qs.arrival_ns != c->next_arrival)
 		return NULL;
 	return &r->qs;
 }

@@ -38,6 +38,14 @@ SOAK_SECONDS=$SOAK_SECONDS meson test -C build --suite soak --print-errorlogs 2>
   grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):'
 count_meson /tmp/fairgate-soak.log
 
+# The benchmarks' short forms (bench/meson.build: --quick), so that they
+# cannot rot; the dataplane harness's short form is the e2e test
+# dataplane_bench.  Their figures are not judged here (docs/benchmarks.md).
+echo "== benchmarks, short forms"
+meson test -C build --benchmark --print-errorlogs 2>&1 | tee /tmp/fairgate-bench.log |
+  grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):'
+count_meson /tmp/fairgate-bench.log
+
 echo "== ASan + UBSan build and test"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug &&

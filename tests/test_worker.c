@@ -828,6 +828,144 @@ TEST(randomized_exactly_once)
 	rig_fini(&r);
 }
 
+/* One datagram a step sent, with a backend-bound request's nonce masked
+ * (each worker draws its own), for comparing two workers. */
+struct sent_rec {
+	struct fg_endpoint to;
+	uint32_t len;
+	uint8_t data[256];
+};
+
+static int sent_rec_cmp(const void *a, const void *b) { return memcmp(a, b, sizeof(struct sent_rec)); }
+
+/* What r sent since the last call: backend-bound in sending order into
+ * out[0..*n_backend), client-bound after them, sorted (the stages answer the
+ * datagrams that go no further before the burst's dispatches). */
+static unsigned take_sent(struct rig *r, struct sent_rec *out, uint64_t *backend_ids, unsigned *n_backend)
+{
+	unsigned n = 0, nb = 0;
+	struct sent_rec client[256];
+	unsigned nc = 0;
+	for (; r->seen < r->io.n_sent; r->seen++) {
+		const struct fake_sent *s = &r->io.sent[r->seen];
+		struct sent_rec rec;
+		memset(&rec, 0, sizeof(rec));
+		rec.to = s->to;
+		rec.len = s->len;
+		memcpy(rec.data, s->data, s->len < sizeof(rec.data) ? s->len : sizeof(rec.data));
+		bool to_backend = fg_endpoint_same_addr(&s->to, &r->backend[0]) || fg_endpoint_same_addr(&s->to, &r->backend[1]);
+		if (to_backend) {
+			struct fg_msg m;
+			CHECK(fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK);
+			backend_ids[nb] = m.hdr.request_id;
+			memset(rec.data + 12, 0, 4); /* the nonce: the dispatch id's low 32 bits (big-endian at 8..15) */
+			out[nb++] = rec;
+		} else {
+			CHECK(nc < 256);
+			client[nc++] = rec;
+		}
+	}
+	qsort(client, nc, sizeof(client[0]), sent_rec_cmp);
+	*n_backend = nb;
+	n = nb;
+	for (unsigned i = 0; i < nc; i++)
+		out[n++] = client[i];
+	return n;
+}
+
+/* The staged burst (fg_worker_poll) has the outcome of handling its
+ * datagrams one after the other (fg_worker_handle each, then the same poll):
+ * the same datagrams to the backends in the same order, the same answers,
+ * the same counters — with requests, answers, duplicate and forged answers
+ * and junk mixed, up to 40 datagrams a round (a poll takes FG_RX_BURST). */
+TEST(burst_stages_match_one_by_one)
+{
+	struct rig a, b;
+	rig_init(&a, 5, 20, 2);
+	rig_init(&b, 5, 20, 2);
+	struct rig *rigs[2] = { &a, &b };
+	uint64_t out_id[2][512];
+	int out_backend[512];
+	unsigned n_out = 0, seed = 11;
+	uint64_t next_id = 1;
+	static struct sent_rec sa[4096], sb[4096];
+	for (int round = 0; round < 300; round++) {
+		unsigned burst = 1 + (unsigned)rand_r(&seed) % 40;
+		for (unsigned k = 0; k < burst; k++) {
+			int kind = rand_r(&seed) % 10;
+			int client = rand_r(&seed) % 4;
+			const char *user = (const char *[]){ "a", "b", "c", "d" }[rand_r(&seed) % 4];
+			uint16_t seats = (uint16_t)(1 + rand_r(&seed) % 3);
+			unsigned pick = n_out ? (unsigned)rand_r(&seed) % n_out : 0;
+			bool dup = rand_r(&seed) % 4 == 0;
+			uint8_t junk[50];
+			for (unsigned j = 0; j < sizeof(junk); j++)
+				junk[j] = (uint8_t)rand_r(&seed);
+			for (int x = 0; x < 2; x++) {
+				struct rig *r = rigs[x];
+				if (kind < 5)
+					send_request(r, client, next_id, user, seats);
+				else if (kind < 8 && n_out) {
+					respond_from(r, out_backend[pick], out_id[x][pick], "ok");
+					if (dup) /* the same answer twice in one burst */
+						respond_from(r, out_backend[pick], out_id[x][pick], "again");
+				} else if (kind == 8 && n_out)
+					respond_from(r, 1 - out_backend[pick], out_id[x][pick], "forged");
+				else
+					fake_inject(&r->io, junk, sizeof(junk), r->client[client]);
+			}
+			if (kind < 5)
+				next_id++;
+			else if (kind < 8 && n_out) {
+				for (int x = 0; x < 2; x++)
+					out_id[x][pick] = out_id[x][n_out - 1];
+				out_backend[pick] = out_backend[--n_out];
+			}
+		}
+		a.now = b.now = a.now + (uint64_t)(rand_r(&seed) % 30) * MS;
+		fg_worker_poll(&a.w, &a.cfg, a.now); /* the burst, staged */
+		struct fg_pkt p;                  /* one by one, then the rest of a poll */
+		for (unsigned k = 0; k < FG_RX_BURST && fake_rx(&b.io, &p, 1); k++)
+			fg_worker_handle(&b.w, &b.cfg, &p, b.now);
+		unsigned later = b.io.rx_tail;    /* what the staged poll left for the next round */
+		b.io.rx_tail = b.io.rx_head;
+		fg_worker_poll(&b.w, &b.cfg, b.now);
+		b.io.rx_tail = later;
+		static uint64_t ida[4096], idb[4096];
+		unsigned nba, nbb, na = take_sent(&a, sa, ida, &nba), nb = take_sent(&b, sb, idb, &nbb);
+		CHECK_EQ(na, nb);
+		CHECK_EQ(nba, nbb);
+		for (unsigned i = 0; i < na && i < nb; i++)
+			CHECK(memcmp(&sa[i], &sb[i], sizeof(sa[i])) == 0);
+		/* Both sent the same requests to the same backends: track them by
+		 * each worker's own dispatch ids. */
+		for (unsigned i = 0; i < nba && i < nbb && n_out < 512; i++) {
+			out_id[0][n_out] = ida[i];
+			out_id[1][n_out] = idb[i];
+			out_backend[n_out++] = fg_endpoint_same_addr(&sa[i].to, &a.backend[0]) ? 0 : 1;
+		}
+		check_invariant(&a);
+		check_invariant(&b);
+	}
+	CHECK(a.w.stats.responded > 100);
+	CHECK(a.w.stats.responses_unmatched > 10);
+	CHECK(a.w.stats.rx_malformed > 10);
+	const uint64_t *ca = &a.w.stats.received, *cb = &b.w.stats.received;
+	CHECK_EQ(ca[0], cb[0]);
+	CHECK_EQ(a.w.stats.responded, b.w.stats.responded);
+	CHECK_EQ(a.w.stats.responses_unmatched, b.w.stats.responses_unmatched);
+	CHECK_EQ(a.w.stats.rx_malformed, b.w.stats.rx_malformed);
+	CHECK_EQ(a.w.stats.dispatched, b.w.stats.dispatched);
+	for (int k = 0; k < FG_REJECT__COUNT; k++)
+		CHECK_EQ(a.w.stats.rejected[k], b.w.stats.rejected[k]);
+	fg_worker_drain(&a.w, &a.cfg, a.now);
+	fg_worker_abort_executing(&a.w, &a.cfg, a.now);
+	fg_worker_drain(&b.w, &b.cfg, b.now);
+	fg_worker_abort_executing(&b.w, &b.cfg, b.now);
+	rig_fini(&a);
+	rig_fini(&b);
+}
+
 TEST(dead_backend_is_ejected_and_probed_back)
 {
 	struct rig r;
@@ -2351,6 +2489,39 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
 	CHECK_EQ(mesh_seats_in_use(&r), 0);
 	mesh_fini(&r);
+}
+
+/* A slot keeps a waiting datagram as handle + 16-bit offset, length and
+ * room (reqtable.h): what comes back is the datagram it was given, also
+ * when the message lies past the handle (an mbuf's data room) and at the
+ * largest span an I/O layer may use (pkt.h). */
+TEST(slot_gives_back_the_datagram_it_holds)
+{
+	static uint8_t buffer[FG_PKT_MAX_SPAN + 1];
+	const uint32_t offs[] = { 0, 170, FG_PKT_MAX_SPAN - FG_PROTO_MAX_DATAGRAM };
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		struct fg_pkt in = { .handle = buffer, .data = buffer + offs[i], .len = FG_PROTO_MAX_DATAGRAM - i,
+				     .cap = FG_PROTO_MAX_DATAGRAM, .peer = { .ip = 0x0100007f, .port = 0x1234,
+									    .mac = { 2, 0, 0, 0, 0, 9 } } };
+		struct fg_req r;
+		memset(&r, 0xa5, sizeof(r));
+		fg_req_hold_pkt(&r, &in);
+		struct fg_pkt out = fg_req_pkt(&r);
+		CHECK(out.handle == in.handle && out.data == in.data);
+		CHECK_EQ(out.len, in.len);
+		CHECK_EQ(out.cap, in.cap);
+		CHECK(memcmp(&out.peer, &in.peer, sizeof(in.peer)) == 0 && memcmp(&r.client, &in.peer, sizeof(in.peer)) == 0);
+		r.pkt_handle = NULL; /* sent on, or freed */
+		CHECK(fg_req_pkt(&r).handle == NULL && fg_req_pkt(&r).data == NULL);
+	}
+	/* The client's deadline hint counts from the arrival; none is never. */
+	struct fg_req r = { .client_deadline_ms = 250 };
+	r.qs.arrival_ns = 7000 * MS;
+	CHECK_EQ(fg_req_client_deadline(&r), 7250 * MS);
+	r.client_deadline_ms = 0;
+	CHECK_EQ(fg_req_client_deadline(&r), UINT64_MAX);
+	r.client_deadline_ms = UINT32_MAX; /* the wire's largest: no wrap */
+	CHECK_EQ(fg_req_client_deadline(&r), 7000 * MS + (uint64_t)UINT32_MAX * MS);
 }
 
 TEST_MAIN
