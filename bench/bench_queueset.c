@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	uint32_t sizes[8] = { 1000, 10000, 100000, 1000000 };
 	int n_sizes = 4;
 	uint64_t iters = 2000000;
-	int json = 0;
+	int json = 0, one_mixed = -1, one_variant = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = 1;
@@ -116,10 +116,27 @@ int main(int argc, char **argv)
 			n_sizes = 0;
 			for (char *tok = strtok(argv[++i], ","); tok && n_sizes < 8; tok = strtok(NULL, ","))
 				sizes[n_sizes++] = (uint32_t)strtoul(tok, NULL, 10);
+		} else if (!strcmp(argv[i], "--one") && i + 2 < argc) { /* one configuration: for profiles */
+			one_mixed = !strcmp(argv[++i], "mixed");
+			for (int v = 0; v < N_VARIANTS; v++)
+				if (!strcmp(argv[i + 1], variant_names[v]))
+					one_variant = v;
+			i++;
+			if (one_variant < 0)
+				return 2;
 		} else {
-			fprintf(stderr, "usage: bench_queueset [--queues N,N,...] [--iters N] [--quick] [--json]\n");
+			fprintf(stderr, "usage: bench_queueset [--queues N,N,...] [--iters N] [--quick] [--json]\n"
+					"                      [--one 1|mixed maxmin|w=1|w=1,2,4|usage]\n");
 			return 2;
 		}
+	}
+	if (one_variant >= 0) {
+		for (int s = 0; s < n_sizes; s++) {
+			struct result one = run(sizes[s], one_mixed, (enum variant)one_variant, iters, 2);
+			printf("%-12u %-8s %-8s %12.1f %14.0f\n", sizes[s], one_mixed ? "mixed" : "1",
+			       variant_names[one_variant], one.ns, one.cycles);
+		}
+		return 0;
 	}
 	/* r[size][mixed][variant]; the variants alternate per size so that
 	 * all see the same machine. */

@@ -13,6 +13,10 @@
  * the same frames on the main lcore (the peer).  Everything is bounded by
  * --duration; no packet leaves the process.
  *
+ * This is `--mode generator` (the default); `--mode scaling`, with no
+ * generator running, is dataplane_scaling.c.  What both share is here
+ * (dataplane_int.h).
+ *
  * --workers N: the port gets N RX and N TX rings; the generator spreads
  * requests over the RX rings by flow (as RSS would) and a backend's answers
  * always arrive on ring (backend % N), so some answers cross to their
@@ -40,50 +44,55 @@
 #include "bench.h"
 #include "clock.h"
 #include "config.h"
+#include "dataplane_int.h"
 #include "dpdk_io.h"
 #include "flowcontrol.h"
 #include "netpkt.h"
 #include "proto.h"
 #include "workerset.h"
 
-#define DP_FRAME_LEN 200u
 #define DP_BURST 32u
 #define DP_WINDOW 2048u            /* requests in flight */
-#define DP_BACKENDS 4u
 #define DP_RING_SIZE 4096u
-#define DP_MAX_WORKERS 8u
 
-static const uint8_t client_mac[6] = { 2, 0, 0, 0, 0, 0x32 };
+const uint8_t dp_client_mac[6] = { 2, 0, 0, 0, 0, 0x32 };
 
 struct harness {
 	unsigned n_workers;
 	struct rte_ring *to_worker[DP_MAX_WORKERS], *from_worker[DP_MAX_WORKERS];
 	uint16_t port;
 	struct rte_mempool *gen_pool;
-	uint8_t fg_mac[6];
-	uint32_t fg_ip, client_ip, backend_ip[DP_BACKENDS];
-	uint8_t backend_mac[DP_BACKENDS][6];
-	uint16_t fg_port;
-	unsigned flows;
-	uint8_t *templates;        /* flows x DP_FRAME_LEN */
-	uint16_t template_len;
+	struct dp_net net;
 	volatile int stop;
 	/* worker side */
 	int full;                  /* 0: forward-only, 1: the fairgate worker */
-	struct fg_dpdk_io *io;
-	struct fg_config *cfg;
-	struct fg_workerset ws;
+	struct dp_fairgate fg;
 	uint64_t busy_cycles[DP_MAX_WORKERS];
 	int metrics_on;            /* the workers follow it into flowcontrolMetrics (apf_metrics) */
 	/* generator side */
 	uint64_t completions, rejects;
 };
 
-static void build_templates(struct harness *h)
+int dp_net_init(struct dp_net *net, uint16_t port, unsigned flows)
 {
-	h->templates = calloc(h->flows, DP_FRAME_LEN);
-	for (unsigned f = 0; f < h->flows; f++) {
-		uint8_t *frame = h->templates + (size_t)f * DP_FRAME_LEN;
+	memset(net, 0, sizeof(*net));
+	net->flows = flows;
+	net->fg_port = htons(7400);
+	net->fg_ip = htonl(0xc0000201);     /* 192.0.2.1: TEST-NET, never on a wire here */
+	net->client_ip = htonl(0xc0000232); /* 192.0.2.50 */
+	for (unsigned b = 0; b < DP_BACKENDS; b++) {
+		net->backend_ip[b] = htonl(0xc0000264 + b);
+		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(0x64 + b) };
+		memcpy(net->backend_mac[b], mac, 6);
+	}
+	struct rte_ether_addr mac;
+	rte_eth_macaddr_get(port, &mac);
+	memcpy(net->fg_mac, mac.addr_bytes, 6);
+	net->templates = calloc(flows, DP_FRAME_LEN);
+	if (!net->templates)
+		return -ENOMEM;
+	for (unsigned f = 0; f < flows; f++) {
+		uint8_t *frame = net->templates + (size_t)f * DP_FRAME_LEN;
 		char user[32], ns[16];
 		snprintf(user, sizeof(user), "user-%05u", f);
 		snprintf(ns, sizeof(ns), "ns-%02u", f % 100);
@@ -103,10 +112,30 @@ static void build_templates(struct harness *h)
 		int base = fg_proto_encode(frame + FG_NET_HDRS_LEN, DP_FRAME_LEN - FG_NET_HDRS_LEN, &m);
 		m.payload_len = DP_FRAME_LEN - FG_NET_HDRS_LEN - (size_t)base; /* pad the frame to 200 bytes */
 		int len = fg_proto_encode(frame + FG_NET_HDRS_LEN, DP_FRAME_LEN - FG_NET_HDRS_LEN, &m);
-		fg_net_build_udp(frame, client_mac, h->fg_mac, h->client_ip, h->fg_ip, htons((uint16_t)(10000 + f % 50000)),
-				 h->fg_port, (uint16_t)len, 0);
-		h->template_len = (uint16_t)(FG_NET_HDRS_LEN + len);
+		fg_net_build_udp(frame, dp_client_mac, net->fg_mac, net->client_ip, net->fg_ip,
+				 htons((uint16_t)(10000 + f % 50000)), net->fg_port, (uint16_t)len, 0);
+		net->template_len = (uint16_t)(FG_NET_HDRS_LEN + len);
 	}
+	return 0;
+}
+
+void dp_net_fini(struct dp_net *net)
+{
+	if (!net)
+		return;
+	free(net->templates);
+	net->templates = NULL;
+}
+
+unsigned dp_backend_answer(const struct dp_net *net, uint8_t *frame, const struct fg_net_frame *f)
+{
+	unsigned b = 0;
+	while (b < DP_BACKENDS - 1 && f->dst_ip != net->backend_ip[b])
+		b++;
+	frame[f->payload_off + 3] = FG_MSG_RESPONSE;
+	fg_net_build_udp(frame, net->backend_mac[b], net->fg_mac, net->backend_ip[b], net->fg_ip, f->dst_port,
+			 f->src_port, (uint16_t)f->payload_len, 0);
+	return b;
 }
 
 /* --- the worker lcore -------------------------------------------------- */
@@ -133,10 +162,11 @@ static void forward_only(struct harness *h, unsigned lane)
 			uint8_t type = frame[f.payload_off + 3];
 			if (type == FG_MSG_REQUEST) {
 				unsigned b = next_backend++ % DP_BACKENDS;
-				fg_net_build_udp(frame, h->fg_mac, h->backend_mac[b], h->fg_ip, h->backend_ip[b], h->fg_port,
-						 htons(7501), (uint16_t)f.payload_len, 0);
+				fg_net_build_udp(frame, h->net.fg_mac, h->net.backend_mac[b], h->net.fg_ip, h->net.backend_ip[b],
+						 h->net.fg_port, htons(DP_BACKEND_PORT), (uint16_t)f.payload_len, 0);
 			} else {
-				fg_net_build_udp(frame, h->fg_mac, client_mac, h->fg_ip, h->client_ip, h->fg_port, htons(10000),
+				fg_net_build_udp(frame, h->net.fg_mac, dp_client_mac, h->net.fg_ip, h->net.client_ip, h->net.fg_port,
+						 htons(10000),
 						 (uint16_t)f.payload_len, 0);
 			}
 			tx[nt++] = m;
@@ -148,18 +178,17 @@ static void forward_only(struct harness *h, unsigned lane)
 	}
 }
 
-/* Busy time: polls that received datagrams or took hand-offs. */
-static void fairgate_path(struct harness *h, unsigned lane)
+void dp_run_fairgate_lane(struct fg_worker *w, const struct fg_config *cfg, const volatile int *stop,
+			  const int *metrics_on, uint64_t *busy_cycles)
 {
-	struct fg_worker *w = h->ws.w[lane];
 	rcu_register_thread();
-	while (!h->stop) {
+	while (!*stop) {
 		rcu_quiescent_state();
-		w->apf_metrics = __atomic_load_n(&h->metrics_on, __ATOMIC_RELAXED);
+		w->apf_metrics = __atomic_load_n(metrics_on, __ATOMIC_RELAXED);
 		uint64_t t0 = rte_rdtsc(), before = w->stats.taken_over + w->stats.rx_datagrams;
-		unsigned n = fg_worker_poll(w, h->cfg, fg_now_ns());
+		unsigned n = fg_worker_poll(w, cfg, fg_now_ns());
 		if (n || w->stats.taken_over + w->stats.rx_datagrams != before)
-			__atomic_store_n(&h->busy_cycles[lane], h->busy_cycles[lane] + rte_rdtsc() - t0, __ATOMIC_RELAXED);
+			__atomic_store_n(busy_cycles, *busy_cycles + rte_rdtsc() - t0, __ATOMIC_RELAXED);
 	}
 	rcu_unregister_thread();
 }
@@ -172,8 +201,9 @@ struct lane_arg {
 static int worker_main(void *arg)
 {
 	struct lane_arg *a = arg;
-	if (a->h->full)
-		fairgate_path(a->h, a->lane);
+	struct harness *h = a->h;
+	if (h->full)
+		dp_run_fairgate_lane(h->fg.ws.w[a->lane], h->fg.cfg, &h->stop, &h->metrics_on, &h->busy_cycles[a->lane]);
 	else
 		forward_only(a->h, a->lane);
 	return 0;
@@ -247,12 +277,13 @@ static struct phase run_phase(struct harness *h, int full, double seconds, struc
 		/* The allotter, on the generator's lcore: every workers follow the
 		 * one configuration. */
 		if (full)
-			fg_allotter_step(&allotter, h->cfg, true, fg_now_ns());
+			fg_allotter_step(&allotter, h->fg.cfg, true, fg_now_ns());
 		unsigned want = inflight + DP_BURST <= DP_WINDOW ? DP_BURST : 0;
 		if (want && rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, want) == 0) {
 			for (unsigned i = 0; i < want; i++) {
-				uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->template_len);
-				memcpy(d, h->templates + (size_t)(next_flow++ % h->flows) * DP_FRAME_LEN, h->template_len);
+				uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->net.template_len);
+				memcpy(d, h->net.templates + (size_t)(next_flow++ % h->net.flows) * DP_FRAME_LEN,
+				       h->net.template_len);
 			}
 			/* RSS: a flow's requests always reach the same RX ring. */
 			unsigned q = 0;
@@ -262,7 +293,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds, struc
 					rte_pktmbuf_free(pkts[i]);
 			} else {
 				for (unsigned i = 0; i < want; i++) {
-					unsigned ring = (unsigned)((next_flow - want + i) % h->flows % h->n_workers);
+					unsigned ring = (unsigned)((next_flow - want + i) % h->net.flows % h->n_workers);
 					if (rte_ring_enqueue(h->to_worker[ring], pkts[i]) == 0)
 						q++;
 					else
@@ -284,13 +315,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds, struc
 			}
 			uint8_t *msg = frame + f.payload_off;
 			if (msg[3] == FG_MSG_REQUEST) {
-				/* The backend answers at once: same message back as a RESPONSE. */
-				unsigned b = 0;
-				while (b < DP_BACKENDS - 1 && f.dst_ip != h->backend_ip[b])
-					b++;
-				msg[3] = FG_MSG_RESPONSE;
-				fg_net_build_udp(frame, h->backend_mac[b], h->fg_mac, h->backend_ip[b], h->fg_ip, f.dst_port,
-						 f.src_port, (uint16_t)f.payload_len, 0);
+				unsigned b = dp_backend_answer(&h->net, frame, &f);
 				back_ring[nb] = b % h->n_workers; /* RSS on the backend's address */
 				back[nb++] = m;
 			} else {
@@ -365,8 +390,8 @@ static double rte_sched_cycles(struct harness *h, unsigned iterations)
 	if (rte_pktmbuf_alloc_bulk(h->gen_pool, pkts, DP_BURST))
 		return -1;
 	for (unsigned i = 0; i < DP_BURST; i++) {
-		uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->template_len);
-		memcpy(d, h->templates + (size_t)(i % h->flows) * DP_FRAME_LEN, h->template_len);
+		uint8_t *d = (uint8_t *)rte_pktmbuf_append(pkts[i], h->net.template_len);
+		memcpy(d, h->net.templates + (size_t)(i % h->net.flows) * DP_FRAME_LEN, h->net.template_len);
 	}
 	uint64_t cycles = 0, packets = 0, flow = 0;
 	unsigned have = DP_BURST;
@@ -389,8 +414,9 @@ static double rte_sched_cycles(struct harness *h, unsigned iterations)
 			struct rte_mbuf *fresh[DP_BURST];
 			if (rte_pktmbuf_alloc_bulk(h->gen_pool, fresh, DP_BURST) == 0) {
 				for (unsigned i = 0; i < DP_BURST; i++) {
-					uint8_t *d = (uint8_t *)rte_pktmbuf_append(fresh[i], h->template_len);
-					memcpy(d, h->templates + (size_t)(i % h->flows) * DP_FRAME_LEN, h->template_len);
+					uint8_t *d = (uint8_t *)rte_pktmbuf_append(fresh[i], h->net.template_len);
+					memcpy(d, h->net.templates + (size_t)(i % h->net.flows) * DP_FRAME_LEN,
+					       h->net.template_len);
 				}
 				memcpy(batch, fresh, sizeof(fresh));
 				have = DP_BURST;
@@ -416,30 +442,31 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Min and median of n slices' figures (sorted in place); 0 for none. */
-static void slice_figures(double *v, unsigned n, double *min, double *median)
+void dp_min_median(double *v, unsigned n, double *min, double *median)
 {
 	qsort(v, n, sizeof(*v), by_value);
 	*min = n ? v[0] : 0;
 	*median = n ? v[n / 2] : 0;
 }
 
-static struct fg_config *full_config(struct harness *h)
+int dp_fairgate_create(struct dp_fairgate *fg, const struct dp_net *net, uint16_t port, unsigned workers,
+		       uint32_t max_requests)
 {
+	memset(fg, 0, sizeof(*fg));
 	struct fg_settings s;
 	fg_settings_defaults(&s);
 	s.seat_limit = 100000; /* global-default: ceil(100000 x 20/245) = 8164 seats, more than in flight */
-	s.max_requests = 65536;
-	s.listen.ip = h->fg_ip;
-	s.listen.port = h->fg_port;
+	s.max_requests = max_requests;
+	s.listen.ip = net->fg_ip;
+	s.listen.port = net->fg_port;
 	for (unsigned b = 0; b < DP_BACKENDS; b++) {
-		s.backends[b].ep.ip = h->backend_ip[b];
-		s.backends[b].ep.port = htons(7501);
-		memcpy(s.backends[b].ep.mac, h->backend_mac[b], 6);
+		s.backends[b].ep.ip = net->backend_ip[b];
+		s.backends[b].ep.port = htons(DP_BACKEND_PORT);
+		memcpy(s.backends[b].ep.mac, net->backend_mac[b], 6);
 		s.backends[b].static_mac = true;
 	}
 	s.n_backends = DP_BACKENDS;
-	s.workers = h->n_workers;
+	s.workers = workers;
 	/* The generator stands for a front tier that authenticated its users:
 	 * its sources are trusted (security.md). */
 	fg_cidr_parse("0.0.0.0/0", &s.trusted[0]);
@@ -448,42 +475,93 @@ static struct fg_config *full_config(struct harness *h)
 	struct fg_errors e = { .len = 0 };
 	struct fg_fc_config *fc = fg_fc_compile(set, s.seat_limit, &e);
 	fg_fc_set_free(set);
-	struct fg_config *c = fg_settings_compile(&s, fc, 1);
+	fg->cfg = fg_settings_compile(&s, fc, 1);
 	char err[256];
-	h->io = c ? fg_dpdk_io_attach(h->port, &s, s.max_requests, h->n_workers, err, sizeof(err)) : NULL;
-	if (!h->io) {
-		fprintf(stderr, "fairgate-bench dataplane: %s\n", c ? err : "out of memory");
-		fg_config_free(c);
-		return NULL;
+	fg->io = fg->cfg ? fg_dpdk_io_attach(port, &s, s.max_requests, workers, err, sizeof(err)) : NULL;
+	if (!fg->io) {
+		fprintf(stderr, "fairgate-bench dataplane: %s\n", fg->cfg ? err : "out of memory");
+		goto err;
 	}
 	struct fg_io ios[DP_MAX_WORKERS];
-	for (unsigned i = 0; i < h->n_workers; i++)
-		ios[i] = fg_dpdk_io_lane(h->io, i);
-	if (fg_workerset_create(&h->ws, h->n_workers, ios, s.max_requests, c, fg_now_ns(), err, sizeof(err))) {
+	for (unsigned i = 0; i < workers; i++)
+		ios[i] = fg_dpdk_io_lane(fg->io, i);
+	if (fg_workerset_create(&fg->ws, workers, ios, s.max_requests, fg->cfg, fg_now_ns(), err, sizeof(err))) {
 		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
-		fg_config_free(c);
-		return NULL;
+		goto err;
 	}
-	return c;
+	return 0;
+err:
+	dp_fairgate_destroy(fg);
+	return -ENOMEM;
+}
+
+void dp_fairgate_destroy(struct dp_fairgate *fg)
+{
+	for (unsigned i = 0; i < fg->ws.n; i++) {
+		fg_worker_drain(fg->ws.w[i], fg->cfg, fg_now_ns());
+		fg_worker_abort_executing(fg->ws.w[i], fg->cfg, fg_now_ns());
+	}
+	fg_workerset_destroy(&fg->ws);
+	fg_dpdk_io_free(fg->io);
+	fg_config_free(fg->cfg);
+	memset(fg, 0, sizeof(*fg));
+}
+
+bool dp_eal_init(const char *lcores, const char *mem_mb, unsigned lcores_needed)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
+	char *eal[] = { "fairgate-bench", "--no-huge", "-m", (char *)mem_mb, "--no-pci", "--no-shconf", prefix,
+			"--lcores", (char *)lcores, "--log-level=lib.eal:warning", NULL };
+	int eal_up = rte_eal_init(10, eal) >= 0;
+	if (!eal_up || rte_lcore_count() < lcores_needed) {
+		fprintf(stderr, "fairgate-bench dataplane: EAL needs %u lcores (main + %u worker(s))\n", lcores_needed,
+			lcores_needed - 1);
+		fg_dpdk_eal_cleanup(eal_up); /* no runtime directory left behind */
+		return false;
+	}
+	return true;
+}
+
+/* "--mode M" or "--mode=M" among the arguments, or NULL. */
+static const char *mode_arg(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode"))
+			return i + 1 < argc ? argv[i + 1] : "";
+		if (!strncmp(argv[i], "--mode=", 7))
+			return argv[i] + 7;
+	}
+	return NULL;
 }
 
 int fg_bench_dataplane(int argc, char **argv)
 {
+	const char *mode = mode_arg(argc, argv);
+	if (mode && !strcmp(mode, "scaling"))
+		return fg_bench_dataplane_scaling(argc, argv);
+	if (mode && strcmp(mode, "generator")) {
+		fprintf(stderr, "fairgate-bench dataplane: --mode generator|scaling\n");
+		return 2;
+	}
 	unsigned workers = 1, flows = 10000;
 	double duration = 5;
 	int json = 0;
 	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
 		{ "flows", required_argument, 0, 'f' }, { "duration", required_argument, 0, 'd' },
-		{ "json", no_argument, 0, 'j' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "json", no_argument, 0, 'j' }, { "mode", required_argument, 0, 'm' }, { "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 } };
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
+		case 'm': break; /* generator: mode_arg read it */
 		case 'w': workers = (unsigned)atoi(optarg); break;
 		case 'f': flows = (unsigned)atoi(optarg); break;
 		case 'd': duration = (double)fg_bench_duration_arg("--duration", optarg) / 1e9; break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: fairgate-bench dataplane [--workers 1] [--flows F] [--duration D] [--json]\n");
+			printf("usage: fairgate-bench dataplane [--mode generator] [--workers 1] [--flows F] [--duration D] [--json]\n"
+			       "       fairgate-bench dataplane --mode scaling --help\n");
 			return 0;
 		default: return 2;
 		}
@@ -499,29 +577,15 @@ int fg_bench_dataplane(int argc, char **argv)
 	/* Lcores: the generator alone on CPU 0, the workers over the other
 	 * CPUs; with more workers than those, workers share CPUs (said in the
 	 * output). */
-	char prefix[64], lcores[128];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
+	char lcores[128];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int off = snprintf(lcores, sizeof(lcores), "0@0");
 	for (unsigned i = 1; i <= workers; i++)
 		off += snprintf(lcores + off, sizeof(lcores) - (size_t)off, ",%u@%ld", i,
 				cpus > 1 ? 1 + (long)(i - 1) % (cpus - 1) : 0); /* the generator keeps CPU 0 */
-	char *eal[] = { "fairgate-bench", "--no-huge", "-m", "1024", "--no-pci", "--no-shconf", prefix, "--lcores", lcores,
-			"--log-level=lib.eal:warning", NULL };
-	int eal_up = rte_eal_init(10, eal) >= 0;
-	if (!eal_up || rte_lcore_count() < workers + 1) {
-		fprintf(stderr, "fairgate-bench dataplane: EAL needs %u lcores (main + %u worker(s))\n", workers + 1, workers);
-		fg_dpdk_eal_cleanup(eal_up); /* no runtime directory left behind */
+	if (!dp_eal_init(lcores, "1024", workers + 1))
 		return 1;
-	}
-	struct harness h = { .flows = flows, .fg_port = htons(7400), .n_workers = workers };
-	h.fg_ip = htonl(0xc0000201);      /* 192.0.2.1: TEST-NET, never on a wire here */
-	h.client_ip = htonl(0xc0000232);  /* 192.0.2.50 */
-	for (unsigned b = 0; b < DP_BACKENDS; b++) {
-		h.backend_ip[b] = htonl(0xc0000264 + b);
-		uint8_t mac[6] = { 2, 0, 0, 0, 0, (uint8_t)(0x64 + b) };
-		memcpy(h.backend_mac[b], mac, 6);
-	}
+	struct harness h = { .n_workers = workers };
 	bool rings_ok = true;
 	for (unsigned i = 0; i < workers; i++) {
 		char name[32];
@@ -539,12 +603,8 @@ int fg_bench_dataplane(int argc, char **argv)
 		return 1;
 	}
 	h.port = (uint16_t)port;
-	struct rte_ether_addr mac;
-	rte_eth_macaddr_get(h.port, &mac);
-	memcpy(h.fg_mac, mac.addr_bytes, 6);
-	build_templates(&h);
-	h.cfg = full_config(&h);
-	if (!h.cfg) {
+	if (dp_net_init(&h.net, h.port, flows) || dp_fairgate_create(&h.fg, &h.net, h.port, workers, 65536)) {
+		dp_net_fini(&h.net);
 		fg_dpdk_eal_cleanup(true);
 		return 1;
 	}
@@ -555,14 +615,14 @@ int fg_bench_dataplane(int argc, char **argv)
 	run_phase(&h, 1, duration, &alt);
 	h.metrics_on = 1;
 	double on_min, on_median, off_min, off_median;
-	slice_figures(alt.cycles[1], alt.n[1], &on_min, &on_median);
-	slice_figures(alt.cycles[0], alt.n[0], &off_min, &off_median);
+	dp_min_median(alt.cycles[1], alt.n[1], &on_min, &on_median);
+	dp_min_median(alt.cycles[0], alt.n[0], &off_min, &off_median);
 	double sched = rte_sched_cycles(&h, 200000);
 	double hz = (double)rte_get_tsc_hz();
 	uint64_t handed = 0, forwarded = 0;
 	for (unsigned i = 0; i < workers; i++) {
-		handed += h.ws.w[i]->stats.handed_off;
-		forwarded += h.ws.w[i]->stats.answers_forwarded;
+		handed += h.fg.ws.w[i]->stats.handed_off;
+		forwarded += h.fg.ws.w[i]->stats.answers_forwarded;
 	}
 	if (json) {
 		printf("{\"flows\": %u, \"workers\": %u, \"cpus\": %ld, \"frameBytes\": %u, \"tscHz\": %.0f,\n"
@@ -576,7 +636,7 @@ int fg_bench_dataplane(int argc, char **argv)
 		       " \"metrics_slices\": %u, \"metrics_on_cycles_per_request_min\": %.1f, \"metrics_on_cycles_per_request_median\": %.1f,\n"
 		       " \"metrics_off_cycles_per_request_min\": %.1f, \"metrics_off_cycles_per_request_median\": %.1f,\n"
 		       " \"ratio_cycles_metrics_on_to_off_min\": %.3f, \"ratio_cycles_metrics_on_to_off_median\": %.3f}\n",
-		       flows, workers, cpus, h.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
+		       flows, workers, cpus, h.net.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
 		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
 		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
@@ -585,7 +645,7 @@ int fg_bench_dataplane(int argc, char **argv)
 		       on_median / off_median);
 	} else {
 		printf("flows %u, %u-byte frames, %u worker lcore(s) + the generator on %ld CPU(s)%s, TSC %.2f GHz\n", flows,
-		       h.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
+		       h.net.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
 		if (workers > 1)
 			printf("hand-offs: %llu requests to their queue's owner, %llu answers to their request's worker\n",
 			       (unsigned long long)handed, (unsigned long long)forwarded);
@@ -603,14 +663,8 @@ int fg_bench_dataplane(int argc, char **argv)
 		       DP_SLICE_NS / 1e6, alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median,
 		       on_min / off_min, on_median / off_median);
 	}
-	for (unsigned i = 0; i < workers; i++) {
-		fg_worker_drain(h.ws.w[i], h.cfg, fg_now_ns());
-		fg_worker_abort_executing(h.ws.w[i], h.cfg, fg_now_ns());
-	}
-	fg_workerset_destroy(&h.ws);
-	fg_dpdk_io_free(h.io);
-	fg_config_free(h.cfg);
-	free(h.templates);
+	dp_fairgate_destroy(&h.fg);
+	dp_net_fini(&h.net);
 	fg_dpdk_eal_cleanup(true);
 	return 0;
 }

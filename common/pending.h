@@ -39,8 +39,8 @@
  * give it (fg_qs_price / fg_qs_virtual_finish, the queue set's own rule,
  * chained along its queue from the queue's F_prev).  fg_pending_order then
  * replays the queue set's dispatch: the queue whose next request has the
- * smallest finish goes first, ties to the queue keyed earliest (the skip
- * list's round-robin tie), a queue re-keyed after a dispatch ties after the
+ * smallest finish goes first, ties to the queue keyed earliest (the
+ * order's round-robin tie), a queue re-keyed after a dispatch ties after the
  * others.  Several workers: finishes are compared relative to each worker's
  * own virtual time R (how far ahead of its worker's "now" a request is due).
  *
@@ -110,7 +110,7 @@ struct fg_snap_queue {
 	uint32_t index;                 /* the level's queue index (all workers' queues are one range) */
 	uint32_t n_waiting, n_executing, seats_executing;
 	uint64_t f_prev;                /* Kubernetes' nextDispatchR */
-	uint64_t head_tie;              /* the skip list's tie of its head (dispatch order of equal finishes) */
+	uint64_t head_tie;              /* the order's tie of its head (dispatch order of equal finishes) */
 	uint64_t initial_seats_sum, max_seats_sum, work_sum; /* of the waiting requests; work in seat-ns */
 };
 

@@ -88,7 +88,10 @@ static void advance(struct fg_queueset *qs, uint64_t now)
 	if (!qs->cfg.usage_based) {
 		if (qs->rate_stale)
 			update_rate(qs);
-		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate;
+		/* The fraction is carried: with many queues the share is below
+		 * one seat-ns per call, and R would never move. */
+		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate + qs->r_frac;
+		qs->r_frac = (uint64_t)dr & ((1ull << FG_FAIRSHARE_FRAC_BITS) - 1);
 		uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
 		if (next < qs->r)
 			qs->stats.epochs++;
@@ -160,33 +163,13 @@ static inline uint64_t head_finish(const struct fg_qs_queue *q)
 	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, q->head->cost);
 }
 
-/* The order list of a weight: on a weighted level each weight seen gets a
- * list of its own (the first FG_SKIP_MAX_LISTS - 1 of them), so that a queue
- * just served, whose finish moves by cost / weight like every other queue's
- * of that list, goes back near its list's tail; list 0 takes the rest. */
-static unsigned order_list(struct fg_queueset *qs, uint32_t weight)
-{
-	if (!qs->cfg.weighted)
-		return 0;
-	for (unsigned l = 1; l < FG_SKIP_MAX_LISTS; l++) {
-		if (qs->order_weight[l] == weight)
-			return l;
-		if (!qs->order_weight[l]) {
-			qs->order_weight[l] = weight;
-			fg_skiplist_use_lists(&qs->order, l + 1);
-			return l;
-		}
-	}
-	return 0;
-}
-
 /* Put a queue back in dispatch order after its head or F_prev changed:
  * by the head's virtual finish, or (UsageBased) by its flow's usage key,
  * ties by arrival. */
 static void rekey(struct fg_queueset *qs, uint32_t qi)
 {
-	if (fg_skiplist_contains(&qs->order, qi))
-		fg_skiplist_remove(&qs->order, qi);
+	if (fg_order_contains(&qs->order, qi))
+		fg_order_remove(&qs->order, qi);
 	struct fg_qs_queue *q = &qs->queues[qi];
 	if (!q->head)
 		return;
@@ -195,11 +178,11 @@ static void rekey(struct fg_queueset *qs, uint32_t qi)
 		uint32_t flow = q->head->flow;
 		/* A request from before the level was UsageBased goes first: it drains. */
 		q->key_gen = flow == FG_USAGE_NONE ? 0 : qs->usage.flows[flow].gen;
-		fg_skiplist_insert(&qs->order, qi, flow == FG_USAGE_NONE ? 0 : fg_usage_key(&qs->usage, flow),
-				   q->head->arrival_ns);
+		fg_order_insert(&qs->order, qi, flow == FG_USAGE_NONE ? 0 : fg_usage_key(&qs->usage, flow),
+				q->head->arrival_ns);
 		return;
 	}
-	fg_skiplist_insert_in(&qs->order, order_list(qs, q->head->weight), qi, head_finish(q), ++qs->tie);
+	fg_order_insert(&qs->order, qi, head_finish(q), ++qs->tie);
 }
 
 /* Every queue with a waiting head in order again (the policy or all the keys changed). */
@@ -232,7 +215,7 @@ static void fold_usage(struct fg_queueset *qs, uint64_t now)
 static uint32_t first_current(struct fg_queueset *qs)
 {
 	uint32_t qi;
-	while ((qi = fg_skiplist_first(&qs->order)) != FG_SKIP_NIL && usage_on(qs)) {
+	while ((qi = fg_order_first(&qs->order)) != FG_ORDER_NIL && usage_on(qs)) {
 		uint32_t flow = qs->queues[qi].head->flow;
 		if (flow == FG_USAGE_NONE || qs->usage.flows[flow].gen == qs->queues[qi].key_gen)
 			break;
@@ -267,16 +250,17 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	if (!qs->queues)
 		return -ENOMEM;
 	qs->n_alloc = cfg->queues;
-	if ((rc = fg_skiplist_init(&qs->order, cfg->queues, cfg->seed)) || (rc = demands_init(&qs->demands, cfg)) ||
+	if ((rc = fg_order_init(&qs->order, cfg->queues, qs->guess_ns, cfg->seed)) || (rc = demands_init(&qs->demands, cfg)) ||
 	    (cfg->usage_based && (rc = fg_usage_init(&qs->usage, usage_flows_of(cfg), &cfg->usage, now)))) {
 		fg_qs_fini(qs);
 		return rc;
 	}
+	fg_order_set_calendar(&qs->order, !cfg->usage_based);
 	return 0;
 }
 
 /* The allocations of a reconfiguration, made while the live queue set is
- * still untouched: a grown queue array and skip list, new fair-share trees. */
+ * still untouched: a grown queue array and order, new fair-share trees. */
 int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, struct fg_qs_prep *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -295,16 +279,13 @@ int fg_qs_prepare(const struct fg_queueset *qs, const struct fg_qs_config *cfg, 
 			return -ENOMEM;
 		if (qs->n_alloc)
 			memcpy(p->queues, qs->queues, sizeof(*p->queues) * qs->n_alloc);
-		if ((rc = fg_skiplist_init(&p->order, n_alloc, qs->cfg.seed)))
+		if ((rc = fg_order_init(&p->order, n_alloc, qs->guess_ns, qs->cfg.seed)))
 			goto err;
 		p->new_order = true;
-		if (qs->order.nodes) {
-			fg_skiplist_use_lists(&p->order, qs->order.n_lists);
-			for (unsigned l = 0; l < qs->order.n_lists; l++)
-				for (uint32_t i = fg_skiplist_first_in(&qs->order, l); i != FG_SKIP_NIL;
-				     i = fg_skiplist_next(&qs->order, i))
-					fg_skiplist_insert_in(&p->order, l, i, qs->order.nodes[i].key, qs->order.nodes[i].tie);
-		}
+		if (qs->order.place)
+			fg_order_copy(&p->order, &qs->order);
+		else
+			fg_order_set_calendar(&p->order, !qs->cfg.usage_based);
 	}
 	/* Fewer queues: the dealer stops choosing the extra ones, which drain.
 	 * A new seat limit, or weights turned on or off: the demand structures
@@ -342,7 +323,7 @@ void fg_qs_prep_abort(struct fg_qs_prep *p)
 {
 	free(p->queues);
 	if (p->new_order)
-		fg_skiplist_fini(&p->order);
+		fg_order_fini(&p->order);
 	if (p->new_share)
 		demands_fini(&p->demands);
 	if (p->new_usage)
@@ -362,8 +343,7 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		qs->queues = p->queues;
 	}
 	if (p->new_order) {
-		if (qs->order.nodes)
-			fg_skiplist_fini(&qs->order);
+		fg_order_fini(&qs->order);
 		qs->order = p->order;
 	}
 	if (p->new_share) {
@@ -384,6 +364,11 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		 * afresh at it (no debt from the UsageBased period). */
 		for (uint32_t i = 0; i < qs->n_alloc && !p->cfg.usage_based; i++)
 			qs->queues[i].f_prev = qs->r;
+		/* Emptied first: the calendar serves virtual finishes only. */
+		for (uint32_t i = 0; i < qs->n_alloc; i++)
+			if (fg_order_contains(&qs->order, i))
+				fg_order_remove(&qs->order, i);
+		fg_order_set_calendar(&qs->order, !p->cfg.usage_based);
 		rekey_all(qs);
 	}
 	memset(p, 0, sizeof(*p));
@@ -407,8 +392,7 @@ void fg_qs_fini(struct fg_queueset *qs)
 {
 	free(qs->queues);
 	qs->queues = NULL;
-	if (qs->order.nodes)
-		fg_skiplist_fini(&qs->order);
+	fg_order_fini(&qs->order);
 	demands_fini(&qs->demands);
 	if (qs->usage.flows)
 		fg_usage_fini(&qs->usage);
@@ -591,7 +575,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 		return NULL;
 	advance(qs, now);
 	uint32_t qi = first_current(qs);
-	if (qi == FG_SKIP_NIL)
+	if (qi == FG_ORDER_NIL)
 		return NULL;
 	struct fg_qs_queue *q = &qs->queues[qi];
 	struct fg_qs_req *r = q->head;

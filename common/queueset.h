@@ -16,8 +16,9 @@
  *   when every demand fits, at the largest consumption.  A queue's next
  *   request starts at S = max(F_prev, R at its arrival) and finishes at
  *   F = S + cost, cost = initial_seats * guess + final_seats * extra_latency
- *   (seat-nanoseconds), priced when the request reaches the head.  Dispatch takes the smallest F (skip list; ties in
- *   round-robin order) while the head's seats fit; a head that does not fit
+ *   (seat-nanoseconds), priced when the request reaches the head.  Dispatch
+ *   takes the smallest F (common/order: a calendar of finishes in front of a
+ *   skip list; ties in round-robin order) while the head's seats fit; a head that does not fit
  *   blocks the level (nothing bypasses it); a head wider than the limit runs
  *   alone.  A queue using less than its share is bumped to R on arrival, so
  *   it banks no credit; a queue served ahead of its share keeps that debt,
@@ -38,11 +39,13 @@
  *   virtual finish; everything else above holds.  The usage table outlives
  *   a switch back to MaxMin (requests refer to it).
  *
- * Costs: O(log N) per arrival, dispatch, completion and removal (N = queues
- * with waiting requests), plus O(hand^2) for the deal and O(log C) for the
- * fair share (weighted: O(1) per change, plus the crossing's moves).
- * UsageBased adds O(queues) once per sampling interval (the fold).  No
- * allocation after creation.
+ * Costs: per arrival, dispatch, completion and removal an order insertion
+ * or removal, O(1) into the calendar's ring (common/order.h; O(log N) where
+ * a key lands in near or far, and on UsageBased levels: N = queues with
+ * waiting requests), plus O(hand^2) for the deal and O(log C) for the fair
+ * share (weighted: O(1) per change, plus the crossing's moves).  UsageBased
+ * adds O(queues) once per sampling interval (the fold).  No allocation
+ * after creation.
  *
  * Thread contract: one owner thread; time is passed in (ns, non-decreasing).
  */
@@ -53,8 +56,8 @@
 #include <stdint.h>
 
 #include "fairshare.h"
+#include "order.h"
 #include "shuffle.h"
-#include "skiplist.h"
 #include "usage.h"
 #include "wfairshare.h"
 
@@ -94,7 +97,7 @@ struct fg_qs_config {
 				      * virtual finish */
 	struct fg_usage_params usage; /* UsageBased: half-life, sampling interval, reset period */
 	uint32_t usage_flows;        /* UsageBased: flows tracked; 0: 4 per queue within [1024, 65536] */
-	uint64_t seed;               /* skip-list levels */
+	uint64_t seed;               /* the order's skip-list levels */
 };
 
 /* The ordering rule, shared with the pending-order replay (common/pending.h)
@@ -174,14 +177,14 @@ struct fg_queueset {
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
-	struct fg_skiplist order;    /* queues with a waiting head, by head finish; on a weighted
-				      * level one list per weight (order_weight), list 0 for any other */
-	uint32_t order_weight[FG_SKIP_MAX_LISTS]; /* the weight of lists 1.. (0: not yet given) */
+	struct fg_order order;       /* queues with a waiting head, by head finish (UsageBased: by
+				      * usage key) */
 	struct fg_qs_demands demands;
 	struct fg_usage usage;       /* allocated once the level is UsageBased; kept until fini, since
 				      * requests refer to its flows */
 	uint64_t r;                  /* virtual time, seat-ns (wrapping) */
 	uint64_t r_rate;             /* dR/dt in seats, FG_FAIRSHARE_FRAC_BITS fraction bits */
+	uint64_t r_frac;             /* R's fraction below one seat-ns, FG_FAIRSHARE_FRAC_BITS bits */
 	bool rate_stale;             /* demands changed since r_rate was computed */
 	uint64_t last_ns;
 	uint64_t guess_ns;
@@ -294,7 +297,7 @@ struct fg_qs_prep {
 	struct fg_qs_queue *queues;   /* a grown copy, or NULL: keep */
 	uint32_t n_alloc;
 	bool new_order, new_share, new_usage;
-	struct fg_skiplist order;
+	struct fg_order order;
 	struct fg_qs_demands demands;
 	struct fg_usage usage;
 };
@@ -322,8 +325,8 @@ static inline uint32_t fg_qs_next_seats(const struct fg_queueset *qs)
 {
 	if (!qs->n_waiting || !qs->queues)
 		return 0;
-	uint32_t qi = fg_skiplist_first(&qs->order);
-	return qi == FG_SKIP_NIL ? 0 : qs->queues[qi].head->seats;
+	uint32_t qi = fg_order_first(&qs->order);
+	return qi == FG_ORDER_NIL ? 0 : qs->queues[qi].head->seats;
 }
 
 /* The flow's hand (for explain and tests); cards must hold hand_size entries. */

@@ -25,7 +25,7 @@ int fg_skiplist_init_lists(struct fg_skiplist *s, uint32_t capacity, unsigned n_
 		return -EINVAL;
 	/* Sentinels for every list there may be: lists come into use later
 	 * (fg_skiplist_use_lists) without a reallocation. */
-	s->nodes = malloc(sizeof(*s->nodes) * ((size_t)capacity + 2 * FG_SKIP_MAX_LISTS));
+	s->nodes = aligned_alloc(64, sizeof(*s->nodes) * ((size_t)capacity + 2 * FG_SKIP_MAX_LISTS));
 	if (!s->nodes)
 		return -ENOMEM;
 	s->capacity = capacity;
@@ -47,10 +47,10 @@ int fg_skiplist_init_lists(struct fg_skiplist *s, uint32_t capacity, unsigned n_
 	for (unsigned k = 0; k < FG_SKIP_MAX_LISTS; k++) {
 		uint32_t head = capacity + 2 * k, tail = head + 1;
 		for (int l = 0; l < FG_SKIP_MAX_LEVEL; l++) {
-			s->nodes[head].next[l] = tail;
-			s->nodes[head].prev[l] = FG_SKIP_NIL;
-			s->nodes[tail].prev[l] = head;
-			s->nodes[tail].next[l] = FG_SKIP_NIL;
+			s->nodes[head].link[l].next = tail;
+			s->nodes[head].link[l].prev = FG_SKIP_NIL;
+			s->nodes[tail].link[l].prev = head;
+			s->nodes[tail].link[l].next = FG_SKIP_NIL;
 		}
 		s->nodes[head].level = s->nodes[tail].level = FG_SKIP_MAX_LEVEL;
 		s->nodes[head].linked = s->nodes[tail].linked = false;
@@ -77,25 +77,29 @@ void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, 
 	n->key = key;
 	n->tie = tie;
 	n->list = (uint8_t)list;
-	uint32_t first = nodes[head].next[0], last = nodes[tail].prev[0];
-	bool from_tail = first != tail && (int64_t)(key - nodes[first].key) > (int64_t)(nodes[last].key - key);
-	if (from_tail) {
+	uint32_t first = nodes[head].link[0].next, last = nodes[tail].link[0].prev;
+	if (first == tail || node_before(s, last, key, tie)) {
+		/* After everything (a queue served with one width; a bucket moved
+		 * into the order's near): the end of every level, no search. */
+		for (int l = 0; l < n->level; l++)
+			pred[l] = nodes[tail].link[l].prev;
+	} else if ((int64_t)(key - nodes[first].key) >= (int64_t)(nodes[last].key - key)) {
 		/* Walk back from the tail: stop before the first node not after us. */
 		uint32_t x = tail;
 		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
 			for (;;) {
-				uint32_t p = nodes[x].prev[l];
+				uint32_t p = nodes[x].link[l].prev;
 				if (p == head || node_before(s, p, key, tie))
 					break;
 				x = p;
 			}
-			pred[l] = nodes[x].prev[l];
+			pred[l] = nodes[x].link[l].prev;
 		}
 	} else {
 		uint32_t x = head;
 		for (int l = FG_SKIP_MAX_LEVEL - 1; l >= 0; l--) {
 			for (;;) {
-				uint32_t nx = nodes[x].next[l];
+				uint32_t nx = nodes[x].link[l].next;
 				if (nx == tail || !node_before(s, nx, key, tie))
 					break;
 				x = nx;
@@ -104,11 +108,11 @@ void fg_skiplist_insert_in(struct fg_skiplist *s, unsigned list, uint32_t item, 
 		}
 	}
 	for (int l = 0; l < n->level; l++) {
-		uint32_t p = pred[l], nx = nodes[p].next[l];
-		n->next[l] = nx;
-		n->prev[l] = p;
-		nodes[p].next[l] = item;
-		nodes[nx].prev[l] = item;
+		uint32_t p = pred[l], nx = nodes[p].link[l].next;
+		n->link[l].next = nx;
+		n->link[l].prev = p;
+		nodes[p].link[l].next = item;
+		nodes[nx].link[l].prev = item;
 	}
 	n->linked = true;
 	s->count++;
@@ -118,8 +122,8 @@ void fg_skiplist_remove(struct fg_skiplist *s, uint32_t item)
 {
 	struct fg_skipnode *nodes = s->nodes, *n = &nodes[item];
 	for (int l = 0; l < n->level; l++) {
-		nodes[n->prev[l]].next[l] = n->next[l];
-		nodes[n->next[l]].prev[l] = n->prev[l];
+		nodes[n->link[l].prev].link[l].next = n->link[l].next;
+		nodes[n->link[l].next].link[l].prev = n->link[l].prev;
 	}
 	n->linked = false;
 	s->count--;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * skiplist — an ordered set of up to `capacity` items (named by index), keyed
- * by (key, tie): the fair-queuing core keeps one entry per queue with a
- * waiting head, keyed by that head's estimated virtual finish, with the tie
- * counter giving round-robin order among equal finishes.
+ * by (key, tie): the queue set's order (common/order.h) keeps in it the
+ * queues whose head's virtual finish lies below its calendar's horizon (and
+ * those beyond its ring), or every queue on a UsageBased level, with the
+ * tie giving round-robin order among equal keys.
  *
  * Keys are virtual times that wrap around 2^64; they compare by signed
  * difference, which orders correctly while all live keys lie within 2^63 of
@@ -11,17 +12,19 @@
  * creation from a deterministic generator, so runs are reproducible.
  *
  * Links go both ways on every level, between a head and a tail sentinel, so
- * removal needs no search (O(1) expected), the minimum is O(1), and an
- * insertion searches from whichever end its key is nearer: a queue that was
- * just served goes back near the tail, a newly active one near the head, and
- * either search touches O(log N) nodes, mostly hot ones.
+ * removal needs no search (O(1) expected), the minimum and maximum are
+ * O(1), and an insertion searches from whichever end its key is nearer (the
+ * tail when as near: ties grow), touching O(log N) nodes, mostly hot ones
+ * near the ends.  A node is two aligned cache lines, the key beside the
+ * links of the six lowest levels, so each step of a search touches one line
+ * of the node it visits.  An insertion in the middle of many items still
+ * walks O(log N) cold nodes: what the order's calendar avoids.  Memory: 128
+ * bytes per item, allocated at creation.
  *
  * Several lists (up to FG_SKIP_MAX_LISTS) may share one node array, each
  * item in at most one: the order is then the merge of the lists, its first
- * item the smallest of their first ones.  A weighted queue set keeps the
- * queues of each weight in a list of their own, where one just served goes
- * back near its list's tail again (its finish moved by cost/weight, the
- * same step as every queue of that list).
+ * item the smallest of their first ones (common/order uses list 0 for near
+ * and list 1 for far).
  *
  * Thread contract: single owner; no internal locking.
  */
@@ -35,15 +38,19 @@
 #define FG_SKIP_NIL UINT32_MAX
 #define FG_SKIP_MAX_LISTS 8
 
+/* Two cache lines, aligned: the key and the links of the six lowest
+ * levels, where nearly every search step is, share the first one, so a
+ * step either way touches one line of the node it visits. */
 struct fg_skipnode {
 	uint64_t key;
 	uint64_t tie;
-	uint32_t next[FG_SKIP_MAX_LEVEL];
-	uint32_t prev[FG_SKIP_MAX_LEVEL];
+	struct {
+		uint32_t next, prev;
+	} link[FG_SKIP_MAX_LEVEL];
 	uint8_t level;
 	uint8_t list;              /* the list it is linked in */
 	bool linked;
-};
+} __attribute__((aligned(64)));
 
 struct fg_skiplist {
 	struct fg_skipnode *nodes; /* capacity + 2 * FG_SKIP_MAX_LISTS: then each list's head and tail sentinels */
@@ -89,8 +96,15 @@ static inline bool fg_skiplist__is_tail(const struct fg_skiplist *s, uint32_t x)
 /* The smallest item of one list, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_first_in(const struct fg_skiplist *s, unsigned list)
 {
-	uint32_t x = s->nodes[fg_skiplist__head(s, list)].next[0];
+	uint32_t x = s->nodes[fg_skiplist__head(s, list)].link[0].next;
 	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
+}
+
+/* The largest item of one list, or FG_SKIP_NIL. */
+static inline uint32_t fg_skiplist_last_in(const struct fg_skiplist *s, unsigned list)
+{
+	uint32_t head = fg_skiplist__head(s, list), x = s->nodes[head + 1].link[0].prev;
+	return x == head ? FG_SKIP_NIL : x;
 }
 
 /* The smallest item of all lists, or FG_SKIP_NIL. */
@@ -109,7 +123,7 @@ static inline uint32_t fg_skiplist_first(const struct fg_skiplist *s)
 /* The item after `item` in its own list, or FG_SKIP_NIL. */
 static inline uint32_t fg_skiplist_next(const struct fg_skiplist *s, uint32_t item)
 {
-	uint32_t x = s->nodes[item].next[0];
+	uint32_t x = s->nodes[item].link[0].next;
 	return fg_skiplist__is_tail(s, x) ? FG_SKIP_NIL : x;
 }
 

@@ -161,8 +161,8 @@ static bool copy_queues(struct fg_worker *w, struct fg_snapshot *s, struct fg_sn
 				*row = (struct fg_snap_queue){ .level = (uint16_t)c->level, .index = c->queue,
 							       .n_waiting = q->n_waiting, .n_executing = q->n_executing,
 							       .seats_executing = q->seats_executing, .f_prev = q->f_prev };
-				if (q->head && fg_skiplist_contains(&qs->order, c->queue))
-					row->head_tie = qs->order.nodes[c->queue].tie;
+				if (q->head && fg_order_contains(&qs->order, c->queue))
+					row->head_tie = fg_order_tie(&qs->order, c->queue);
 				qr = q->head;
 				c->finish = q->f_prev;
 			}

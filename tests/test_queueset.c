@@ -202,6 +202,23 @@ TEST(shortest_queue_of_the_hand)
 	fg_qs_fini(&qs);
 }
 
+/* A share below one seat-ns per step: R still moves (its fraction is
+ * carried from one step to the next, not dropped at each). */
+TEST(virtual_time_moves_in_steps_below_one_seat_ns)
+{
+	struct fg_queueset qs;
+	init(&qs, 1, 10, SEC);
+	struct fg_qs_req running, waiting[40];
+	CHECK(starts(&qs, &running, 1, 1, 0, 0, 0)); /* its queue waits too: the seat is shared */
+	for (int i = 0; i < 40; i++)
+		CHECK_EQ(fg_qs_arrive(&qs, &waiting[i], (uint64_t)i + 1, 1, 0, 0, 0), FG_QS_QUEUED);
+	/* At most 64 waiting queues share one seat: R moves at least 1/64 per ns. */
+	for (uint64_t t = 1; t <= 6400; t++)
+		CHECK(fg_qs_dispatch_next(&qs, t) == NULL);
+	CHECK(qs.r >= 100);
+	fg_qs_fini(&qs);
+}
+
 TEST(virtual_time_wraps_after_91_days)
 {
 	/* Two flows of 500-seat, 91-day requests on 2000 seats: R passes 2^64
@@ -318,9 +335,14 @@ TEST(prepare_then_abort_changes_nothing)
 	struct fg_queueset before = qs;
 	struct fg_qs_queue *queues_before = malloc(sizeof(*queues_before) * qs.n_alloc);
 	memcpy(queues_before, qs.queues, sizeof(*queues_before) * qs.n_alloc);
-	uint32_t order_before[64], n_order = 0;
-	for (uint32_t i = fg_skiplist_first(&qs.order); i != FG_SKIP_NIL && n_order < 64; i = fg_skiplist_next(&qs.order, i))
-		order_before[n_order++] = i;
+	/* The order: which queues are in, with which key and tie. */
+	uint64_t order_before[64][2];
+	for (uint32_t i = 0; i < 64; i++) {
+		order_before[i][0] = fg_order_contains(&qs.order, i) ? fg_order_key(&qs.order, i) : UINT64_MAX;
+		order_before[i][1] = fg_order_contains(&qs.order, i) ? fg_order_tie(&qs.order, i) : UINT64_MAX;
+	}
+	uint32_t first_before = fg_order_first(&qs.order);
+	CHECK(first_before != FG_ORDER_NIL);
 	struct fg_qs_config c = qs.cfg;
 	c.queues = 256;
 	c.concurrency_limit = 7;
@@ -331,10 +353,12 @@ TEST(prepare_then_abort_changes_nothing)
 	CHECK(!memcmp(&qs, &before, sizeof(qs)));
 	CHECK(!memcmp(qs.queues, queues_before, sizeof(*queues_before) * qs.n_alloc)); /* what it points to, too */
 	free(queues_before);
-	uint32_t k = 0;
-	for (uint32_t i = fg_skiplist_first(&qs.order); i != FG_SKIP_NIL; i = fg_skiplist_next(&qs.order, i), k++)
-		CHECK(k < n_order && order_before[k] == i);
-	CHECK_EQ(k, n_order);
+	for (uint32_t i = 0; i < 64; i++) {
+		CHECK_EQ(fg_order_contains(&qs.order, i), order_before[i][0] != UINT64_MAX);
+		if (fg_order_contains(&qs.order, i))
+			CHECK(fg_order_key(&qs.order, i) == order_before[i][0] && fg_order_tie(&qs.order, i) == order_before[i][1]);
+	}
+	CHECK_EQ(fg_order_first(&qs.order), first_before);
 	/* An invalid one is refused by prepare, before anything. */
 	c.hand_size = 300;
 	CHECK_EQ(fg_qs_prepare(&qs, &c, &p), -EINVAL);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The in-process DPDK harness runs here (ring-backed port, no hugepages, no
-NIC) and reports every figure the benchmark page uses.  Not a timed test: it
-checks the numbers exist and are consistent, not how large they are."""
+NIC), in both modes, and reports every figure the benchmark page uses.  Not
+a timed test: it checks the numbers exist and are consistent, not how large
+they are."""
 import json
 import subprocess
 
@@ -28,6 +29,34 @@ t.check(p.returncode == 0 and r.get("workers") == 2 and r.get("requests_per_sec"
         f"two workers run (rc={p.returncode}) {p.stderr.strip()[-300:]}")
 t.check(r.get("handed_off", 0) > 0 and r.get("answers_forwarded", 0) > 0 and r.get("rejected") == 0,
         f"requests and answers cross between workers, none rejected ({r.get('handed_off')}, {r.get('answers_forwarded')})")
+# The scaling mode's short form: both worker counts run and complete every
+# request (a run that loses one fails), the mesh carries requests and answers
+# between the two workers, steering answers to their owner leaves none to
+# forward, and the independent pair shares nothing.  Not timed.
+per_worker = 20000
+p = subprocess.run([t.BENCH, "dataplane", "--mode", "scaling", "--workers", "1,2", "--requests", str(per_worker),
+                    "--window", "512", "--runs", "1", "--flows", "2000", "--json"],
+                   capture_output=True, text=True, timeout=180)
+t.check(p.returncode == 0, f"the scaling mode runs (rc={p.returncode}) {p.stderr.strip()[-300:]}")
+r = json.loads(p.stdout[p.stdout.index("{"):] if "{" in p.stdout else "{}")
+series = {(s["workers"], s["kind"]): s for s in r.get("series", [])}
+t.check(set(series) == {(1, "mesh"), (2, "mesh"), (2, "answers_to_owner"), (2, "independent")},
+        f"one worker, two, two with answers to their owner, two independent ({sorted(series)})")
+for key, s in series.items():
+    t.check(s["requests"] == per_worker * key[0] and s["rejected"] == 0 and s["requests_per_sec_median"] > 0,
+            f"{key}: every request completed, none rejected ({s['requests']}, {s['rejected']})")
+two, owner, alone = series.get((2, "mesh"), {}), series.get((2, "answers_to_owner"), {}), series.get((2, "independent"), {})
+t.check(two.get("requests_crossing_share_median", 0) > 0 and two.get("answers_crossing_share_median", 0) > 0,
+        f"two workers hand requests and answers over ({two.get('requests_crossing_share_median')}, "
+        f"{two.get('answers_crossing_share_median')})")
+t.check(owner.get("answers_crossing_share_median", 1) == 0 and owner.get("requests_crossing_share_median", 0) > 0,
+        "answers steered to their owner are never forwarded; requests still cross")
+t.check(alone.get("requests_crossing_share_median", 1) == 0 and alone.get("answers_crossing_share_median", 1) == 0,
+        "independent one-worker dataplanes hand nothing over")
+p = subprocess.run([t.BENCH, "dataplane", "--mode", "scaling", "--flows", "1001"], capture_output=True, text=True,
+                   timeout=60)
+t.check(p.returncode == 2 and "a multiple of every worker count" in p.stderr,
+        "flows that do not split over the workers are refused with the reason")
 p = subprocess.run([t.BENCH, "dataplane", "--workers", "9"], capture_output=True, text=True, timeout=60)
 t.check(p.returncode == 2 and "--workers 1..8" in p.stderr, "too many workers are refused with the reason")
 t.finish()
