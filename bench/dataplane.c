@@ -507,20 +507,117 @@ void dp_fairgate_destroy(struct dp_fairgate *fg)
 	memset(fg, 0, sizeof(*fg));
 }
 
-bool dp_eal_init(const char *lcores, const char *mem_mb, unsigned lcores_needed)
+/* MemAvailable from /proc/meminfo in MB, or -1. */
+static long mem_available_mb(void)
 {
-	char prefix[64];
-	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
-	char *eal[] = { "fairgate-bench", "--no-huge", "-m", (char *)mem_mb, "--no-pci", "--no-shconf", prefix,
-			"--lcores", (char *)lcores, "--log-level=lib.eal:warning", NULL };
-	int eal_up = rte_eal_init(10, eal) >= 0;
-	if (!eal_up || rte_lcore_count() < lcores_needed) {
-		fprintf(stderr, "fairgate-bench dataplane: EAL needs %u lcores (main + %u worker(s))\n", lcores_needed,
-			lcores_needed - 1);
-		fg_dpdk_eal_cleanup(eal_up); /* no runtime directory left behind */
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long kb = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb / 1024;
+}
+
+/* The last `keep` lines of text, each indented, to stderr. */
+static void print_tail(const char *text, unsigned keep)
+{
+	unsigned lines = 0;
+	for (const char *c = text; *c; c++)
+		lines += *c == '\n';
+	unsigned skip = lines > keep ? lines - keep : 0;
+	for (const char *c = text; *c;) {
+		const char *nl = strchr(c, '\n');
+		size_t len = nl ? (size_t)(nl - c) : strlen(c);
+		if (skip)
+			skip--;
+		else
+			fprintf(stderr, "    %.*s\n", (int)len, c);
+		c += len + (nl != NULL);
+	}
+}
+
+void dp_print_needs(const char *lcores, unsigned mem_mb, unsigned lcores_needed)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), avail = mem_available_mb();
+	fprintf(stderr,
+		"fairgate-bench dataplane needs: %u lcores (main + %u worker(s); --lcores %s over the %ld CPU(s) here,\n"
+		"  sharing CPUs is allowed), %u MB of memory for EAL (-m %u without hugepages: ordinary memory, one\n"
+		"  4 KiB page per mbuf; %ld MB available now), and a writable /var/run/dpdk\n",
+		lcores_needed, lcores_needed - 1, lcores, cpus, mem_mb, mem_mb, avail);
+}
+
+bool dp_eal_init(const char *lcores, unsigned mem_mb, unsigned lcores_needed)
+{
+	long avail = mem_available_mb();
+	if (avail >= 0 && avail < (long)mem_mb) {
+		fprintf(stderr, "fairgate-bench dataplane: not enough memory to start\n");
+		dp_print_needs(lcores, mem_mb, lcores_needed);
 		return false;
 	}
-	return true;
+	char prefix[64], mem[16];
+	snprintf(prefix, sizeof(prefix), "--file-prefix=fgbench%d", (int)getpid());
+	snprintf(mem, sizeof(mem), "%u", mem_mb);
+	/* No telemetry socket and no shared config (--no-shconf): the runtime
+	 * directory stays empty, so it goes at once and a killed run leaves
+	 * nothing under /var/run/dpdk.  EAL's messages are kept for a failure. */
+	char *eal[] = { "fairgate-bench", "--no-huge", "-m", mem, "--no-pci", "--no-shconf", "--no-telemetry", prefix,
+			"--lcores", (char *)lcores, "--log-level=lib.eal:warning", NULL };
+	char *log_text = NULL;
+	size_t log_len = 0;
+	FILE *log = open_memstream(&log_text, &log_len);
+	if (log)
+		rte_openlog_stream(log);
+	int eal_up = rte_eal_init(11, eal) >= 0;
+	int eal_errno = rte_errno;
+	rte_openlog_stream(NULL);
+	if (log)
+		fclose(log);
+	bool ok = eal_up && rte_lcore_count() >= lcores_needed;
+	if (ok) {
+		rmdir(rte_eal_get_runtime_dir()); /* empty: nothing in it is used (see above) */
+		if (log_text && *log_text)
+			fputs(log_text, stderr); /* warnings of a good start still show */
+	} else {
+		fprintf(stderr, "fairgate-bench dataplane: DPDK's EAL cannot start: %s\n",
+			eal_up ? "too few lcores" : rte_strerror(eal_errno));
+		dp_print_needs(lcores, mem_mb, lcores_needed);
+		if (log_text && *log_text) {
+			fprintf(stderr, "  EAL said (last lines):\n");
+			print_tail(log_text, 4);
+		}
+		fg_dpdk_eal_cleanup(eal_up); /* no runtime directory left behind */
+	}
+	free(log_text);
+	return ok;
+}
+
+/* The generator mode's figures over --repeat runs. */
+#define DP_MAX_REPEAT 100u
+#define DP_GEN_MAX_REQUESTS 65536u /* fairgate's slots per worker */
+struct dp_spread {
+	double v[DP_MAX_REPEAT];
+	double min, median, max;
+};
+
+static void spread_of(struct dp_spread *s, unsigned n)
+{
+	dp_min_median(s->v, n, &s->min, &s->median); /* sorts v */
+	s->max = s->v[n - 1];
+}
+
+/* EAL memory for the generator mode: without hugepages each mbuf takes a
+ * 4 KiB page (an object does not cross a page), and the pool holds
+ * DP_GEN_MAX_REQUESTS per worker plus rings, caches and the hand-off rings
+ * between workers (growing as workers^2); the generator's pool (16 384
+ * mbufs) and EAL's own beside.  1 GB was enough for 2 workers, not for 4. */
+static unsigned dp_generator_mem_mb(unsigned workers)
+{
+	unsigned mb = 256 + 384 * workers;
+	return mb < 1024 ? 1024 : mb;
 }
 
 /* "--mode M" or "--mode=M" among the arguments, or NULL. */
@@ -544,11 +641,12 @@ int fg_bench_dataplane(int argc, char **argv)
 		fprintf(stderr, "fairgate-bench dataplane: --mode generator|scaling\n");
 		return 2;
 	}
-	unsigned workers = 1, flows = 10000;
+	unsigned workers = 1, flows = 10000, repeat = 1;
 	double duration = 5;
 	int json = 0;
 	static const struct option opts[] = { { "workers", required_argument, 0, 'w' },
 		{ "flows", required_argument, 0, 'f' }, { "duration", required_argument, 0, 'd' },
+		{ "repeat", required_argument, 0, 'r' },
 		{ "json", no_argument, 0, 'j' }, { "mode", required_argument, 0, 'm' }, { "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 } };
 	int opt;
@@ -558,10 +656,13 @@ int fg_bench_dataplane(int argc, char **argv)
 		case 'w': workers = (unsigned)atoi(optarg); break;
 		case 'f': flows = (unsigned)atoi(optarg); break;
 		case 'd': duration = (double)fg_bench_duration_arg("--duration", optarg) / 1e9; break;
+		case 'r': repeat = (unsigned)atoi(optarg); break;
 		case 'j': json = 1; break;
 		case 'h':
-			printf("usage: fairgate-bench dataplane [--mode generator] [--workers 1] [--flows F] [--duration D] [--json]\n"
-			       "       fairgate-bench dataplane --mode scaling --help\n");
+			printf("usage: fairgate-bench dataplane [--mode generator] [--workers 1] [--flows F] [--duration D]\n"
+			       "                                [--repeat N] [--json]\n"
+			       "       fairgate-bench dataplane --mode scaling --help\n"
+			       "  --repeat N  forward-only and fairgate-path runs N times in this process: min/median/max\n");
 			return 0;
 		default: return 2;
 		}
@@ -570,8 +671,9 @@ int fg_bench_dataplane(int argc, char **argv)
 		fprintf(stderr, "fairgate-bench dataplane: --workers 1..%u\n", DP_MAX_WORKERS);
 		return 2;
 	}
-	if (flows == 0 || flows > 1000000 || duration < 1 || duration > 600) {
-		fprintf(stderr, "fairgate-bench dataplane: --flows 1..1000000, --duration 1s..10m\n");
+	if (flows == 0 || flows > 1000000 || duration < 1 || duration > 600 || repeat < 1 || repeat > DP_MAX_REPEAT) {
+		fprintf(stderr, "fairgate-bench dataplane: --flows 1..1000000, --duration 1s..10m, --repeat 1..%u\n",
+			DP_MAX_REPEAT);
 		return 2;
 	}
 	/* Lcores: the generator alone on CPU 0, the workers over the other
@@ -583,7 +685,8 @@ int fg_bench_dataplane(int argc, char **argv)
 	for (unsigned i = 1; i <= workers; i++)
 		off += snprintf(lcores + off, sizeof(lcores) - (size_t)off, ",%u@%ld", i,
 				cpus > 1 ? 1 + (long)(i - 1) % (cpus - 1) : 0); /* the generator keeps CPU 0 */
-	if (!dp_eal_init(lcores, "1024", workers + 1))
+	unsigned mem_mb = dp_generator_mem_mb(workers);
+	if (!dp_eal_init(lcores, mem_mb, workers + 1))
 		return 1;
 	struct harness h = { .n_workers = workers };
 	bool rings_ok = true;
@@ -603,14 +706,30 @@ int fg_bench_dataplane(int argc, char **argv)
 		return 1;
 	}
 	h.port = (uint16_t)port;
-	if (dp_net_init(&h.net, h.port, flows) || dp_fairgate_create(&h.fg, &h.net, h.port, workers, 65536)) {
+	if (dp_net_init(&h.net, h.port, flows) || dp_fairgate_create(&h.fg, &h.net, h.port, workers, DP_GEN_MAX_REQUESTS)) {
+		dp_print_needs(lcores, mem_mb, workers + 1);
 		dp_net_fini(&h.net);
 		fg_dpdk_eal_cleanup(true);
 		return 1;
 	}
-	struct phase fwd = run_phase(&h, 0, duration, NULL);
-	h.metrics_on = 1; /* the daemon's default */
-	struct phase full = run_phase(&h, 1, duration, NULL);
+	/* Each run: forward-only, then the fairgate path (the last run's
+	 * figures are the single-run keys; --repeat adds min/median/max). */
+	struct phase fwd, full;
+	static struct dp_spread rps_full, cyc_full, rps_fwd, cyc_fwd, ratio;
+	for (unsigned r = 0; r < repeat; r++) {
+		h.metrics_on = 0;
+		fwd = run_phase(&h, 0, duration, NULL);
+		h.metrics_on = 1; /* the daemon's default */
+		full = run_phase(&h, 1, duration, NULL);
+		rps_fwd.v[r] = fwd.requests_per_sec;
+		cyc_fwd.v[r] = fwd.cycles_per_request;
+		rps_full.v[r] = full.requests_per_sec;
+		cyc_full.v[r] = full.cycles_per_request;
+		ratio.v[r] = full.requests_per_sec / fwd.requests_per_sec;
+	}
+	struct dp_spread *spreads[] = { &rps_full, &cyc_full, &rps_fwd, &cyc_fwd, &ratio };
+	for (size_t i = 0; i < sizeof(spreads) / sizeof(spreads[0]); i++)
+		spread_of(spreads[i], repeat);
 	static struct alternation alt;
 	run_phase(&h, 1, duration, &alt);
 	h.metrics_on = 1;
@@ -635,7 +754,7 @@ int fg_bench_dataplane(int argc, char **argv)
 		       " \"worker_core_capacity_requests_per_sec\": %.0f,\n"
 		       " \"metrics_slices\": %u, \"metrics_on_cycles_per_request_min\": %.1f, \"metrics_on_cycles_per_request_median\": %.1f,\n"
 		       " \"metrics_off_cycles_per_request_min\": %.1f, \"metrics_off_cycles_per_request_median\": %.1f,\n"
-		       " \"ratio_cycles_metrics_on_to_off_min\": %.3f, \"ratio_cycles_metrics_on_to_off_median\": %.3f}\n",
+		       " \"ratio_cycles_metrics_on_to_off_min\": %.3f, \"ratio_cycles_metrics_on_to_off_median\": %.3f,\n",
 		       flows, workers, cpus, h.net.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
 		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
@@ -643,6 +762,18 @@ int fg_bench_dataplane(int argc, char **argv)
 		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request,
 		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median, on_min / off_min,
 		       on_median / off_median);
+		printf(" \"repeat\": %u,\n"
+		       " \"requests_per_sec_min\": %.0f, \"requests_per_sec_median\": %.0f, \"requests_per_sec_max\": %.0f,\n"
+		       " \"cycles_per_request_min\": %.1f, \"cycles_per_request_median\": %.1f, \"cycles_per_request_max\": %.1f,\n"
+		       " \"forward_only_requests_per_sec_min\": %.0f, \"forward_only_requests_per_sec_median\": %.0f,"
+		       " \"forward_only_requests_per_sec_max\": %.0f,\n"
+		       " \"forward_only_cycles_per_request_min\": %.1f, \"forward_only_cycles_per_request_median\": %.1f,"
+		       " \"forward_only_cycles_per_request_max\": %.1f,\n"
+		       " \"ratio_requests_per_sec_to_forward_only_min\": %.3f, \"ratio_requests_per_sec_to_forward_only_median\": %.3f,"
+		       " \"ratio_requests_per_sec_to_forward_only_max\": %.3f}\n",
+		       repeat, rps_full.min, rps_full.median, rps_full.max, cyc_full.min, cyc_full.median, cyc_full.max,
+		       rps_fwd.min, rps_fwd.median, rps_fwd.max, cyc_fwd.min, cyc_fwd.median, cyc_fwd.max, ratio.min,
+		       ratio.median, ratio.max);
 	} else {
 		printf("flows %u, %u-byte frames, %u worker lcore(s) + the generator on %ld CPU(s)%s, TSC %.2f GHz\n", flows,
 		       h.net.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
@@ -662,6 +793,20 @@ int fg_bench_dataplane(int argc, char **argv)
 		       "off min %.1f median %.1f; ratio min %.3f, median %.3f\n",
 		       DP_SLICE_NS / 1e6, alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median,
 		       on_min / off_min, on_median / off_median);
+		if (repeat > 1) {
+			printf("over %u runs (min / median / max; the lines above are the last run):\n", repeat);
+			printf("  fairgate path:  %.0f / %.0f / %.0f requests/s, %.1f / %.1f / %.1f cycles/request\n",
+			       rps_full.min, rps_full.median, rps_full.max, cyc_full.min, cyc_full.median, cyc_full.max);
+			printf("  forward-only:   %.0f / %.0f / %.0f requests/s, %.1f / %.1f / %.1f cycles/request\n",
+			       rps_fwd.min, rps_fwd.median, rps_fwd.max, cyc_fwd.min, cyc_fwd.median, cyc_fwd.max);
+			printf("  ratio requests/s full / forward-only, each run's pair: %.3f / %.3f / %.3f\n", ratio.min,
+			       ratio.median, ratio.max);
+			printf("  the fairgate path's requests/s varied %.0f%% (max / min) between runs of one process: a shared\n"
+			       "  VM varies (2x seen between commands); compare ratios taken in one command\n",
+			       (rps_full.max / rps_full.min - 1) * 100);
+		} else {
+			printf("one run: this VM varies between runs (35%% and more); --repeat N gives min/median/max\n");
+		}
 	}
 	dp_fairgate_destroy(&h.fg);
 	dp_net_fini(&h.net);

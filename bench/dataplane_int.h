@@ -52,9 +52,14 @@ void dp_net_fini(struct dp_net *net);
 unsigned dp_backend_answer(const struct dp_net *net, uint8_t *frame, const struct fg_net_frame *f);
 
 /* EAL with these lcores (the --lcores syntax), no hugepages, mem_mb of
- * memory, a file prefix of this process: true when up; false after a
- * message (and the runtime directory cleaned up). */
-bool dp_eal_init(const char *lcores, const char *mem_mb, unsigned lcores_needed);
+ * memory, no telemetry, a file prefix of this process, its runtime
+ * directory removed at once (it stays empty): true when up; false after a
+ * message saying what a start needs (lcores, memory), with EAL's last lines
+ * instead of its whole log (and nothing left under /var/run/dpdk). */
+bool dp_eal_init(const char *lcores, unsigned mem_mb, unsigned lcores_needed);
+/* What dp_eal_init needs, to stderr (also after a set-up that ran out of
+ * EAL memory). */
+void dp_print_needs(const char *lcores, unsigned mem_mb, unsigned lcores_needed);
 
 /* The real fairgate on a probed port: the bootstrap FlowSchemas, seatLimit
  * 100 000, the four backends (static MACs, the client's sources trusted),

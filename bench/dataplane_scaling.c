@@ -827,7 +827,7 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 	int off = snprintf(lcores, sizeof(lcores), "0@(0-%ld)", cpus - 1);
 	for (unsigned i = 1; i <= max_n; i++)
 		off += snprintf(lcores + off, sizeof(lcores) - (size_t)off, ",%u@%ld", i, (long)(i - 1) % cpus);
-	if (!dp_eal_init(lcores, "512", max_n + 1))
+	if (!dp_eal_init(lcores, 512, max_n + 1))
 		return 1;
 	/* The rigs: one of each count (the count 1's is also the first
 	 * independent one), and further one-worker rigs for the independent
