@@ -4,7 +4,10 @@ NIC), in both modes, and reports every figure the benchmark page uses.  Not
 a timed test: it checks the numbers exist and are consistent, not how large
 they are."""
 import json
+import os
+import resource
 import subprocess
+import time
 
 import fgtest as t
 
@@ -59,4 +62,41 @@ t.check(p.returncode == 2 and "a multiple of every worker count" in p.stderr,
         "flows that do not split over the workers are refused with the reason")
 p = subprocess.run([t.BENCH, "dataplane", "--workers", "9"], capture_output=True, text=True, timeout=60)
 t.check(p.returncode == 2 and "--workers 1..8" in p.stderr, "too many workers are refused with the reason")
+
+# --repeat: the runs' min, median and max, in one process; --workers 4 starts
+# on this 2-CPU machine (its EAL memory grows with the workers).
+p = subprocess.run([t.BENCH, "dataplane", "--workers", "4", "--repeat", "2", "--duration", "1s", "--flows", "2000",
+                    "--json"], capture_output=True, text=True, timeout=180)
+r = json.loads(p.stdout[p.stdout.index("{"):] if "{" in p.stdout else "{}")
+t.check(p.returncode == 0 and r.get("workers") == 4 and r.get("repeat") == 2,
+        f"--workers 4 --repeat 2 runs (rc={p.returncode}) {p.stderr.strip()[-300:]}")
+for key in ("requests_per_sec", "cycles_per_request", "forward_only_requests_per_sec",
+            "forward_only_cycles_per_request", "ratio_requests_per_sec_to_forward_only"):
+    lo, mid, hi = (r.get(f"{key}_{s}", 0) for s in ("min", "median", "max"))
+    t.check(0 < lo <= mid <= hi, f"{key}: min <= median <= max ({lo}, {mid}, {hi})")
+t.check(r.get("requests_per_sec_min", 0) <= r.get("requests_per_sec", 0) <= r.get("requests_per_sec_max", 0),
+        "the single-run figure is one of the runs")
+
+# Cannot start (EAL's memory refused: an address-space limit): what it needs,
+# EAL's last lines instead of its log, exit 1, nothing under /var/run/dpdk.
+limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (700 << 20, 700 << 20))
+p = subprocess.Popen([t.BENCH, "dataplane", "--duration", "1s", "--flows", "2000"], stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, preexec_fn=limit)
+out, err = p.communicate(timeout=60)
+t.check(p.returncode == 1 and "needs: 2 lcores" in err and "1024 MB of memory" in err and "EAL said" in err
+        and len(err.strip().splitlines()) <= 10, f"a start that fails says what it needs ({err.strip()})")
+t.check(not os.path.exists(f"/var/run/dpdk/fgbench{p.pid}"), "nothing left under /var/run/dpdk after it")
+
+# Killed while it runs (EAL up: its lcore threads exist): nothing left either.
+p = subprocess.Popen([t.BENCH, "dataplane", "--duration", "3s", "--flows", "2000"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+deadline = time.time() + 20
+while time.time() < deadline and len(os.listdir(f"/proc/{p.pid}/task")) < 3:
+    time.sleep(0.05)
+up = len(os.listdir(f"/proc/{p.pid}/task")) >= 3
+time.sleep(0.5)
+p.kill()
+p.wait(timeout=10)
+t.check(up and not os.path.exists(f"/var/run/dpdk/fgbench{p.pid}"),
+        f"a run killed after EAL started (threads seen: {up}) leaves no runtime directory")
 t.finish()
