@@ -17,6 +17,11 @@
  * generator running, is dataplane_scaling.c.  What both share is here
  * (dataplane_int.h).
  *
+ * --repeat N runs forward-only and the fairgate path N times in this process
+ * and reports min/median/max.  EAL starts through dp_eal_init: memory sized
+ * by the workers, what a start needs said instead of EAL's log, no telemetry,
+ * the (empty) runtime directory removed at once.
+ *
  * --workers N: the port gets N RX and N TX rings; the generator spreads
  * requests over the RX rings by flow (as RSS would) and a backend's answers
  * always arrive on ring (backend % N), so some answers cross to their
