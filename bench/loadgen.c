@@ -406,7 +406,7 @@ static void *run_flow(void *arg)
 		/* Wait for answers until the next send is due. */
 		int wait_ms = 5;
 		uint64_t due = open_loop ? next_send : backoff_until;
-		if (sending && (open_loop || due > now))
+		if (sending && n_free && (open_loop || due > now)) /* no free slot: only an answer (or the scan) helps */
 			wait_ms = due > now ? (int)((due - now) / 1000000 < 5 ? (due - now) / 1000000 : 5) : 0;
 		struct fg_msg m;
 		int n = fg_recv_msg(fd, buf, sizeof(buf), &m, NULL, wait_ms);
