@@ -1050,11 +1050,12 @@ json_t *fg_sim_run(struct fg_sim *s)
 int fg_bench_sim(int argc, char **argv)
 {
 	bool table = argc == 3 && !strcmp(argv[1], "--table");
-	if ((argc != 2 && !table) || !strcmp(argv[1], "--help")) {
-		fprintf(argc == 2 ? stdout : stderr,
+	bool help = argc == 2 && !strcmp(argv[1], "--help");
+	if ((argc != 2 && !table) || help || (argc == 2 && !strncmp(argv[1], "--", 2))) {
+		fprintf(help ? stdout : stderr,
 			"usage: fairgate-bench sim [--table] SCENARIO.json   (docs/simulator.md; '-' reads stdin)\n"
 			"  --table  per window, each flow's avgSeats beside its (weighted) max-min ideal and the error\n");
-		return argc == 2 ? 0 : 2;
+		return help ? 0 : 2;
 	}
 	const char *file = argv[argc - 1];
 	char *buf;
