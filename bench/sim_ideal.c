@@ -167,7 +167,8 @@ double fg_sim_ideal_table(FILE *out, json_t *scn, json_t *result)
 			json_string_value(json_object_get(win, "to")), used ? ", ideal over the seats used" : "",
 			given ? ", * ideal given by the scenario" : "");
 		if (fg_sim_ideal_compute(scn, result, (int)w, json_object_get(exp, "merge"), used, &id)) {
-			fprintf(out, "  (no ideal: the result does not match the scenario)\n");
+			fprintf(out, "  (no ideal: more than %d clients, or the result does not match the scenario)\n",
+				SIM_IDEAL_MAX_FLOWS);
 			continue;
 		}
 		fprintf(out, "  %-20s %-20s %8s %9s %9s %9s %8s\n", "FLOW", "LEVEL", "WEIGHT", "DEMAND", "AVGSEATS", "IDEAL",
