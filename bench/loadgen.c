@@ -44,7 +44,7 @@
 #define LG_MAX_OUTSTANDING (1u << 20)
 #define LG_MAX_THREADS 100000u
 #define LG_MAX_RATE 1e7
-#define LG_SPEC_LEN 1024u
+#define LG_SPEC_LEN 2048u
 #define LG_FIELD_LEN 256u
 /* A send at least this far behind its intended time counts as late. */
 #define LG_LATE_NS 1000000ull
