@@ -640,7 +640,8 @@ struct sim_level_workers {
 static uint64_t sim_queue_work(const void *ctx, uint32_t q)
 {
 	const struct sim_level_workers *x = ctx;
-	return x->l->qs[q % x->workers].queues[q].waiting_work;
+	const struct fg_queueset *qs = &x->l->qs[q % x->workers];
+	return fg_qs_queue_work(qs, &qs->queues[q]);
 }
 
 /* The worker an arrival goes to and, in queue mode, its queue: the hand is

@@ -154,13 +154,11 @@ static void demand_changed(struct fg_queueset *qs, struct contribution before, s
 static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
 {
 	r->guess_ns = qs->guess_ns;
-	r->cost = fg_qs_weighted(fg_qs_price(r->initial_seats, r->final_seats, r->extra_latency_ns, qs->guess_ns),
-				 r->weight);
 }
 
 static inline uint64_t head_finish(const struct fg_qs_queue *q)
 {
-	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, q->head->cost);
+	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, fg_qs_req_cost(q->head));
 }
 
 /* Put a queue back in dispatch order after its head or F_prev changed:
@@ -405,7 +403,8 @@ void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *card
 
 static uint64_t queue_work(const void *ctx, uint32_t queue)
 {
-	return ((const struct fg_queueset *)ctx)->queues[queue].waiting_work;
+	const struct fg_queueset *qs = ctx;
+	return fg_qs_queue_work(qs, &qs->queues[queue]);
 }
 
 /* The hand's queue with the least waiting work; the first card rotates. */
@@ -436,7 +435,8 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 	r->initial_seats = initial_seats;
 	r->final_seats = final_seats;
 	r->seats = initial_seats > final_seats ? initial_seats : final_seats;
-	r->extra_latency_ns = final_seats ? extra_latency_ns : 0;
+	/* Whole microseconds (the protocol's unit; the cap, 60 s, fits 32 bits). */
+	r->extra_latency_us = final_seats ? (uint32_t)((extra_latency_ns + 999) / 1000) : 0;
 	r->arrival_ns = now;
 	r->queue = FG_QS_NO_QUEUE;
 	r->flow = FG_USAGE_NONE;
@@ -461,12 +461,11 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t qi, uint64_t flow_hash,
 					  uint64_t now)
 {
-	uint16_t initial_seats = r->initial_seats, final_seats = r->final_seats;
 	struct fg_qs_queue *q = &qs->queues[qi];
 	if (qs->n_waiting == 0 && fg_qs_fits(qs, r->seats)) {
 		/* Nothing waits and the seats fit: exactly what queuing then
 		 * dispatching would do, without the round trip through the order. */
-		if (!queue_active(q) && q->idle_epoch != qs->stats.epochs)
+		if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
 			q->f_prev = qs->r;
 		struct contribution before = contribution_of(q);
 		r->queue = qi;
@@ -476,9 +475,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 			r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
 			fg_usage_start(&qs->usage, r->flow, r->seats, r->guess_ns, now);
 		}
-		r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
-		r->cost = fg_qs_weighted(r->work, r->weight);
-		q->f_prev = later(q->f_prev, r->arrival_r) + r->cost;
+		q->f_prev = later(q->f_prev, r->arrival_r) + fg_qs_req_cost(r);
 		q->seats_executing += r->seats;
 		q->n_executing++;
 		q->weight = r->weight;
@@ -497,12 +494,11 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	 * ahead of its share) but banks no credit (the start is bumped to R).
 	 * Across a wrap of R its old F_prev can no longer be compared, so it
 	 * restarts at R. */
-	if (!queue_active(q) && q->idle_epoch != qs->stats.epochs)
+	if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
 		q->f_prev = qs->r;
 	r->queue = qi;
 	r->arrival_r = qs->r;
 	r->guess_ns = qs->guess_ns;
-	r->work = fg_qs_price(initial_seats, final_seats, r->extra_latency_ns, qs->guess_ns);
 	r->state = FG_QS_WAITING;
 	if (usage_on(qs))
 		r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
@@ -517,7 +513,8 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	q->tail = r;
 	q->n_waiting++;
 	q->seats_waiting += r->seats;
-	q->waiting_work += r->work;
+	q->waiting_initial += r->initial_seats;
+	q->waiting_extra += (uint64_t)r->final_seats * fg_qs_req_extra_ns(r);
 	qs->n_waiting++;
 	qs->seats_waiting += r->seats;
 	demand_changed(qs, before, contribution_of(q));
@@ -564,7 +561,8 @@ static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct
 	r->prev = r->next = NULL;
 	q->n_waiting--;
 	q->seats_waiting -= r->seats;
-	q->waiting_work -= r->work;
+	q->waiting_initial -= r->initial_seats;
+	q->waiting_extra -= (uint64_t)r->final_seats * fg_qs_req_extra_ns(r);
 	qs->n_waiting--;
 	qs->seats_waiting -= r->seats;
 }
@@ -585,7 +583,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 		return NULL; /* seats accumulate for this head; nothing bypasses it */
 	}
 	uint64_t start = later(q->f_prev, r->arrival_r);
-	q->f_prev = start + r->cost;
+	q->f_prev = start + fg_qs_req_cost(r);
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	q->seats_executing += r->seats;
@@ -615,7 +613,7 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	if (was_head)
 		rekey(qs, r->queue);
 	if (!queue_active(q))
-		q->idle_epoch = qs->stats.epochs;
+		q->idle_epoch = (uint32_t)qs->stats.epochs;
 	r->state = FG_QS_IDLE;
 	qs->stats.removed++;
 }
@@ -640,11 +638,11 @@ uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		qs->guess_ns += (uint64_t)((actual - (int64_t)qs->guess_ns) / n);
 	}
 	r->state = FG_QS_LINGERING;
-	if (r->extra_latency_ns == 0) {
+	if (r->extra_latency_us == 0) {
 		fg_qs_release(qs, r, now);
 		return 0;
 	}
-	return now + r->extra_latency_ns;
+	return now + fg_qs_req_extra_ns(r);
 }
 
 void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
@@ -662,7 +660,7 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		q->n_executing--;
 		demand_changed(qs, before, contribution_of(q));
 		if (!queue_active(q))
-			q->idle_epoch = qs->stats.epochs;
+			q->idle_epoch = (uint32_t)qs->stats.epochs;
 	}
 	r->state = FG_QS_IDLE;
 	qs->stats.finished++;

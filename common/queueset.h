@@ -125,34 +125,48 @@ static inline uint64_t fg_qs_virtual_finish(uint64_t f_prev, uint64_t arrival_r,
 	return fg_qs_later(f_prev, arrival_r) + cost;
 }
 
-/* A request as the queue set sees it; embed it in the caller's request. */
+/* A request as the queue set sees it; embed it in the caller's request.
+ * One cache line: what can be derived is (its cost from its widths, guess,
+ * extra latency and weight), and arrival_r and dispatch_ns share bytes
+ * (waiting vs executing). */
 struct fg_qs_req {
 	struct fg_qs_req *prev, *next; /* queue links while waiting */
 	uint64_t arrival_ns;
-	uint64_t arrival_r;
-	uint64_t work;                 /* estimated seat-ns at arrival (shortest-queue choice) */
-	uint64_t cost;                 /* estimated seat-ns priced when it became head, divided by
-					* the weight (virtual time: ordering) */
-	uint64_t guess_ns;             /* the service-time guess inside cost */
-	uint64_t dispatch_ns;
-	uint64_t extra_latency_ns;
+	union {
+		uint64_t arrival_r;    /* waiting: R at its arrival */
+		uint64_t dispatch_ns;  /* executing, lingering: when it was dispatched */
+	};
+	uint64_t guess_ns;             /* the service-time guess it is priced with (when it became head) */
+	uint32_t extra_latency_us;     /* its final seats' extra latency, whole microseconds */
 	uint32_t queue;
 	uint32_t weight;               /* the flow's weight in thousandths (FG_QS_WEIGHT_ONE: 1) */
 	uint32_t flow;                 /* its entry in the usage table, or FG_USAGE_NONE */
 	uint16_t initial_seats, final_seats, seats; /* seats = held for the whole life */
 	uint8_t state;
 };
+_Static_assert(sizeof(struct fg_qs_req) <= 64, "a request's queue-set part is one cache line");
+
+static inline uint64_t fg_qs_req_extra_ns(const struct fg_qs_req *r) { return (uint64_t)r->extra_latency_us * 1000; }
+
+/* Its estimated seat-ns with the guess it is priced with, divided by its
+ * weight: its virtual cost (ordering). */
+static inline uint64_t fg_qs_req_cost(const struct fg_qs_req *r)
+{
+	return fg_qs_weighted(fg_qs_price(r->initial_seats, r->final_seats, fg_qs_req_extra_ns(r), r->guess_ns),
+			      r->weight);
+}
 
 struct fg_qs_queue {
 	struct fg_qs_req *head, *tail;
 	uint64_t f_prev;         /* virtual finish of the last dispatched request */
-	uint64_t waiting_work;   /* for the shortest-queue choice */
+	uint64_t waiting_extra;  /* the waiting requests' final seats x extra latency (seat-ns) */
+	uint32_t waiting_initial; /* and their initial seats: waiting work = these x the guess + that */
 	uint32_t n_waiting;
 	uint32_t seats_waiting, seats_executing;
 	uint32_t n_executing;    /* executing or lingering requests */
 	uint32_t weight;         /* weighted levels: the weight of the last request dispatched */
 	uint32_t key_gen;        /* UsageBased: the head's flow's generation its key was taken at */
-	uint64_t idle_epoch;     /* wraps of R when the queue last went idle */
+	uint32_t idle_epoch;     /* wraps of R (low 32 bits) when the queue last went idle */
 };
 
 struct fg_qs_stats {
@@ -199,6 +213,13 @@ struct fg_queueset {
 				 * returned NULL and counted stats.blocked_by_width */
 	struct fg_qs_stats stats;
 };
+
+/* A queue's waiting work in seat-ns, for the shortest-queue choice: its
+ * waiting requests priced with the current guess. */
+static inline uint64_t fg_qs_queue_work(const struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	return (uint64_t)q->waiting_initial * qs->guess_ns + q->waiting_extra;
+}
 
 /* The weight a queue takes part in the max-min share with: its head's (the
  * flow being served), or with nothing waiting the last dispatched one's; 0

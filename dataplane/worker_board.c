@@ -63,7 +63,7 @@ static inline void store_load(const struct fg_level_board *lb, unsigned n_worker
 			      const struct fg_queueset *qs, const struct fg_qs_queue *q)
 {
 	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
-	FG_STAT_SET(ld->work, q->waiting_work);
+	FG_STAT_SET(ld->work, fg_qs_queue_work(qs, q));
 	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
 	FG_STAT_SET(ld->weight, fg_qs_queue_weight(q));
 	FG_STAT_SET(ld->usage_key, fg_qs_queue_usage_key(qs, q));

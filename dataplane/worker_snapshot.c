@@ -73,8 +73,8 @@ static struct fg_snap_req *new_req(struct fg_worker *w, struct fg_snapshot *s, c
 	o->level = row;
 	o->initial_seats = r->qs.initial_seats;
 	o->final_seats = r->qs.final_seats;
-	o->extra_latency_ns = r->qs.extra_latency_ns;
-	o->dispatch_ns = r->qs.dispatch_ns;
+	o->extra_latency_ns = fg_qs_req_extra_ns(&r->qs);
+	o->dispatch_ns = r->qs.state == FG_QS_WAITING ? 0 : r->qs.dispatch_ns; /* (shares arrival_r's bytes) */
 	o->queue = r->qs.queue;
 	o->client = r->client;
 	copy_strings(w, s, o, r);
@@ -178,9 +178,9 @@ static bool copy_queues(struct fg_worker *w, struct fg_snapshot *s, struct fg_sn
 				/* The head was priced when it became head; the others will be
 				 * with the guess as it is now.  Virtual time divides by the
 				 * flow's weight; the work summed is seat-ns. */
-				uint64_t work = fg_qs_price(qr->initial_seats, qr->final_seats, qr->extra_latency_ns,
+				uint64_t work = fg_qs_price(qr->initial_seats, qr->final_seats, fg_qs_req_extra_ns(qr),
 							    qr == q->head ? qr->guess_ns : qs->guess_ns);
-				uint64_t cost = qr == q->head ? qr->cost : fg_qs_weighted(work, qr->weight);
+				uint64_t cost = fg_qs_weighted(work, qr->weight);
 				c->finish = fg_qs_virtual_finish(c->finish, qr->arrival_r, cost);
 				row->initial_seats_sum += qr->initial_seats;
 				row->max_seats_sum += qr->seats;

@@ -96,7 +96,7 @@ TEST(request_work_arithmetic)
 	fg_qs_arrive(&qs, &busy, 9, 100, 0, 0, 0);
 	fg_qs_dispatch_next(&qs, 0);
 	fg_qs_arrive(&qs, &r, 1, 3, 50, 70 * SEC, 0);
-	CHECK(r.cost == 3 * 2 * SEC + 50 * 70 * SEC);
+	CHECK(fg_qs_req_cost(&r) == 3 * 2 * SEC + 50 * 70 * SEC);
 	CHECK_EQ(r.seats, 50);
 	fg_qs_fini(&qs);
 }
