@@ -442,6 +442,10 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a / b, or 0 when b is not positive (a phase that completed nothing on a
+ * starved machine): the JSON output never carries inf or nan. */
+static double ratio_or_0(double a, double b) { return b > 0 ? a / b : 0; }
+
 void dp_min_median(double *v, unsigned n, double *min, double *median)
 {
 	qsort(v, n, sizeof(*v), by_value);
@@ -639,10 +643,10 @@ int fg_bench_dataplane(int argc, char **argv)
 		       flows, workers, cpus, h.net.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
 		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
-		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
-		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request,
-		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median, on_min / off_min,
-		       on_median / off_median);
+		       ratio_or_0(full.requests_per_sec, fwd.requests_per_sec), ratio_or_0(full.cycles_per_request, sched),
+		       full.worker_busy_share, fwd.worker_busy_share, ratio_or_0(hz, full.cycles_per_request),
+		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median,
+		       ratio_or_0(on_min, off_min), ratio_or_0(on_median, off_median));
 	} else {
 		printf("flows %u, %u-byte frames, %u worker lcore(s) + the generator on %ld CPU(s)%s, TSC %.2f GHz\n", flows,
 		       h.net.template_len, workers, cpus, workers + 1 > (unsigned)cpus ? " (lcores share CPUs)" : "", hz / 1e9);
