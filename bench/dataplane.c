@@ -447,6 +447,10 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a / b, or 0 when b is not positive (a phase that completed nothing on a
+ * starved machine): the JSON output never carries inf or nan. */
+static double ratio_or_0(double a, double b) { return b > 0 ? a / b : 0; }
+
 void dp_min_median(double *v, unsigned n, double *min, double *median)
 {
 	qsort(v, n, sizeof(*v), by_value);
@@ -730,7 +734,7 @@ int fg_bench_dataplane(int argc, char **argv)
 		cyc_fwd.v[r] = fwd.cycles_per_request;
 		rps_full.v[r] = full.requests_per_sec;
 		cyc_full.v[r] = full.cycles_per_request;
-		ratio.v[r] = full.requests_per_sec / fwd.requests_per_sec;
+		ratio.v[r] = ratio_or_0(full.requests_per_sec, fwd.requests_per_sec);
 	}
 	struct dp_spread *spreads[] = { &rps_full, &cyc_full, &rps_fwd, &cyc_fwd, &ratio };
 	for (size_t i = 0; i < sizeof(spreads) / sizeof(spreads[0]); i++)
@@ -763,10 +767,10 @@ int fg_bench_dataplane(int argc, char **argv)
 		       flows, workers, cpus, h.net.template_len, hz, (unsigned long long)handed, (unsigned long long)forwarded,
 		       full.requests_per_sec, full.cycles_per_request,
 		       (unsigned long long)full.rejects, fwd.requests_per_sec, fwd.cycles_per_request, sched,
-		       full.requests_per_sec / fwd.requests_per_sec, full.cycles_per_request / sched,
-		       full.worker_busy_share, fwd.worker_busy_share, hz / full.cycles_per_request,
-		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median, on_min / off_min,
-		       on_median / off_median);
+		       ratio_or_0(full.requests_per_sec, fwd.requests_per_sec), ratio_or_0(full.cycles_per_request, sched),
+		       full.worker_busy_share, fwd.worker_busy_share, ratio_or_0(hz, full.cycles_per_request),
+		       alt.n[0] < alt.n[1] ? alt.n[0] : alt.n[1], on_min, on_median, off_min, off_median,
+		       ratio_or_0(on_min, off_min), ratio_or_0(on_median, off_median));
 		printf(" \"repeat\": %u,\n"
 		       " \"requests_per_sec_min\": %.0f, \"requests_per_sec_median\": %.0f, \"requests_per_sec_max\": %.0f,\n"
 		       " \"cycles_per_request_min\": %.1f, \"cycles_per_request_median\": %.1f, \"cycles_per_request_max\": %.1f,\n"
@@ -808,7 +812,7 @@ int fg_bench_dataplane(int argc, char **argv)
 			       ratio.median, ratio.max);
 			printf("  the fairgate path's requests/s varied %.0f%% (max / min) between runs of one process: a shared\n"
 			       "  VM varies (2x seen between commands); compare ratios taken in one command\n",
-			       (rps_full.max / rps_full.min - 1) * 100);
+			       (ratio_or_0(rps_full.max, rps_full.min) - 1) * 100);
 		} else {
 			printf("one run: this VM varies between runs (35%% and more); --repeat N gives min/median/max\n");
 		}

@@ -192,11 +192,19 @@ TEST(header_then_attributes)
 	struct fg_msg d;
 	const uint8_t nul[] = { 0, 1, 0, 3, 'a', 0, 'b' };
 	size_t len = with_attrs(buf, nul, sizeof(nul));
+	memset(&d, 0xa5, sizeof(d)); /* the header step leaves the attribute fields as they are */
 	CHECK_EQ(fg_proto_decode_header(buf, len, &d), FG_PROTO_OK);
 	CHECK_EQ(d.hdr.hdr_len, FG_PROTO_HDR_LEN + sizeof(nul));
 	CHECK(d.payload == buf + d.hdr.hdr_len);
-	CHECK(!d.user.ptr);
 	CHECK_EQ(fg_proto_decode_attrs(buf, &d), FG_PROTO_ENUL);
+	/* The attribute step resets them first: an attribute the message does
+	 * not have is absent, whatever the msg held before. */
+	const uint8_t ns_only[] = { 0, FG_ATTR_NAMESPACE, 0, 2, 'n', 's' };
+	len = with_attrs(buf, ns_only, sizeof(ns_only));
+	memset(&d, 0xa5, sizeof(d));
+	CHECK_EQ(fg_proto_decode_header(buf, len, &d), FG_PROTO_OK);
+	CHECK_EQ(fg_proto_decode_attrs(buf, &d), FG_PROTO_OK);
+	CHECK(str_is(d.ns, "ns") && !d.user.ptr && !d.verb.ptr && !d.cookie.ptr && d.n_groups == 0 && d.n_unknown_attrs == 0);
 	int n = encode_full(buf, sizeof(buf));
 	CHECK(n > 0);
 	CHECK_EQ(fg_proto_decode_header(buf, (size_t)n, &d), FG_PROTO_OK);
