@@ -228,11 +228,16 @@ static struct fg_series_level *level_named(struct fg_series *s, const char *name
 
 void fg_series_mark_shared(struct fg_series *s)
 {
-	for (unsigned i = 0; i < s->scn->n_flows; i++)
+	for (unsigned i = 0; i < s->scn->n_flows; i++) {
+		/* A tenant template is many fairgate flows: estimated too. */
+		const struct fg_scn_flow *f = &s->scn->flows[i];
+		if (strchr(f->user, '{') || (f->ns && strchr(f->ns, '{')))
+			s->flows[i].seats_estimated = true;
 		for (unsigned j = 0; j < s->scn->n_flows; j++)
 			if (i != j && !strcmp(s->flows[i].level, s->flows[j].level) &&
 			    !strcmp(s->flows[i].distinguisher, s->flows[j].distinguisher))
 				s->flows[i].seats_estimated = true;
+	}
 }
 
 void fg_series_status(struct fg_series *s, size_t bin, json_t *status)

@@ -87,8 +87,10 @@ void fg_series_free(struct fg_series *s);
  * line.  Returns 0, or -EINVAL for a line that is not the contract's (counted). */
 int fg_series_loadgen_line(struct fg_series *s, const char *line, size_t len, int64_t offset_ns, double step_s);
 
-/* Marks the flows that share their fairgate flow with another (call after
- * filling in level and distinguisher). */
+/* Marks the flows whose seats fairgate cannot show apart: those sharing
+ * their fairgate flow with another, and tenant templates (user or namespace
+ * PREFIX{A..B}: many fairgate flows).  Call after filling in level and
+ * distinguisher. */
 void fg_series_mark_shared(struct fg_series *s);
 
 /* One `status` result sampled at bin `bin`. */
