@@ -403,10 +403,17 @@ static const char *q(const char *in, char *buf, size_t len)
 	return buf;
 }
 
+/* Two panels over time, fairgate above and the baseline below. */
+static void two_panels(struct plot *p, const char *title, const char *ylabel)
+{
+	emit(p, "set multiplot layout 2,1 title \"%s\"\nset xlabel 'seconds'\nset ylabel '%s'\nset key outside right\n"
+		"set yrange [0:*]\n", title, ylabel);
+}
+
 static void plot_throughput(struct plot *p, const struct analysis *a[2])
 {
 	char b[160];
-	emit(p, "set multiplot layout 2,1 title 'responses/s per flow'\nset xlabel 'seconds'\nset ylabel 'responses/s'\n");
+	two_panels(p, "responses/s per flow", "responses/s");
 	for (int k = 0; k < 2; k++) {
 		emit(p, "set title '%s'\nplot ", a[k]->s->name);
 		for (unsigned i = 0; i < a[k]->s->scn->n_flows; i++)
@@ -470,8 +477,7 @@ static void plot_cdf(struct plot *p, const struct analysis *a[2])
 static void plot_seats(struct plot *p, const struct analysis *a[2])
 {
 	char b[160];
-	emit(p, "set multiplot layout 2,1 title 'seats in use per priority level (solid) against its limit (dashed)'\n"
-		"set xlabel 'seconds'\nset ylabel 'seats'\nset key outside right\nset yrange [0:*]\n");
+	two_panels(p, "seats in use per priority level (solid) against its limit (dashed)", "seats");
 	for (int k = 0; k < 2; k++) {
 		const struct fg_series *s = a[k]->s;
 		emit(p, "set title '%s'\nplot ", s->name);
@@ -491,8 +497,7 @@ static void plot_seats(struct plot *p, const struct analysis *a[2])
 
 static void plot_rejects(struct plot *p, const struct analysis *a[2])
 {
-	emit(p, "set multiplot layout 2,1 title 'fairgate rejects per second by reason'\nset xlabel 'seconds'\n"
-		"set ylabel 'rejects/s'\nset key outside right\nset yrange [0:*]\n");
+	two_panels(p, "fairgate rejects per second by reason", "rejects/s");
 	for (int k = 0; k < 2; k++) {
 		const struct fg_series *s = a[k]->s;
 		emit(p, "set title '%s'\nplot ", s->name);
@@ -514,9 +519,8 @@ static void plot_rejects(struct plot *p, const struct analysis *a[2])
 static void plot_fairness(struct plot *p, const struct analysis *a[2])
 {
 	char b[160];
-	emit(p, "set multiplot layout 2,1 title \"each flow's seats in fairgate (solid) against its max-min fair share "
-		"(dashed); J = Jain's index per phase\"\nset xlabel 'seconds'\nset ylabel 'seats'\nset key outside right\n"
-		"set yrange [0:*]\n");
+	two_panels(p, "each flow's seats in fairgate (solid) against its max-min fair share (dashed); J = Jain's index per phase",
+		   "seats");
 	for (int k = 0; k < 2; k++) {
 		const struct fg_series *s = a[k]->s;
 		emit(p, "unset label\n");
