@@ -585,17 +585,20 @@ static int draw(const char *dir, struct plot *p, json_t *plots)
 static void md_run_table(FILE *f, const struct analysis *a)
 {
 	const struct fg_series *s = a->s;
-	fprintf(f, "\n### %s (Jain's index %.3f)\n\n| flow | level | sent | responses | resp/s | rejected | lost | p50 ms | "
+	char jain[16];
+	snprintf(jain, sizeof(jain), isnan(a->jain) ? "—" : "%.3f", a->jain);
+	fprintf(f, "\n### %s (Jain's index %s)\n\n| flow | level | sent | responses | resp/s | rejected | lost | p50 ms | "
 		   "p90 ms | p99 ms | p99.9 ms | fair-share error |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-		s->name, a->jain);
+		s->name, jain);
 	for (unsigned i = 0; i < s->scn->n_flows; i++) {
 		const struct fg_series_flow *fl = &s->flows[i];
-		fprintf(f, "| %s | %s | %llu | %llu | %.1f | %llu | %llu | %.2f | %.2f | %.2f | %.2f | %s%.0f%% |\n",
+		char e[16];
+		snprintf(e, sizeof(e), isnan(a->flow_error[i]) ? "—" : "%.0f%%", 100 * a->flow_error[i]);
+		fprintf(f, "| %s | %s | %llu | %llu | %.1f | %llu | %llu | %.2f | %.2f | %.2f | %.2f | %s |\n",
 			s->scn->flows[i].name, fl->level, (unsigned long long)fl->sent, (unsigned long long)fl->responses,
 			fl->answer_seconds > 0 ? (double)fl->responses / fl->answer_seconds : 0.0,
 			(unsigned long long)rejected_total(fl), (unsigned long long)fl->lost, fg_series_quantile(fl, 0.5),
-			fg_series_quantile(fl, 0.9), fg_series_quantile(fl, 0.99), fg_series_quantile(fl, 0.999), "",
-			100 * a->flow_error[i]);
+			fg_series_quantile(fl, 0.9), fg_series_quantile(fl, 0.99), fg_series_quantile(fl, 0.999), e);
 	}
 	fprintf(f, "\n| phase | Jain |");
 	for (unsigned i = 0; i < s->scn->n_flows; i++)
@@ -606,9 +609,10 @@ static void md_run_table(FILE *f, const struct analysis *a)
 	fprintf(f, "\n");
 	for (unsigned k = 0; k < a->n_phases; k++) {
 		const struct phase *p = &a->phases[k];
-		fprintf(f, "| %.1f–%.1f s | %.3f |", (double)p->from / 1e9, (double)p->to / 1e9, p->jain);
+		fprintf(f, "| %.1f–%.1f s | ", (double)p->from / 1e9, (double)p->to / 1e9);
+		fprintf(f, isnan(p->jain) ? "— |" : "%.3f |", p->jain);
 		for (unsigned i = 0; i < s->scn->n_flows; i++)
-			if (p->active[i])
+			if (p->active[i] && !isnan(p->fair[i]))
 				fprintf(f, " %.1f / %.1f |", p->seats[i], p->fair[i]);
 			else
 				fprintf(f, " — |");
