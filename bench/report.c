@@ -485,9 +485,10 @@ static void plot_seats(struct plot *p, const struct analysis *a[2])
 		for (unsigned l = 0; l < s->n_levels; l++) {
 			if (!level_shown(s, l))
 				continue;
-			emit(p, "%s'data/%s-levels.dat' using 1:%u with lines lw 2 lc %u title '%s', "
-				"'' using 1:%u with lines lw 1 dt 2 lc %u notitle", shown ? ", " : "", s->name, 2 + 2 * l,
-			     shown + 1, q(s->levels[l].name, b, sizeof(b)), 3 + 2 * l, shown + 1);
+			/* The limit first, thick: the seats in use run on it when the level is full. */
+			emit(p, "%s'data/%s-levels.dat' using 1:%u with lines lw 4 dt 2 lc %u notitle, "
+				"'' using 1:%u with lines lw 1.5 lc %u title '%s'", shown ? ", " : "", s->name, 3 + 2 * l,
+			     shown + 1, 2 + 2 * l, shown + 1, q(s->levels[l].name, b, sizeof(b)));
 			shown++;
 		}
 		emit(p, "%s\n", shown ? "" : "0 notitle");
@@ -530,9 +531,9 @@ static void plot_fairness(struct plot *p, const struct analysis *a[2])
 				     (double)(a[k]->phases[ph].from + a[k]->phases[ph].to) / 2e9);
 		emit(p, "set title '%s (mean Jain %.2f)'\nplot ", s->name, a[k]->jain);
 		for (unsigned i = 0; i < s->scn->n_flows; i++)
-			emit(p, "%s'data/%s-flow%u.dat' using 1:7 with lines lw 2 lc %u title '%s', '' using 1:8 with lines "
-				"lw 1 dt 2 lc %u notitle", i ? ", " : "", s->name, i, i + 1,
-			     q(s->scn->flows[i].name, b, sizeof(b)), i + 1);
+			emit(p, "%s'data/%s-flow%u.dat' using 1:8 with lines lw 4 dt 2 lc %u notitle, '' using 1:7 with lines "
+				"lw 1.5 lc %u title '%s'", i ? ", " : "", s->name, i, i + 1, i + 1,
+			     q(s->scn->flows[i].name, b, sizeof(b)));
 		emit(p, "\n");
 	}
 	emit(p, "unset multiplot\nunset label\n");
