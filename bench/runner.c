@@ -6,7 +6,9 @@
  * step on loopback, sampling fairgate's `status` over the control socket
  * every 100 ms, firing the events, and stopping everything it started
  * (process groups, waitpid) at the end, on an error and on SIGINT/SIGTERM.
- * Then report.c writes the report.
+ * Then report.c writes the report.  In DPDK mode (--io dpdk) fairgate drives
+ * a net_tap port inside a network namespace the runner creates for the run
+ * (backends and loadgens run there, on the tap's kernel side) and removes.
  *
  * Thread contract: single-threaded; children are separate processes.
  */
@@ -42,6 +44,12 @@
 #define LINE_MAX_LEN (1u << 20)  /* a result line with its histogram */
 #define START_WAIT_NS 10000000000LL
 #define STOP_GRACE_NS 2000000000LL
+/* DPDK mode: TEST-NET-1 addresses, only inside the run's own namespace. */
+#define DPDK_FG_IP "192.0.2.2"
+#define DPDK_HOST_IP "192.0.2.1"
+#define DPDK_TAP "fgtap0"
+#define DPDK_LISTEN_PORT 7400
+#define DPDK_BACKEND_PORT 7501
 
 struct child {
 	pid_t pid;  /* 0: not running */
@@ -60,7 +68,10 @@ struct loadgen {
 struct run {
 	const struct fg_scenario *scn;
 	const char *dir, *name, *self, *fairgate;
-	bool baseline;
+	bool baseline, dpdk;
+	char netns[48];      /* DPDK mode: the run's namespace; "" in socket mode */
+	const char *host_ip; /* where backends and loadgens are: loopback, or the tap's kernel side */
+	const char *fg_ip;   /* where fairgate listens */
 	struct fg_series *series;
 	struct child backends[FG_SCN_MAX_BACKENDS];
 	uint16_t ports[FG_SCN_MAX_BACKENDS];
@@ -120,6 +131,33 @@ static pid_t spawn(char *const argv[], int out_fd, const char *log)
 	_exit(127);
 }
 
+/* argv run inside the run's namespace (ip netns exec execs it: same pid). */
+static pid_t spawn_in(const struct run *r, char *const argv[], int out_fd, const char *log)
+{
+	if (!r->netns[0])
+		return spawn(argv, out_fd, log);
+	char *wrapped[64];
+	size_t n = 0;
+	wrapped[n++] = "ip";
+	wrapped[n++] = "netns";
+	wrapped[n++] = "exec";
+	wrapped[n++] = (char *)r->netns;
+	for (size_t i = 0; argv[i] && n < 63; i++)
+		wrapped[n++] = argv[i];
+	wrapped[n] = NULL;
+	return spawn(wrapped, out_fd, log);
+}
+
+/* Run a short command to its end; 0 when it exits 0. */
+static int run_cmd(char *const argv[])
+{
+	pid_t pid = spawn(argv, -1, "/dev/null");
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 /* Stop a child and its group: SIGTERM, then SIGKILL after the grace; reaped. */
 static void stop_child(struct child *c, int sig)
 {
@@ -166,6 +204,12 @@ static void stop_all(struct run *r)
 	for (unsigned i = 0; i < r->scn->n_backends; i++)
 		stop_child(&r->backends[i], SIGTERM);
 	unlink(r->sock);
+	if (r->netns[0]) {
+		char *del[] = { "ip", "netns", "del", r->netns, NULL };
+		if (run_cmd(del))
+			fprintf(stderr, "fairgate-bench run: could not remove network namespace %s\n", r->netns);
+		r->netns[0] = 0;
+	}
 }
 
 static void logpath(const struct run *r, char *buf, size_t len, const char *what)
@@ -177,7 +221,7 @@ static int start_backend(struct run *r, unsigned i)
 {
 	const struct fg_scenario *s = r->scn;
 	char listen[32], workers[16], service[32], sigma[32], log[PATH_MAX + 64], what[32];
-	snprintf(listen, sizeof(listen), "127.0.0.1:%u", r->ports[i]);
+	snprintf(listen, sizeof(listen), "%s:%u", r->host_ip, r->ports[i]);
 	snprintf(workers, sizeof(workers), "%u", s->capacity);
 	snprintf(service, sizeof(service), "%lldus", (long long)(s->service_ns / 1000));
 	snprintf(sigma, sizeof(sigma), "%g", s->sigma);
@@ -186,7 +230,7 @@ static int start_backend(struct run *r, unsigned i)
 	const char *dist = s->dist == FG_SCN_EXPONENTIAL ? "exponential" : s->dist == FG_SCN_LOGNORMAL ? "log-normal" : "fixed";
 	char *argv[] = { (char *)r->self, "backend", "--listen", listen, "--workers", workers, "--service-time", service,
 			 "--distribution", (char *)dist, "--sigma", sigma, NULL };
-	r->backends[i].pid = spawn(argv, -1, log);
+	r->backends[i].pid = spawn_in(r, argv, -1, log);
 	return r->backends[i].pid > 0 ? 0 : fail("cannot fork: %s", strerror(errno));
 }
 
@@ -242,13 +286,13 @@ static void print_log_tail(const char *log)
 static int start_daemon(struct run *r)
 {
 	const struct fg_scenario *s = r->scn;
-	char listen[32], log[PATH_MAX + 64], backends[FG_SCN_MAX_BACKENDS][48];
-	char *argv[16 + 2 * FG_SCN_MAX_BACKENDS];
+	char listen[32], log[PATH_MAX + 64], backends[FG_SCN_MAX_BACKENDS][48], trusted[32], prefix[64], vdev[64];
+	char *argv[40 + 2 * FG_SCN_MAX_BACKENDS];
 	int n = 0;
 	if (write_config(r))
 		return -1;
-	r->listen_port = free_port();
-	snprintf(listen, sizeof(listen), "127.0.0.1:%u", r->listen_port);
+	r->listen_port = r->dpdk ? DPDK_LISTEN_PORT : free_port();
+	snprintf(listen, sizeof(listen), "%s:%u", r->fg_ip, r->listen_port);
 	snprintf(r->sock, sizeof(r->sock), "/tmp/fgrun-%d-%s.sock", (int)getpid(), r->name);
 	unlink(r->sock);
 	logpath(r, log, sizeof(log), "fairgate");
@@ -262,12 +306,23 @@ static int start_daemon(struct run *r)
 	argv[n++] = "--http";
 	argv[n++] = "off";
 	for (unsigned i = 0; i < s->n_backends; i++) {
-		snprintf(backends[i], sizeof(backends[i]), "127.0.0.1:%u,seats=%u", r->ports[i], s->capacity);
+		snprintf(backends[i], sizeof(backends[i]), "%s:%u,seats=%u", r->host_ip, r->ports[i], s->capacity);
 		argv[n++] = "--backend";
 		argv[n++] = backends[i];
 	}
+	if (r->dpdk) {
+		/* One worker on lcore 0; the namespace's side of the tap stands for
+		 * a trusted front tier (identities believed, no cookie). */
+		snprintf(trusted, sizeof(trusted), "%s/32", DPDK_HOST_IP);
+		snprintf(prefix, sizeof(prefix), "--file-prefix=%s", r->netns);
+		snprintf(vdev, sizeof(vdev), "--vdev=net_tap0,iface=%s", DPDK_TAP);
+		char *dpdk[] = { "--io", "dpdk", "--trusted-source", trusted, "--", "--no-huge", "-m", "512", "--no-pci",
+				 "--no-shconf", prefix, "-l", "0", vdev, "--log-level=lib.eal:warning" };
+		for (size_t i = 0; i < sizeof(dpdk) / sizeof(dpdk[0]); i++)
+			argv[n++] = dpdk[i];
+	}
 	argv[n] = NULL;
-	r->daemon.pid = spawn(argv, -1, log);
+	r->daemon.pid = spawn_in(r, argv, -1, log);
 	if (r->daemon.pid < 0)
 		return fail("cannot fork: %s", strerror(errno));
 	uint64_t until = fg_now_ns() + START_WAIT_NS;
@@ -278,13 +333,13 @@ static int start_daemon(struct run *r)
 			return fail("%s: fairgate exited at start (its log is above)", r->name);
 		}
 		for (unsigned i = 0; i < s->n_backends; i++)
-			if (exited(&r->backends[i])) {
+			if (r->backends[i].pid && exited(&r->backends[i])) {
 				char blog[PATH_MAX + 64], what[32];
 				snprintf(what, sizeof(what), "backend-%u", i);
 				logpath(r, blog, sizeof(blog), what);
 				print_log_tail(blog);
-				return fail("%s: backend %u (127.0.0.1:%u) exited at start (its log is above)", r->name, i,
-					    r->ports[i]);
+				return fail("%s: backend %u (%s:%u) exited at start (its log is above)", r->name, i,
+					    r->host_ip, r->ports[i]);
 			}
 		json_t *v = fg_ctl_call(r->sock, "{\"command\":\"version\"}", err, sizeof(err));
 		if (v) {
@@ -362,7 +417,7 @@ static int start_step(struct run *r, unsigned fi, unsigned si, int64_t elapsed_n
 	int64_t len_ns = st->stop_ns - (elapsed_ns > st->start_ns ? elapsed_ns : st->start_ns);
 	if (len_ns < FG_SERIES_BIN_NS)
 		return 0; /* started too late to measure anything */
-	snprintf(target, sizeof(target), "127.0.0.1:%u", r->listen_port);
+	snprintf(target, sizeof(target), "%s:%u", r->fg_ip, r->listen_port);
 	snprintf(duration, sizeof(duration), "%lldms", (long long)(len_ns / 1000000));
 	snprintf(timeout, sizeof(timeout), "%lldms", (long long)(r->scn->timeout_ns / 1000000));
 	snprintf(what, sizeof(what), "loadgen-%s-%u", f->name, si);
@@ -375,7 +430,7 @@ static int start_step(struct run *r, unsigned fi, unsigned si, int64_t elapsed_n
 	struct loadgen *lg = &r->lg[r->n_lg];
 	*lg = (struct loadgen){ .fd = fds[0], .buf = malloc(LINE_MAX_LEN), .offset_ns = elapsed_ns,
 				.step_s = (double)len_ns / 1e9 };
-	lg->c.pid = spawn(argv, fds[1], log);
+	lg->c.pid = spawn_in(r, argv, fds[1], log);
 	close(fds[1]);
 	if (lg->c.pid < 0 || !lg->buf) {
 		close(fds[0]);
@@ -485,15 +540,63 @@ static void progress(const struct run *r, int64_t elapsed_ns, size_t bin, const 
 	fflush(stderr);
 }
 
+static int start_netns(struct run *r)
+{
+	snprintf(r->netns, sizeof(r->netns), "fgrun-%d-%s", (int)getpid(), r->name);
+	char *add[] = { "ip", "netns", "add", r->netns, NULL };
+	char *lo[] = { "ip", "netns", "exec", r->netns, "ip", "link", "set", "lo", "up", NULL };
+	if (run_cmd(add)) {
+		r->netns[0] = 0;
+		return fail("cannot create network namespace fgrun-%d-%s (DPDK mode needs root and iproute2)",
+			    (int)getpid(), r->name);
+	}
+	return run_cmd(lo) ? fail("cannot set lo up in %s", r->netns) : 0;
+}
+
+/* The tap fairgate's net_tap port created: its kernel side gets the backends'
+ * and loadgens' address. */
+static int tap_up(struct run *r)
+{
+	char *show[] = { "ip", "netns", "exec", r->netns, "ip", "link", "show", DPDK_TAP, NULL };
+	char *addr[] = { "ip", "netns", "exec", r->netns, "ip", "addr", "add", DPDK_HOST_IP "/24", "dev", DPDK_TAP, NULL };
+	char *up[] = { "ip", "netns", "exec", r->netns, "ip", "link", "set", DPDK_TAP, "up", NULL };
+	uint64_t until = fg_now_ns() + START_WAIT_NS;
+	while (run_cmd(show))
+		if (fg_now_ns() > until || fg_bench_stop)
+			return fail("%s: fairgate's tap %s did not appear in %s", r->name, DPDK_TAP, r->netns);
+		else
+			usleep(50000);
+	return run_cmd(addr) || run_cmd(up) ? fail("%s: cannot configure %s", r->name, DPDK_TAP) : 0;
+}
+
 static int run_once(struct run *r)
 {
 	const struct fg_scenario *s = r->scn;
 	for (unsigned i = 0; i < s->n_backends; i++) {
-		r->ports[i] = s->ports[i] ? s->ports[i] : free_port();
-		if (!r->ports[i] || start_backend(r, i))
+		r->ports[i] = s->ports[i] ? s->ports[i] : r->dpdk ? (uint16_t)(DPDK_BACKEND_PORT + i) : free_port();
+		if (!r->ports[i])
 			return fail("no free port for a backend");
 	}
-	if (start_daemon(r) || explain_flows(r))
+	if (r->dpdk) {
+		/* The backends bind the tap's kernel side: it exists once fairgate runs. */
+		if (start_netns(r) || start_daemon(r) || tap_up(r))
+			return -1;
+		for (unsigned i = 0; i < s->n_backends; i++)
+			if (start_backend(r, i))
+				return -1;
+		usleep(200000);
+		for (unsigned i = 0; i < s->n_backends; i++)
+			if (exited(&r->backends[i]))
+				return fail("%s: backend %u (%s:%u) exited at start (logs/%s-backend-%u.log)", r->name, i,
+					    r->host_ip, r->ports[i], r->name, i);
+	} else {
+		for (unsigned i = 0; i < s->n_backends; i++)
+			if (start_backend(r, i))
+				return -1;
+		if (start_daemon(r))
+			return -1;
+	}
+	if (explain_flows(r))
 		return -1;
 	int64_t bounds[FG_SCN_MAX_PHASES];
 	unsigned n_bounds = fg_scn_phases(s, bounds, FG_SCN_MAX_PHASES);
@@ -566,9 +669,10 @@ static const char *find_fairgate(const char *self, char *buf, size_t len)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: fairgate-bench run SCENARIO.yaml [--out DIR] [--io socket] [--fairgate PATH]\n"
+	fprintf(f, "usage: fairgate-bench run SCENARIO.yaml [--out DIR] [--io socket|dpdk] [--fairgate PATH]\n"
 		   "  --out DIR        where the report goes (default ./fairgate-report-NAME-YYYYmmdd-HHMMSS)\n"
-		   "  --io socket      fairgate's I/O mode (socket only so far)\n"
+		   "  --io MODE        fairgate's I/O mode: socket (default; loopback) or dpdk (a net_tap\n"
+		   "                   port in a network namespace the runner creates and removes)\n"
 		   "  --fairgate PATH  the daemon (default: the build tree's, else fairgate on PATH)\n"
 		   "Runs the scenario with its configuration and with a baseline without fairness,\n"
 		   "then writes DIR/report.json, DIR/report.md and DIR/plots (docs/bench.md, \"run\").\n");
@@ -577,6 +681,7 @@ static void usage(FILE *f)
 int fg_bench_run(int argc, char **argv)
 {
 	const char *out = NULL, *fairgate = NULL;
+	bool dpdk = false;
 	static const struct option opts[] = { { "out", required_argument, 0, 'o' }, { "io", required_argument, 0, 'i' },
 		{ "fairgate", required_argument, 0, 'f' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	int opt;
@@ -585,10 +690,11 @@ int fg_bench_run(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'f': fairgate = optarg; break;
 		case 'i':
-			if (strcmp(optarg, "socket")) {
-				fprintf(stderr, "fairgate-bench run: --io %s: only socket mode is implemented (docs/bench.md)\n", optarg);
+			if (strcmp(optarg, "socket") && strcmp(optarg, "dpdk")) {
+				fprintf(stderr, "fairgate-bench run: --io must be socket or dpdk\n");
 				return 2;
 			}
+			dpdk = !strcmp(optarg, "dpdk");
 			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -636,7 +742,14 @@ int fg_bench_run(int argc, char **argv)
 			break;
 		}
 		*r = (struct run){ .scn = scn, .dir = out, .name = names[k], .self = "/proc/self/exe",
-				   .fairgate = fairgate, .baseline = k == 1, .series = series[k] };
+				   .fairgate = fairgate, .baseline = k == 1, .dpdk = dpdk, .series = series[k],
+				   .host_ip = dpdk ? DPDK_HOST_IP : "127.0.0.1", .fg_ip = dpdk ? DPDK_FG_IP : "127.0.0.1" };
+		if (dpdk && scn->ports[0]) {
+			fprintf(stderr, "fairgate-bench run: backends.ports: socket mode only (DPDK mode's namespace is the run's own)\n");
+			rc = 2;
+			free(r);
+			break;
+		}
 		/* /proc/self/exe names the child's own binary after exec: resolve it now. */
 		static char self[PATH_MAX];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -4,7 +4,8 @@ short scenario end to end writes every report file (PNGs of the documented
 size, read from their IHDR); the baseline without fairness really is unfair
 (the light flow's p99 is worse there); nothing is left behind (no process,
 no network namespace), also after a failure (a backend port taken) and after
-SIGINT mid-run."""
+SIGINT mid-run; DPDK mode (a net_tap port in the run's own namespace) runs
+both runs and removes its namespace, also after SIGINT."""
 import json
 import os
 import signal
@@ -65,7 +66,6 @@ def netns():
     return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
 
 
-ns_before = netns()
 BASE = """name: bad
 duration: 5s
 backends: {count: 1, capacity: 4, serviceTime: 10ms}
@@ -170,6 +170,39 @@ p.send_signal(signal.SIGINT)
 _, stderr = p.communicate(timeout=30)
 t.check(p.returncode == 130 and "interrupted" in stderr, f"SIGINT stops the run (exit {p.returncode})")
 t.check(leftovers(p.pid, ports_in_logs(out3)) == [], "nothing left running after SIGINT")
-t.check(netns() == ns_before, "no network namespace left behind")
+
+# --- DPDK mode: a net_tap port in a namespace the runner creates and removes --
+if os.path.exists("/dev/net/tun"):
+    dpdk = scenario(open(good).read().replace("duration: 5s", "duration: 3s").replace("threads: 60", "threads: 30"),
+                    "dpdk.yaml")
+    out4 = os.path.join(work, "dpdk")
+    p = subprocess.Popen([t.BENCH, "run", dpdk, "--io", "dpdk", "--out", out4], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    seen = False
+    while time.time() < deadline and p.poll() is None and not seen:
+        seen = f"fgrun-{p.pid}-fairgate" in netns()
+        time.sleep(0.1)
+    stdout, stderr = p.communicate(timeout=120)
+    rep = json.load(open(os.path.join(out4, "report.json"))) if p.returncode == 0 else {"runs": []}
+    t.check(p.returncode == 0 and seen and all(f["responses"] > 0 for r in rep["runs"] for f in r["flows"]),
+            f"DPDK mode: the run's namespace existed, every flow got answers in both runs (exit {p.returncode}; "
+            f"{stderr.strip()[-300:]})")
+    t.check("io=dpdk" in open(os.path.join(out4, "logs", "fairgate-fairgate.log")).read(), "fairgate ran in DPDK mode")
+    t.check(f"fgrun-{p.pid}-" not in netns() and leftovers(p.pid, []) == [], "DPDK mode: namespace and processes gone")
+    # Interrupted while fairgate runs in its namespace.
+    p = subprocess.Popen([t.BENCH, "run", dpdk, "--io", "dpdk", "--out", os.path.join(work, "dpdk-int")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(os.path.join(work, "dpdk-int", "logs",
+                                                                      "fairgate-loadgen-heavy-0.log")):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    t.check(p.returncode == 130 and f"fgrun-{p.pid}-" not in netns() and leftovers(p.pid, []) == [],
+            f"DPDK mode, SIGINT: exit 130, namespace and processes gone (exit {p.returncode})")
+else:
+    print("skip DPDK mode: no /dev/net/tun")
+t.check(not [n for n in netns().split() if n.startswith("fgrun-")], "no network namespace of the runner left behind")
 subprocess.run(["rm", "-rf", work])
 t.finish()
