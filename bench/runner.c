@@ -532,11 +532,15 @@ static void progress(const struct run *r, int64_t elapsed_ns, size_t bin, const 
 	unsigned phase = 1;
 	while (phase < n_bounds - 1 && bounds[phase] <= elapsed_ns)
 		phase++;
-	uint64_t answers = 0;
-	for (unsigned i = 0; bin > 0 && i < r->scn->n_flows; i++)
-		answers += r->series->flows[i].bins[bin - 1].responses + r->series->flows[i].bins[bin - 1].rejected;
-	fprintf(stderr, "\r%-8s phase %u/%u  %5.1f/%.1f s  %8.0f answers/s   ", r->name, phase, n_bounds - 1,
-		(double)elapsed_ns / 1e9, (double)r->scn->duration_ns / 1e9, (double)answers * 1e9 / FG_SERIES_BIN_NS);
+	uint64_t sent = 0, responses = 0;
+	for (unsigned i = 0; bin > 0 && i < r->scn->n_flows; i++) {
+		sent += r->series->flows[i].bins[bin - 1].sent;
+		responses += r->series->flows[i].bins[bin - 1].responses;
+	}
+	/* The bin before the one just ended: its interval lines have arrived. */
+	fprintf(stderr, "\r%-8s phase %u/%u  %5.1f/%.1f s  %7.0f requests/s  %7.0f responses/s ", r->name, phase,
+		n_bounds - 1, (double)elapsed_ns / 1e9, (double)r->scn->duration_ns / 1e9,
+		(double)sent * 1e9 / FG_SERIES_BIN_NS, (double)responses * 1e9 / FG_SERIES_BIN_NS);
 	fflush(stderr);
 }
 
@@ -624,7 +628,7 @@ static int run_once(struct run *r)
 		json_decref(resp);
 		if (exited(&r->daemon))
 			return fail("%s: fairgate exited mid-run (logs/%s-fairgate.log)", r->name, r->name);
-		progress(r, (int64_t)(fg_now_ns() - t0), bin + 1, bounds, n_bounds);
+		progress(r, (int64_t)(fg_now_ns() - t0), bin, bounds, n_bounds);
 	}
 	/* The loadgens finish their steps and wait at most `timeout` for answers. */
 	uint64_t until = fg_now_ns() + (uint64_t)s->timeout_ns + STOP_GRACE_NS;

@@ -112,7 +112,7 @@ p = subprocess.Popen([t.BENCH, "run", good, "--out", out], stdout=subprocess.PIP
 stdout, stderr = p.communicate(timeout=120)
 t.check(p.returncode == 0, f"the run succeeds (exit {p.returncode}; {stderr.strip()[-300:]})")
 t.check("light: p99" in stdout and "report: " + out in stdout, f"verdicts and the report's path printed: {stdout.strip()}")
-t.check("phase 1/1" in stderr and "answers/s" in stderr, "progress shown while it runs")
+t.check("phase 1/1" in stderr and "requests/s" in stderr and "responses/s" in stderr, "progress shown while it runs")
 rep = json.load(open(os.path.join(out, "report.json")))
 t.check(rep["scenario"] == "short" and [r["name"] for r in rep["runs"]] == ["fairgate", "baseline"],
         "report.json: the scenario and its two runs")
