@@ -96,15 +96,23 @@ static int line(struct fg_series *s, const char *text, int64_t offset_ns, double
 	return fg_series_loadgen_line(s, text, strlen(text), offset_ns, step_s);
 }
 
+/* The two-flow scenario's series (NULL, everything freed, on failure). */
+static struct fg_series *two_flow_series(struct fg_scenario **s)
+{
+	*s = load(two_flows);
+	struct fg_series *r = *s ? fg_series_new(*s, "fairgate") : NULL;
+	CHECK(r != NULL);
+	if (!r)
+		fg_scenario_free(*s);
+	return r;
+}
+
 TEST(loadgen_lines_fill_bins_and_totals)
 {
-	struct fg_scenario *s = load(two_flows);
-	struct fg_series *r = s ? fg_series_new(s, "fairgate") : NULL;
-	CHECK(r != NULL);
-	if (!r) {
-		fg_scenario_free(s);
+	struct fg_scenario *s;
+	struct fg_series *r = two_flow_series(&s);
+	if (!r)
 		return;
-	}
 	CHECK_EQ(r->n_bins, 40u);
 	/* An interval line of the step that started at 0 and one of the step
 	 * that started at 2 s: bins 0 and 21 (each ends its interval). */
@@ -146,13 +154,10 @@ TEST(loadgen_lines_fill_bins_and_totals)
 
 TEST(status_samples_and_estimated_seats)
 {
-	struct fg_scenario *s = load(two_flows);
-	struct fg_series *r = s ? fg_series_new(s, "fairgate") : NULL;
-	CHECK(r != NULL);
-	if (!r) {
-		fg_scenario_free(s);
+	struct fg_scenario *s;
+	struct fg_series *r = two_flow_series(&s);
+	if (!r)
 		return;
-	}
 	snprintf(r->flows[0].level, sizeof(r->flows[0].level), "tenants");
 	snprintf(r->flows[0].distinguisher, sizeof(r->flows[0].distinguisher), "tenants/heavy");
 	snprintf(r->flows[1].level, sizeof(r->flows[1].level), "tenants");
