@@ -5,8 +5,8 @@
  * interval lines) and its seats executing in fairgate, each level's seats in
  * use and limit, and fairgate's rejects by reason (from the daemon's status
  * samples); per flow, the totals and the merged latency histogram (from
- * loadgen's result lines).  The contract for loadgen's lines is docs/bench.md
- * ("loadgen --json --interval").
+ * loadgen's result lines).  The lines are loadgen's `--json --interval`
+ * output as docs/bench.md ("run") describes it.
  *
  * Invariants: bins are FG_SERIES_BIN_NS wide from the run's start; a bin
  * index outside [0, n_bins) is dropped, never written; names are copied and
