@@ -754,13 +754,12 @@ int fg_bench_run(int argc, char **argv)
 			free(r);
 			break;
 		}
-		/* /proc/self/exe names the child's own binary after exec: resolve it now. */
-		static char self[PATH_MAX];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-		if (n > 0) {
-			self[n] = 0;
-			r->self = self;
-		}
+		/* Our own binary for the backends and loadgens: /proc/self/exe would
+		 * name `ip`'s in DPDK mode, and a path would fail once a rebuild
+		 * replaced the file; the runner's /proc entry stays its binary. */
+		static char self[32];
+		snprintf(self, sizeof(self), "/proc/%d/exe", (int)getpid());
+		r->self = self;
 		for (unsigned i = 0; i < MAX_LOADGENS; i++)
 			r->lg[i].fd = -1;
 		fprintf(stderr, "%s run of %s: %.0f s\n", names[k], scn->name, (double)scn->duration_ns / 1e9);
