@@ -81,6 +81,7 @@ struct run {
 	struct loadgen lg[MAX_LOADGENS];
 	bool step_started[FG_SCN_MAX_FLOWS][FG_SCN_MAX_STEPS];
 	unsigned n_lg;
+	int loadgen_usage_error; /* a loadgen refused its arguments: the run cannot measure */
 };
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -455,8 +456,11 @@ static void drain(struct run *r, struct loadgen *lg)
 			if (n == 0 || errno != EAGAIN) {
 				close(lg->fd);
 				lg->fd = -1;
-				if (lg->c.pid)
-					waitpid(lg->c.pid, NULL, 0);
+				int st = 0;
+				/* Exit 2 is loadgen's usage error (3, nothing answered, is a result). */
+				if (lg->c.pid && waitpid(lg->c.pid, &st, 0) == lg->c.pid && WIFEXITED(st) &&
+				    WEXITSTATUS(st) == 2)
+					r->loadgen_usage_error = 1;
 				lg->c.pid = 0;
 			}
 			return;
@@ -628,6 +632,9 @@ static int run_once(struct run *r)
 		json_decref(resp);
 		if (exited(&r->daemon))
 			return fail("%s: fairgate exited mid-run (logs/%s-fairgate.log)", r->name, r->name);
+		if (r->loadgen_usage_error)
+			return fail("%s: loadgen refused its arguments (logs/%s-loadgen-*.log): it needs --json "
+				    "--interval lines (docs/bench.md, \"run\")", r->name, r->name);
 		progress(r, (int64_t)(fg_now_ns() - t0), bin, bounds, n_bounds);
 	}
 	/* The loadgens finish their steps and wait at most `timeout` for answers. */
