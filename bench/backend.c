@@ -23,7 +23,8 @@
 struct backend {
 	int fd;
 	int64_t service_ns;
-	int exponential;
+	enum { DIST_FIXED, DIST_EXPONENTIAL, DIST_LOGNORMAL } dist;
+	double sigma;          /* log-normal: the log's standard deviation; service_ns is the median */
 	uint64_t deadline_ns;
 	uint64_t served, bad;
 	pthread_mutex_t lock;
@@ -36,9 +37,15 @@ static int64_t service_time(const struct fg_msg *m, const struct backend *b, uns
 		uint32_t us = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 		return (int64_t)us * 1000;
 	}
-	if (b->exponential) {
-		double u = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+	double u = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+	if (b->dist == DIST_EXPONENTIAL)
 		return (int64_t)(-log(u) * (double)b->service_ns);
+	if (b->dist == DIST_LOGNORMAL) {
+		/* Box-Muller: one standard normal from two uniforms. */
+		double u2 = (rand_r(seed) + 1.0) / ((double)RAND_MAX + 2.0);
+		double z = sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * u2);
+		double ns = (double)b->service_ns * exp(b->sigma * z);
+		return ns > 60e9 ? (int64_t)60e9 : (int64_t)ns;
 	}
 	return b->service_ns;
 }
@@ -78,9 +85,12 @@ static void *serve(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fairgate-bench backend --listen ADDR:PORT [--workers N] [--service-time DUR]\n"
-		   "                              [--distribution fixed|exponential] [--duration DUR]\n"
+		   "                              [--distribution fixed|exponential|log-normal] [--sigma S]\n"
+		   "                              [--duration DUR]\n"
 		   "  --workers N        concurrent requests served (default 4)\n"
-		   "  --service-time D   used when a request carries no service time (default 10ms)\n"
+		   "  --service-time D   used when a request carries no service time (default 10ms): the\n"
+		   "                     value (fixed), the mean (exponential) or the median (log-normal)\n"
+		   "  --sigma S          log-normal: the standard deviation of the log, 0..3 (default 0.5)\n"
 		   "  --duration D       stop after D (default: run until SIGINT/SIGTERM)\n");
 }
 
@@ -88,11 +98,12 @@ int fg_bench_backend(int argc, char **argv)
 {
 	const char *listen = NULL;
 	unsigned workers = 4;
-	struct backend b = { .service_ns = 10000000 };
+	struct backend b = { .service_ns = 10000000, .sigma = 0.5 };
 	int64_t duration = 0;
 	static const struct option opts[] = {
 		{ "listen", required_argument, 0, 'l' }, { "workers", required_argument, 0, 'w' },
 		{ "service-time", required_argument, 0, 's' }, { "distribution", required_argument, 0, 'd' },
+		{ "sigma", required_argument, 0, 'g' },
 		{ "duration", required_argument, 0, 't' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -101,11 +112,23 @@ int fg_bench_backend(int argc, char **argv)
 		case 'w': workers = (unsigned)atoi(optarg); break;
 		case 's': b.service_ns = fg_bench_duration_arg("--service-time", optarg); break;
 		case 'd':
-			if (strcmp(optarg, "fixed") && strcmp(optarg, "exponential")) {
-				fprintf(stderr, "fairgate-bench backend: --distribution must be fixed or exponential\n");
+			if (!strcmp(optarg, "fixed"))
+				b.dist = DIST_FIXED;
+			else if (!strcmp(optarg, "exponential"))
+				b.dist = DIST_EXPONENTIAL;
+			else if (!strcmp(optarg, "log-normal"))
+				b.dist = DIST_LOGNORMAL;
+			else {
+				fprintf(stderr, "fairgate-bench backend: --distribution must be fixed, exponential or log-normal\n");
 				return 2;
 			}
-			b.exponential = !strcmp(optarg, "exponential");
+			break;
+		case 'g':
+			b.sigma = atof(optarg);
+			if (!(b.sigma >= 0 && b.sigma <= 3)) {
+				fprintf(stderr, "fairgate-bench backend: --sigma must be in [0, 3]\n");
+				return 2;
+			}
 			break;
 		case 't': duration = fg_bench_duration_arg("--duration", optarg); break;
 		case 'h': usage(stdout); return 0;

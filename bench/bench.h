@@ -16,6 +16,7 @@ int fg_bench_loadgen(int argc, char **argv);
 int fg_bench_dataplane(int argc, char **argv);
 int fg_bench_memory(int argc, char **argv);
 int fg_bench_fill(int argc, char **argv);
+int fg_bench_run(int argc, char **argv);
 
 /* Shared by the subcommands: a flag set by SIGINT/SIGTERM. */
 extern volatile int fg_bench_stop;

@@ -56,6 +56,7 @@ static const struct command {
 	{ "dataplane", fg_bench_dataplane, "the DPDK fast path in one process vs forward-only and librte_sched" },
 	{ "memory", fg_bench_memory, "bytes per request slot, queue, tracked flow and level (fairgate-bench memory --help)" },
 	{ "fill", fg_bench_fill, "fill a daemon with waiting requests, open loop (fairgate-bench fill --help)" },
+	{ "run", fg_bench_run, "a load-test scenario, with and without fairness: report and plots (fairgate-bench run --help)" },
 	{ "version", cmd_version, "the version of the tools" },
 };
 

@@ -15,6 +15,7 @@
 #include "duration.h"
 #include "flowcontrol.h"
 #include "flowhash.h"
+#include "jsonfield.h"
 #include "readfile.h"
 #include "queueset.h"
 #include "seatshare.h"
@@ -127,44 +128,6 @@ struct fg_sim {
 
 /* --- scenario parsing -------------------------------------------------- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static int get_duration(json_t *obj, const char *key, int64_t dflt, int64_t *out, const char *path, char *err,
-			size_t errlen)
-{
-	json_t *v = json_object_get(obj, key);
-	if (!v) {
-		*out = dflt;
-		return 0;
-	}
-	if (!json_is_string(v) || fg_duration_parse(json_string_value(v), json_string_length(v), out))
-		return fail(err, errlen, "%s%s: must be a duration string such as \"1s\" or \"250ms\"", path, key);
-	return 0;
-}
-
-static int get_int(json_t *obj, const char *key, int64_t dflt, int64_t lo, int64_t hi, int64_t *out,
-		   const char *path, char *err, size_t errlen)
-{
-	json_t *v = json_object_get(obj, key);
-	if (!v) {
-		*out = dflt;
-		return 0;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return fail(err, errlen, "%s%s: must be an integer in [%lld, %lld]", path, key, (long long)lo,
-			    (long long)hi);
-	*out = json_integer_value(v);
-	return 0;
-}
-
 static int parse_window(const char *s, int64_t *from, int64_t *to)
 {
 	const char *dash = strchr(s, '-');
@@ -188,16 +151,16 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	char path[64];
 	snprintf(path, sizeof(path), "clients[%d].", idx);
 	if (!json_is_object(o))
-		return fail(err, errlen, "clients[%d]: must be an object", idx);
+		return fg_jf_fail(err, errlen, "clients[%d]: must be an object", idx);
 	const char *name = json_string_value(json_object_get(o, "name"));
 	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
-		return fail(err, errlen, "%sname: required", path);
+		return fg_jf_fail(err, errlen, "%sname: required", path);
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	json_t *pl = json_object_get(o, "priorityLevel"), *req = json_object_get(o, "request");
 	uint64_t classified_hash = 0;
 	if (pl) {
 		if (!json_is_string(pl) || (c->level = find_level(s, json_string_value(pl))) < 0)
-			return fail(err, errlen, "%spriorityLevel: no PriorityLevelConfiguration named %s", path,
+			return fg_jf_fail(err, errlen, "%spriorityLevel: no PriorityLevelConfiguration named %s", path,
 				    json_is_string(pl) ? json_string_value(pl) : "(not a string)");
 	} else {
 		/* Classified by the scenario's FlowSchemas, as the daemon would. */
@@ -217,32 +180,32 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 		}
 		json_decref(dflt);
 		if (rc)
-			return fail(err, errlen, "%s%s", path, msg);
+			return fg_jf_fail(err, errlen, "%s%s", path, msg);
 	}
 	int64_t threads, calls, initial, final;
-	if (get_int(o, "threads", 1, 0, 100000, &threads, path, err, errlen) ||
-	    get_int(o, "calls", 0, 0, INT64_MAX, &calls, path, err, errlen) ||
-	    get_int(o, "initialSeats", 1, 1, 65535, &initial, path, err, errlen) ||
-	    get_int(o, "finalSeats", 0, 0, 65535, &final, path, err, errlen) ||
-	    get_duration(o, "execTime", 1000000000LL, &c->exec_ns, path, err, errlen) ||
-	    get_duration(o, "thinkTime", 0, &c->think_ns, path, err, errlen) ||
-	    get_duration(o, "additionalLatency", 0, &c->extra_ns, path, err, errlen) ||
-	    get_duration(o, "startAt", 0, &c->start_ns, path, err, errlen) ||
-	    get_duration(o, "stopAt", INT64_MAX, &c->stop_ns, path, err, errlen))
+	if (fg_jf_int(o, "threads", 1, 0, 100000, &threads, path, err, errlen) ||
+	    fg_jf_int(o, "calls", 0, 0, INT64_MAX, &calls, path, err, errlen) ||
+	    fg_jf_int(o, "initialSeats", 1, 1, 65535, &initial, path, err, errlen) ||
+	    fg_jf_int(o, "finalSeats", 0, 0, 65535, &final, path, err, errlen) ||
+	    fg_jf_duration(o, "execTime", 1000000000LL, &c->exec_ns, path, err, errlen) ||
+	    fg_jf_duration(o, "thinkTime", 0, &c->think_ns, path, err, errlen) ||
+	    fg_jf_duration(o, "additionalLatency", 0, &c->extra_ns, path, err, errlen) ||
+	    fg_jf_duration(o, "startAt", 0, &c->start_ns, path, err, errlen) ||
+	    fg_jf_duration(o, "stopAt", INT64_MAX, &c->stop_ns, path, err, errlen))
 		return -EINVAL;
 	if (c->exec_ns < 0)
-		return fail(err, errlen, "%sexecTime: must not be negative", path);
+		return fg_jf_fail(err, errlen, "%sexecTime: must not be negative", path);
 	if (c->think_ns < -c->exec_ns)
-		return fail(err, errlen, "%sthinkTime: must be at least -execTime", path);
+		return fg_jf_fail(err, errlen, "%sthinkTime: must be at least -execTime", path);
 	if (c->extra_ns < 0 || c->start_ns < 0)
-		return fail(err, errlen, "%s%s: must not be negative", path, c->extra_ns < 0 ? "additionalLatency" : "startAt");
+		return fg_jf_fail(err, errlen, "%s%s: must not be negative", path, c->extra_ns < 0 ? "additionalLatency" : "startAt");
 	json_t *rate = json_object_get(o, "rate");
 	c->rate = rate ? json_number_value(rate) : 0;
 	if (rate && (!json_is_number(rate) || c->rate < 0 || c->rate > 1e9))
-		return fail(err, errlen, "%srate: must be a number in [0, 1e9]", path);
+		return fg_jf_fail(err, errlen, "%srate: must be a number in [0, 1e9]", path);
 	/* Open loop (rate > 0) has no threads to speak of; a closed loop needs one. */
 	if (threads == 0 && !(c->rate > 0))
-		return fail(err, errlen, "%sthreads: must be an integer in [1, 100000] for a closed-loop client (rate 0)",
+		return fg_jf_fail(err, errlen, "%sthreads: must be an integer in [1, 100000] for a closed-loop client (rate 0)",
 			    path);
 	c->threads = (unsigned)threads;
 	c->calls = (uint64_t)calls;
@@ -251,7 +214,7 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	json_t *fh = json_object_get(o, "flowHash");
 	if (fh) {
 		if (!json_is_integer(fh))
-			return fail(err, errlen, "%sflowHash: must be an integer", path);
+			return fg_jf_fail(err, errlen, "%sflowHash: must be an integer", path);
 		c->hash = (uint64_t)json_integer_value(fh);
 	} else if (!pl) {
 		c->hash = classified_hash;
@@ -283,14 +246,14 @@ static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t err
 		if (fg_fc_set_apply(set, (const uint8_t *)text, strlen(text), NULL, &errs) < 0) {
 			free(text);
 			fg_fc_set_free(set);
-			return fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
+			return fg_jf_fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
 		}
 		free(text);
 		/* As a configuration file: FairSharing objects alone stand beside
 		 * the bootstrap levels and schemas. */
 		if (fg_fc_set_or_bootstrap(set)) {
 			fg_fc_set_free(set);
-			return fail(err, errlen, "out of memory");
+			return fg_jf_fail(err, errlen, "out of memory");
 		}
 	} else {
 		set = fg_fc_set_bootstrap();
@@ -298,11 +261,11 @@ static int load_objects(struct fg_sim *s, json_t *objects, char *err, size_t err
 	s->fc = fg_fc_compile(set, (uint32_t)s->scl, &errs);
 	fg_fc_set_free(set);
 	if (!s->fc)
-		return fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
+		return fg_jf_fail(err, errlen, "objects: %u error(s): %s", errs.count, errs.text);
 	s->n_levels = (int)s->fc->n_levels;
 	s->levels = calloc((size_t)s->n_levels, sizeof(*s->levels));
 	if (!s->levels)
-		return fail(err, errlen, "out of memory");
+		return fg_jf_fail(err, errlen, "out of memory");
 	for (int i = 0; i < s->n_levels; i++) {
 		const struct fg_fc_level *l = &s->fc->levels[i];
 		s->levels[i].name = l->name;
@@ -321,54 +284,54 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	json_error_t je;
 	json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root) {
-		fail(err, errlen, "malformed JSON at line %d column %d: %s", je.line, je.column, je.text);
+		fg_jf_fail(err, errlen, "malformed JSON at line %d column %d: %s", je.line, je.column, je.text);
 		return NULL;
 	}
 	struct fg_sim *s = calloc(1, sizeof(*s));
 	if (!s || !json_is_object(root)) {
-		fail(err, errlen, s ? "scenario: must be a JSON object" : "out of memory");
+		fg_jf_fail(err, errlen, s ? "scenario: must be a JSON object" : "out of memory");
 		goto bad;
 	}
-	if (get_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
-	    get_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
-	    get_duration(root, "duration", SIM_DEFAULT_DURATION_NS, &s->duration_ns, "", err, errlen))
+	if (fg_jf_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
+	    fg_jf_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
+	    fg_jf_duration(root, "duration", SIM_DEFAULT_DURATION_NS, &s->duration_ns, "", err, errlen))
 		goto bad;
 	int64_t workers;
-	if (get_int(root, "workers", 1, 1, 64, &workers, "", err, errlen) ||
-	    get_duration(root, "allotmentPeriod", 1000000, &s->allot_ns, "", err, errlen) ||
-	    get_duration(root, "borrowingPeriod", FG_BORROWING_DEFAULT_PERIOD_NS, &s->borrow_ns, "", err, errlen))
+	if (fg_jf_int(root, "workers", 1, 1, 64, &workers, "", err, errlen) ||
+	    fg_jf_duration(root, "allotmentPeriod", 1000000, &s->allot_ns, "", err, errlen) ||
+	    fg_jf_duration(root, "borrowingPeriod", FG_BORROWING_DEFAULT_PERIOD_NS, &s->borrow_ns, "", err, errlen))
 		goto bad;
 	s->workers = (int)workers;
 	if (s->allot_ns < 1000) {
-		fail(err, errlen, "allotmentPeriod: must be at least 1us");
+		fg_jf_fail(err, errlen, "allotmentPeriod: must be at least 1us");
 		goto bad;
 	}
 	if (s->borrow_ns < SIM_MIN_BORROWING_PERIOD_NS) {
-		fail(err, errlen, "borrowingPeriod: must be at least 1ms");
+		fg_jf_fail(err, errlen, "borrowingPeriod: must be at least 1ms");
 		goto bad;
 	}
 	if (s->duration_ns <= 0 || s->wait_ns < 0) {
-		fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
+		fg_jf_fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
 		goto bad;
 	}
 	json_t *objects = json_object_get(root, "objects"), *v;
 	size_t i;
 	if (objects && !json_is_array(objects)) {
-		fail(err, errlen, "objects: must be a list");
+		fg_jf_fail(err, errlen, "objects: must be a list");
 		goto bad;
 	}
 	if (load_objects(s, objects, err, errlen))
 		goto bad;
 	json_t *fixed = json_object_get(root, "levelConcurrency");
 	if (fixed && !json_is_object(fixed)) {
-		fail(err, errlen, "levelConcurrency: must be an object of level name to seats");
+		fg_jf_fail(err, errlen, "levelConcurrency: must be an object of level name to seats");
 		goto bad;
 	}
 	const char *key;
 	json_object_foreach(fixed, key, v) {
 		int l = find_level(s, key);
 		if (l < 0 || !json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 10000000) {
-			fail(err, errlen, "levelConcurrency.%s: must name a level and be an integer in [0, 1e7]", key);
+			fg_jf_fail(err, errlen, "levelConcurrency.%s: must name a level and be an integer in [0, 1e7]", key);
 			goto bad;
 		}
 		s->levels[l].cfg.concurrency_limit = (uint32_t)json_integer_value(v);
@@ -377,13 +340,13 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	json_t *windows = json_object_get(root, "windows");
 	if (windows && (!json_is_array(windows) || json_array_size(windows) == 0 ||
 			json_array_size(windows) > SIM_MAX_WINDOWS)) {
-		fail(err, errlen, "windows: must be a list of 1..%d \"FROM-TO\" strings", SIM_MAX_WINDOWS);
+		fg_jf_fail(err, errlen, "windows: must be a list of 1..%d \"FROM-TO\" strings", SIM_MAX_WINDOWS);
 		goto bad;
 	}
 	json_array_foreach(windows, i, v) {
 		if (!json_is_string(v) || parse_window(json_string_value(v), &s->win_from[i], &s->win_to[i]) ||
 		    s->win_to[i] > s->duration_ns) {
-			fail(err, errlen, "windows[%zu]: must be \"FROM-TO\" durations with FROM < TO <= duration", i);
+			fg_jf_fail(err, errlen, "windows[%zu]: must be \"FROM-TO\" durations with FROM < TO <= duration", i);
 			goto bad;
 		}
 		s->n_windows++;
@@ -395,14 +358,14 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	}
 	json_t *clients = json_object_get(root, "clients");
 	if (!json_is_array(clients) || json_array_size(clients) == 0 || json_array_size(clients) > 100000) {
-		fail(err, errlen, "clients: must be a non-empty list");
+		fg_jf_fail(err, errlen, "clients: must be a non-empty list");
 		goto bad;
 	}
 	s->n_clients = (int)json_array_size(clients);
 	s->clients = calloc((size_t)s->n_clients, sizeof(*s->clients));
 	s->thread_calls = calloc((size_t)s->n_clients, sizeof(*s->thread_calls));
 	if (!s->clients || !s->thread_calls) {
-		fail(err, errlen, "out of memory");
+		fg_jf_fail(err, errlen, "out of memory");
 		goto bad;
 	}
 	json_array_foreach(clients, i, v) {
@@ -411,7 +374,7 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		/* An open-loop client's arrivals all run as thread 0. */
 		s->thread_calls[i] = calloc(s->clients[i].threads ? s->clients[i].threads : 1, sizeof(uint64_t));
 		if (!s->thread_calls[i]) {
-			fail(err, errlen, "out of memory");
+			fg_jf_fail(err, errlen, "out of memory");
 			goto bad;
 		}
 	}

@@ -127,7 +127,8 @@ try:
                     f.write(t.level_config())
             out = run_block(doc, line, block)
             if "bench/demo.sh" in block:
-                t.check("PROTECTED" in out, f"{doc}:{line}: the demo shows the light tenant protected")
+                t.check(re.search(r"(?m)^tenant-light: p99 .* — protected$", out) and "report: " in out,
+                        f"{doc}:{line}: the demo's verdict shows the light tenant protected, and the report's path")
             if "ninja -C build install" in block:
                 for f in ("usr/local/bin/fairgate", "usr/local/bin/fairgatectl", "etc/systemd/system/fairgate.service",
                           "etc/systemd/system/fairgate.service.d/dpdk.conf"):
