@@ -257,7 +257,9 @@ static int write_config(struct run *r)
 {
 	json_t *items = json_array();
 	if (r->baseline) {
-		json_array_extend(items, baseline_objects());
+		json_t *fifo = baseline_objects();
+		json_array_extend(items, fifo); /* extend copies the references: ours still to drop */
+		json_decref(fifo);
 	} else if (r->scn->objects_text) {
 		json_t *list = json_loads(r->scn->objects_text, 0, NULL);
 		json_array_extend(items, json_object_get(list, "items"));
