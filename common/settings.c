@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "flowcontrol.h"
+#include "clock.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -69,6 +70,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->flowcontrol_metrics = true;
 	s->addr_validation = FG_AV_UNTRUSTED;
 	s->config_history = FG_DEFAULT_CONFIG_HISTORY;
+	snprintf(s->cluster_name, sizeof(s->cluster_name), "fairgate");
+	s->cluster_period_ns = (int64_t)FG_DEFAULT_CLUSTER_PERIOD_NS;
+	s->cluster_lease_ttl_ns = (int64_t)FG_DEFAULT_CLUSTER_LEASE_TTL_NS;
 	fg_cidr_parse("127.0.0.0/8", &s->trusted[s->n_trusted++]); /* loopback only */
 }
 
@@ -178,6 +182,13 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.maxRequests",
 			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
 			      s->seat_limit, s->max_requests);
+	if (s->cluster_lease_ttl_ns % (int64_t)FG_NS_PER_SEC)
+		fg_errors_add(errs, "spec.clusterLeaseTTL", "must be whole seconds (etcd's leases count seconds), got %.3fs",
+			      (double)s->cluster_lease_ttl_ns / 1e9);
+	if (s->cluster_lease_ttl_ns < 3 * s->cluster_period_ns)
+		fg_errors_add(errs, "spec.clusterLeaseTTL",
+			      "must be at least 3 clusterPeriods (a lease must outlive two missed renewals): period %.3fs, "
+			      "TTL %.3fs", (double)s->cluster_period_ns / 1e9, (double)s->cluster_lease_ttl_ns / 1e9);
 	if (s->workers > 1 && s->io != FG_IO_DPDK)
 		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
 			      s->workers);

@@ -82,6 +82,13 @@ struct fg_settings {
 	uint32_t n_admin_uids, n_admin_gids;
 	uint32_t admin_uids[FG_CONTROL_MAX_ADMINS], admin_gids[FG_CONTROL_MAX_ADMINS];
 	uint32_t config_history;     /* configuration generations kept for rollback (control/history.h) */
+	/* Cluster mode (control/cluster.h); restart-only.  No endpoints: off. */
+	char cluster_etcd[FG_CLUSTER_ETCD_MAX];   /* "http://HOST:PORT[,...]" */
+	char cluster_name[FG_CLUSTER_NAME_MAX];
+	char cluster_member[FG_CLUSTER_MEMBER_MAX]; /* "": <hostname>-<listen address> */
+	int64_t cluster_period_ns;
+	int64_t cluster_lease_ttl_ns;
+	uint32_t cluster_expected_members;         /* 0: the most members seen at once */
 };
 
 /* Collected validation errors: "path: reason" lines. */
