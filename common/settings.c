@@ -239,6 +239,7 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->n_workers = s->workers ? s->workers : 1;
 	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
 	c->borrowing_period_ns = (uint64_t)s->borrowing_period_ns;
+	c->cluster = s->cluster_etcd[0] != 0;
 	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
 	c->flowcontrol_metrics = s->flowcontrol_metrics;
 	fg_trust_init(&c->trust, s);
@@ -285,9 +286,10 @@ void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config 
 		if (l->exempt)
 			continue;
 		/* A new level starts at nominal - lendable / 2 (Kubernetes; the
-		 * borrowing state's start, borrowing.h); one that stays keeps its
-		 * current limit within its new bounds. */
-		uint32_t limit = l->nominal - (l->nominal - l->min) / 2;
+		 * borrowing state's start, borrowing.h) — in cluster mode at 0
+		 * until the cluster grants it seats (clustershare.h); one that
+		 * stays keeps its current limit within its new bounds. */
+		uint32_t limit = next->cluster ? 0 : l->nominal - (l->nominal - l->min) / 2;
 		for (uint32_t j = 0; prev && prev->fc && j < prev->fc->n_levels; j++)
 			if (!prev->fc->levels[j].exempt && !strcmp(prev->fc->levels[j].name, l->name)) {
 				uint32_t was = fg_config_level_limit(prev, j);

@@ -149,7 +149,8 @@ void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config
 /* The levels' starting current limits in a configuration not yet published
  * (prev: the one in force, or NULL): a level that stays keeps its current
  * limit clamped to its new [min, max], a new one starts at nominal -
- * lendable / 2, as Kubernetes does on a configuration change.  Without
+ * lendable / 2, as Kubernetes does on a configuration change (in cluster
+ * mode at 0: the cluster grants its seats, clustershare.h).  Without
  * this call every level starts at its nominal limit. */
 void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev);
 /* Level i's current limit (any thread: a relaxed read), and setting it (the
