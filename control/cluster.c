@@ -69,6 +69,7 @@ struct fg_cluster {
 	int64_t lease;                     /* 0: none */
 	uint64_t lease_deadline_ns;        /* the lease may be gone from here on (local clock) */
 	uint64_t started_ns, last_ok_ns;
+	uint64_t joined_ns;                /* the last move to JOINED */
 	enum state state;
 	uint64_t exchanges, failures, conflicts;
 	char last_error[256];
@@ -309,11 +310,31 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *r)
 		c->most_members = live;
 }
 
+static uint32_t expected_members(const struct fg_cluster *c)
+{
+	return c->o.expected_members ? c->o.expected_members : (c->most_members ? c->most_members : 1);
+}
+
+/* A level's fallback share: floor(limit / expected members), at least 1. */
+static uint32_t fallback_share(const struct fg_cluster *c, uint32_t limit)
+{
+	uint32_t share = limit / expected_members(c);
+	return share ? share : (limit ? 1 : 0);
+}
+
 /* Targets and decisions for every level; the records to write.  Returns
  * whether any grant rises (the write must be guarded). */
 static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, struct fg_ledger_decision *dec)
 {
 	bool guarded = false;
+	/* For one lease TTL after this member (re)joined, members expected but
+	 * not seen may still run at the fallback share (etcd was away for them
+	 * too and they have not rejoined yet): their seats are not room. */
+	uint32_t live = 0, missing = 0;
+	for (uint32_t k = 0; k < c->n_members; k++)
+		live += c->members[k].self || c->members[k].has_demand;
+	if (c->state != JOINED || fg_now_ns() - c->joined_ns < c->o.lease_ttl_ns)
+		missing = expected_members(c) > live ? expected_members(c) - live : 0;
 	double *demands = malloc(sizeof(double) * (c->n_members ? c->n_members : 1));
 	uint32_t *targets = malloc(sizeof(uint32_t) * (c->n_members ? c->n_members : 1));
 	json_t *dl = json_object(), *gl = json_object();
@@ -340,6 +361,7 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 			if (d)
 				demands[n++] = d->demand; /* members that run the level share it */
 		}
+		others += (uint64_t)missing * fallback_share(c, l->limit);
 		if (self == UINT32_MAX || fg_ledger_targets(l->limit, demands, n, targets)) {
 			dec[i] = (struct fg_ledger_decision){ .grant = own, .local_limit = 0, .limit_after = 0 };
 			l->target = 0;
@@ -444,9 +466,11 @@ static void exchange(struct fg_cluster *c)
 	c->exchanges++;
 	c->last_ok_ns = fg_now_ns();
 	c->last_error[0] = 0;
-	if (c->state != JOINED)
+	if (c->state != JOINED) {
+		c->joined_ns = c->last_ok_ns;
 		fg_log(FG_LOG_INFO, "cluster: joined", FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member),
 		       FG_LOG_UINT("members", c->n_members), FG_LOG_STR("endpoint", fg_etcd_endpoint(c->etcd_client)));
+	}
 	c->state = JOINED;
 	pthread_mutex_lock(&c->view_lock);
 	c->view.revision = revision;
@@ -456,7 +480,7 @@ static void exchange(struct fg_cluster *c)
 /* Every level at the fallback share. */
 static void fall_back(struct fg_cluster *c)
 {
-	uint32_t expected = c->o.expected_members ? c->o.expected_members : (c->most_members ? c->most_members : 1);
+	uint32_t expected = expected_members(c);
 	if (c->state != FALLBACK)
 		fg_log(FG_LOG_WARN, "cluster: etcd unreachable past the lease, the fallback share applies",
 		       FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member),
@@ -464,10 +488,8 @@ static void fall_back(struct fg_cluster *c)
 	c->state = FALLBACK;
 	c->lease = 0;
 	for (uint32_t i = 0; i < c->n_levels; i++) {
-		struct level *l = &c->levels[i];
-		uint32_t share = l->limit / expected;
-		l->cap = share ? share : (l->limit ? 1 : 0);
-		l->grant = 0;
+		c->levels[i].cap = fallback_share(c, c->levels[i].limit);
+		c->levels[i].grant = 0;
 	}
 }
 
