@@ -38,6 +38,7 @@ struct level {
 	double sum, samples;   /* the period's demand samples */
 	double demand;         /* smoothed */
 	uint32_t target, grant, cap;
+	uint32_t mismatched;   /* members that publish another limit for the level (another configuration) */
 };
 
 /* What status and metrics show (under view_lock). */
@@ -341,7 +342,7 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 	for (uint32_t i = 0; i < c->n_levels; i++) {
 		struct level *l = &c->levels[i];
 		json_object_set_new(dl, l->name, json_pack("{s:i, s:f}", "limit", (json_int_t)l->limit, "demand", l->demand));
-		uint32_t n = 0, self = UINT32_MAX;
+		uint32_t n = 0, self = UINT32_MAX, mismatched = 0;
 		uint64_t others = 0;
 		uint32_t own = 0;
 		for (uint32_t k = 0; demands && targets && k < c->n_members; k++) {
@@ -360,7 +361,14 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 			const struct fg_cluster_record_level *d = m->has_demand ? record_level(&m->demand, l->name) : NULL;
 			if (d)
 				demands[n++] = d->demand; /* members that run the level share it */
+			if (d && d->limit != l->limit)
+				mismatched++;
 		}
+		if (mismatched && !l->mismatched)
+			fg_log(FG_LOG_WARN, "cluster: members run another limit for a level (configurations differ)",
+			       FG_LOG_STR("priority_level", l->name), FG_LOG_UINT("limit", l->limit),
+			       FG_LOG_UINT("members", mismatched));
+		l->mismatched = mismatched;
 		others += (uint64_t)missing * fallback_share(c, l->limit);
 		if (self == UINT32_MAX || fg_ledger_targets(l->limit, demands, n, targets)) {
 			dec[i] = (struct fg_ledger_decision){ .grant = own, .local_limit = 0, .limit_after = 0 };
@@ -635,10 +643,11 @@ json_t *fg_cluster_status_json(struct fg_cluster *c)
 	json_t *levels = json_array(), *members = json_array();
 	for (uint32_t i = 0; i < c->view.n_levels; i++) {
 		const struct level *l = &c->view.levels[i];
-		json_array_append_new(levels, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i}", "name", l->name, "limit",
+		json_array_append_new(levels, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i, s:i}", "name", l->name, "limit",
 							(json_int_t)l->limit, "target", (json_int_t)l->target, "grant",
 							(json_int_t)l->grant, "local_limit", (json_int_t)l->cap, "demand",
-							l->demand, "executing", (json_int_t)l->executing));
+							l->demand, "executing", (json_int_t)l->executing,
+							"members_with_another_limit", (json_int_t)l->mismatched));
 	}
 	for (uint32_t k = 0; k < c->view.n_members; k++) {
 		const struct view_member *m = &c->view.members[k];
