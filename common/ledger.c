@@ -12,12 +12,15 @@ int fg_ledger_targets(uint32_t limit, const double *demands, size_t n, uint32_t 
 {
 	if (n == 0 || n > FG_MAXMIN_MAX_ITEMS)
 		return -EINVAL;
-	/* Whole seats: a member that needs part of a seat needs the seat. */
+	/* Whole seats: a member that needs part of a seat needs the seat —
+	 * but a demand within FG_LEDGER_DEMAND_SLACK above a whole number is
+	 * that number (a smoothed demand decays towards it from above and
+	 * would otherwise hold one seat more for ever). */
 	uint64_t sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(demands[i]))
 			return -EINVAL;
-		double d = demands[i] <= 0 ? 0 : ceil(demands[i] - 1e-9);
+		double d = demands[i] <= 0 ? 0 : ceil(demands[i] - FG_LEDGER_DEMAND_SLACK);
 		targets[i] = d >= (double)limit ? limit : (uint32_t)d;
 		sum += targets[i];
 	}

@@ -42,6 +42,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How far above a whole number of seats a demand still counts as it. */
+#define FG_LEDGER_DEMAND_SLACK 0.05
+
 /*
  * Whole-seat targets for n members with demands[0..n) (seats, >= 0) sharing
  * limit: max-min fair, leftover split evenly (above).  Returns 0, or -ENOMEM

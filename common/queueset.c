@@ -429,8 +429,9 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 		initial_seats = (uint16_t)cap;
 	if (cap && final_seats > cap)
 		final_seats = (uint16_t)cap;
-	if (qs->cfg.mode != FG_QS_EXEMPT && qs->level_limit && final_seats > qs->level_limit)
-		final_seats = (uint16_t)qs->level_limit; /* never stretched: the latency stays as bounded */
+	uint32_t wide = fg_qs_wide_limit(qs);
+	if (qs->cfg.mode != FG_QS_EXEMPT && wide && final_seats > wide)
+		final_seats = (uint16_t)wide; /* never stretched: the latency stays as bounded */
 	memset(r, 0, sizeof(*r));
 	r->initial_seats = initial_seats;
 	r->final_seats = final_seats;

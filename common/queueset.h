@@ -88,6 +88,10 @@ struct fg_qs_config {
 				      * limits up to it (fg_qs_set_level_limit); below concurrency_limit:
 				      * concurrency_limit */
 	uint32_t max_seats;          /* width cap; 0 = none */
+	uint32_t wide_limit;         /* a request wider than this is too wide for the level (runs alone, its
+				      * final seats capped to it); 0: the level limit.  Cluster mode: the
+				      * cluster-wide limit, so a member below its share waits for seats
+				      * instead of running a request alone past them (scale-out.md) */
 	uint64_t initial_guess_ns;   /* first service-time guess; 0 = 3 ms */
 	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
 	bool weighted;               /* requests may carry weights other than 1: weighted max-min
@@ -330,12 +334,18 @@ int fg_qs_reconfigure(struct fg_queueset *qs, const struct fg_qs_config *cfg, ui
 /* Nothing waits and no seat is held. */
 bool fg_qs_idle(const struct fg_queueset *qs);
 
+/* Seats above which a request is too wide for the level. */
+static inline uint32_t fg_qs_wide_limit(const struct fg_queueset *qs)
+{
+	return qs->cfg.wide_limit ? qs->cfg.wide_limit : qs->level_limit;
+}
+
 /* Would a request of this many seats start now? */
 static inline bool fg_qs_fits(const struct fg_queueset *qs, uint32_t seats)
 {
 	if (qs->cfg.mode == FG_QS_EXEMPT)
 		return true;
-	if (seats > qs->level_limit)
+	if (seats > fg_qs_wide_limit(qs))
 		return qs->seats_in_use == 0; /* too wide for the level: runs alone */
 	return qs->seats_in_use + seats <= qs->cfg.concurrency_limit;
 }

@@ -31,14 +31,16 @@ static uint32_t capacity_of(const struct fg_fc_config *fc, const struct fg_fc_le
 
 /* limit: the level's current limit as the configuration starts it
  * (fg_config_level_limit). */
-static struct fg_qs_config qs_config_of(const struct fg_fc_config *fc, const struct fg_fc_level *l, uint32_t limit,
+static struct fg_qs_config qs_config_of(const struct fg_config *cfg, const struct fg_fc_level *l, uint32_t limit,
 					unsigned worker, uint32_t slot)
 {
+	const struct fg_fc_config *fc = cfg->fc;
 	return (struct fg_qs_config){
 		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
 		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
 		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + slot,
+		.wide_limit = cfg->cluster && !l->exempt ? (l->nominal ? l->nominal : 1) : 0,
 		.weighted = l->weighted, .usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
 		.usage = fg_fc_level_usage_params(l),
 	};
@@ -136,7 +138,7 @@ static int prepare_levels(struct fg_worker *w, const struct fg_config *cfg, stru
 		c->slot = slot_named(w, l->name);
 		int rc;
 		if (c->slot < FG_MAX_LEVELS) {
-			struct fg_qs_config qc = qs_config_of(fc, l, fg_config_level_limit(cfg, i), w->id, c->slot);
+			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->slot);
 			rc = fg_qs_prepare(&w->levels[c->slot].qs, &qc, &c->prep);
 		} else {
 			c->slot = 0;
@@ -147,7 +149,7 @@ static int prepare_levels(struct fg_worker *w, const struct fg_config *cfg, stru
 				return -ENOSPC;
 			}
 			claimed[c->slot] = c->fresh = true;
-			struct fg_qs_config qc = qs_config_of(fc, l, fg_config_level_limit(cfg, i), w->id, c->slot);
+			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->slot);
 			if ((rc = fg_qs_init(&w->levels[c->slot].qs, &qc, now)))
 				c->fresh = false; /* fg_qs_init cleaned up after itself */
 		}

@@ -30,6 +30,10 @@ TEST(targets_max_min_then_even_leftover)
 	targets_are(10, (double[]){ 50, 50, 50 }, 3, (uint32_t[]){ 4, 3, 3 });
 	/* Demands below the limit: met, the 6 left over split evenly. */
 	targets_are(12, (double[]){ 1, 2, 3 }, 3, (uint32_t[]){ 3, 4, 5 });
+	/* A smoothed demand decaying towards 4 from above is 4 (the issue's
+	 * demo: 4.000333, 16 and 64 over 24 seats). */
+	targets_are(24, (double[]){ 4.000333, 16, 64 }, 3, (uint32_t[]){ 4, 10, 10 });
+	targets_are(24, (double[]){ 4.2, 16, 64 }, 3, (uint32_t[]){ 5, 10, 9 });
 	/* Part of a seat is a seat; no demand at all: an even split. */
 	targets_are(4, (double[]){ 0.2, 0 }, 2, (uint32_t[]){ 3, 1 });
 	targets_are(7, (double[]){ 0, 0, 0 }, 3, (uint32_t[]){ 3, 2, 2 });

@@ -63,6 +63,36 @@ TEST(too_wide_runs_alone)
 	fg_qs_fini(&qs);
 }
 
+/* Cluster mode: a member's limit is its share of a cluster-wide limit
+ * (wide_limit); a request is too wide only against the cluster-wide limit,
+ * so at a share of 0 nothing runs, and a request wider than the share but
+ * not than the cluster waits for the share to grow. */
+TEST(cluster_share_is_not_a_width_limit)
+{
+	struct fg_queueset qs;
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 64, .hand_size = 1, .queue_length_limit = 10,
+				  .concurrency_limit = 0, .capacity = 12, .wide_limit = 12, .initial_guess_ns = SEC,
+				  .fixed_guess = true, .seed = 7 };
+	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	fg_qs_set_level_limit(&qs, 0);
+	struct fg_qs_req one, three;
+	CHECK_EQ(fg_qs_arrive(&qs, &one, 1, 1, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == NULL); /* without wide_limit it would run alone */
+	CHECK_EQ(qs.seats_in_use, 0);
+	fg_qs_set_level_limit(&qs, 2);
+	fg_qs_set_limit(&qs, 2, SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &one);
+	CHECK_EQ(fg_qs_arrive(&qs, &three, 2, 3, 3, 0, SEC), FG_QS_QUEUED);
+	CHECK_EQ(three.final_seats, 3); /* capped by the cluster-wide limit, not the share */
+	fg_qs_finish(&qs, &one, 2 * SEC);
+	CHECK(fg_qs_dispatch_next(&qs, 2 * SEC) == NULL); /* 3 > the share of 2: it waits */
+	fg_qs_set_level_limit(&qs, 3);
+	fg_qs_set_limit(&qs, 3, 2 * SEC);
+	CHECK(fg_qs_dispatch_next(&qs, 2 * SEC) == &three);
+	CHECK_EQ(qs.seats_in_use, 3);
+	fg_qs_fini(&qs);
+}
+
 TEST(cancel_and_time_out_remove_in_place)
 {
 	/* Kubernetes TestContextCancel: C = 1, one executing, one queued behind it
