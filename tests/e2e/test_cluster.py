@@ -182,7 +182,7 @@ rise_by = TTL_S + PERIOD_S + MARGIN_S
 rose = False
 while time.time() - t_kill < rise_by + 2 and not rose:
     now = shares(["m1", "m2"])
-    rose = all(now[m][0] is not None and now[m][0] > before[m][0] for m in now)
+    rose = all(now[m][0] is not None and now[m][0] > (before[m][0] or 0) for m in now)
     if not rose:
         time.sleep(POLL_S)
 rise_s = time.time() - t_kill
@@ -245,9 +245,9 @@ for m, p in loads.items():
     f = t.loadgen_result(p, wait=30)[m]
     responses += f["responses"]
     t.check(f["sent"] > 0 and f["sent"] == f["responses"] + f["rejectedTotal"] and f["lost"] == 0
-            and f["badAnswers"] == 0,
+            and f["badAnswers"] == 0 and f["sendErrors"] == 0,
             f"{m}: {f['sent']} sent = {f['responses']} responses + {f['rejectedTotal']} rejects, "
-            f"{f['lost']} lost, {f['badAnswers']} duplicate/bad answers")
+            f"{f['lost']} lost, {f['badAnswers']} duplicate/bad answers, {f['sendErrors']} send errors")
 f = t.loadgen_result(lost_load, wait=30)["m3"]
 responses += f["responses"]
 t.check(f["sent"] == f["responses"] + f["rejectedTotal"] + f["lost"] and f["lost"] <= LOADS["m3"]
