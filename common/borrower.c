@@ -9,6 +9,8 @@
 #include <time.h>
 
 #include "flowcontrol.h"
+#include "seatshare.h"
+#include "seqlock.h"
 #include "settings.h"
 
 struct fg_borrower *fg_borrower_new(void)
@@ -21,30 +23,9 @@ void fg_borrower_free(struct fg_borrower *b)
 	free(b);
 }
 
-/* Sequence lock, writer side: odd while the view is being written. */
-static void view_begin(struct fg_borrower_view *v)
-{
-	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static void view_end(struct fg_borrower_view *v)
-{
-	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELEASE);
-}
-
 bool fg_borrower_read(const struct fg_borrower_view *v, struct fg_borrower_view *out)
 {
-	for (int tries = 0; tries < 100; tries++) {
-		uint64_t s1 = __atomic_load_n(&v->seq, __ATOMIC_ACQUIRE);
-		if (s1 & 1)
-			continue;
-		memcpy(out, v, sizeof(*out));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&v->seq, __ATOMIC_RELAXED) == s1)
-			return true;
-	}
-	return false;
+	return fg_seq_read(&v->seq, v, out, sizeof(*out));
 }
 
 static uint64_t thread_cpu_ns(void)
@@ -54,7 +35,7 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * FG_NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* The levels and their limits as status shows them (inside view_begin/end). */
+/* The levels and their limits as status shows them (inside the view's write). */
 static void publish_levels(struct fg_borrower *b)
 {
 	struct fg_borrower_view *v = &b->view;
@@ -136,24 +117,94 @@ static void map_slots(struct fg_borrower *b, unsigned w, struct fg_worker_stats 
 	}
 }
 
-static void sample(struct fg_borrower *b, struct fg_worker_stats *const *ws, unsigned n_workers, uint64_t now)
+/* Cluster mode: the levels' figures for the cluster thread (clustershare.h). */
+static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, const uint32_t *executing,
+			  const uint32_t *may_use, uint64_t now)
 {
+	struct fg_cluster_local *lo = &b->cluster->local;
+	fg_seq_write_begin(&lo->seq);
+	lo->generation = b->generation;
+	lo->sampled_ns = now;
+	lo->n = b->n;
+	for (uint32_t i = 0; i < b->n; i++) {
+		struct fg_cluster_local_level *l = &lo->levels[i];
+		memcpy(l->name, b->names[i], sizeof(l->name));
+		l->exempt = b->levels[i].exempt;
+		l->limit = b->levels[i].nominal;
+		l->in_force = fg_config_level_limit(cfg, i);
+		l->executing = executing[i];
+		l->may_use = may_use[i] > l->in_force ? may_use[i] : l->in_force;
+		l->demand = b->demand[i];
+	}
+	fg_seq_write_end(&lo->seq);
+}
+
+/* The most seats worker w could use at level i (clustershare.h): what it
+ * applies (its board share with any pending grant, or its own limit) or
+ * holds, whichever is more. */
+static uint32_t worker_may_use(const struct fg_config *cfg, const struct fg_level_stats *ls, unsigned w, uint32_t i)
+{
+	uint32_t most = FG_STAT_GET(ls->seats_in_use);
+	if (cfg->board && i < cfg->board->n_levels && w < cfg->board->n_workers) {
+		const struct fg_seat_share *s = &cfg->board->levels[i].shares[w];
+		uint32_t applied = FG_STAT_GET(s->applied), grant = FG_STAT_GET(s->grant), used = FG_STAT_GET(s->used);
+		most = most > applied ? most : applied;
+		most = most > grant ? most : grant;
+		most = most > used ? most : used;
+	} else {
+		uint32_t limit = FG_STAT_GET(ls->limit);
+		most = most > limit ? most : limit;
+	}
+	return most;
+}
+
+static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
+		   unsigned n_workers, uint64_t now)
+{
+	uint32_t executing[FG_MAX_LEVELS], may_use[FG_MAX_LEVELS];
 	if (n_workers > FG_MAX_WORKER_CORES)
 		n_workers = FG_MAX_WORKER_CORES;
 	for (unsigned w = 0; w < n_workers; w++)
 		map_slots(b, w, ws[w]);
 	for (uint32_t i = 0; i < b->n; i++) {
-		uint64_t seats = 0;
+		uint64_t seats = 0, in_use = 0, most = 0;
 		for (unsigned w = 0; w < n_workers; w++) {
 			uint16_t k = b->slot[w][i];
 			if (k == FG_MAX_LEVELS)
 				continue;
 			const struct fg_level_stats *ls = &ws[w]->levels[k];
-			seats += FG_STAT_GET(ls->seats_in_use) + FG_STAT_GET(ls->seats_waiting);
+			uint32_t u = FG_STAT_GET(ls->seats_in_use);
+			in_use += u;
+			seats += u + FG_STAT_GET(ls->seats_waiting);
+			if (b->cluster)
+				most += worker_may_use(cfg, ls, w, i);
 		}
 		b->demand[i] = (double)seats;
 		fg_borrowing_demand_set(&b->levels[i].demand, now, (double)seats);
+		executing[i] = in_use > UINT32_MAX ? UINT32_MAX : (uint32_t)in_use;
+		may_use[i] = most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
 	}
+	if (b->cluster)
+		publish_local(b, cfg, executing, may_use, now);
+}
+
+/* Cluster mode: the caps as the levels' limits when they changed (or the
+ * levels did). */
+static void apply_caps(struct fg_borrower *b, const struct fg_config *cfg, bool fresh)
+{
+	struct fg_clustershare *cs = b->cluster;
+	uint64_t seq = __atomic_load_n(&cs->caps.seq, __ATOMIC_ACQUIRE);
+	if (!fresh && seq == cs->caps_applied_seq)
+		return;
+	struct fg_cluster_caps *caps = &b->caps_scratch;
+	if (!fg_seq_read(&cs->caps.seq, &cs->caps, caps, sizeof(*caps)))
+		return; /* the next step tries again */
+	for (uint32_t i = 0; i < b->n; i++)
+		if (!b->levels[i].exempt)
+			fg_config_set_level_limit(cfg, i, fg_cluster_cap_of(caps, b->names[i]));
+	if (cfg->limits)
+		__atomic_store_n(&cfg->limits->seq, cfg->limits->seq + 1, __ATOMIC_RELEASE);
+	cs->caps_applied_seq = caps->seq;
 }
 
 int fg_borrower_round(struct fg_borrower *b, const struct fg_config *cfg, uint64_t now)
@@ -167,15 +218,17 @@ int fg_borrower_round(struct fg_borrower *b, const struct fg_config *cfg, uint64
 	int rc = fg_borrowing_round(b->levels, b->n, b->nominal_sum, now, &res);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < b->n; i++)
-		if (!b->levels[i].exempt)
-			fg_config_set_level_limit(cfg, i, b->levels[i].current);
-	if (cfg->limits)
-		__atomic_store_n(&cfg->limits->seq, cfg->limits->seq + 1, __ATOMIC_RELEASE);
+	if (!b->cluster) {
+		for (uint32_t i = 0; i < b->n; i++)
+			if (!b->levels[i].exempt)
+				fg_config_set_level_limit(cfg, i, b->levels[i].current);
+		if (cfg->limits)
+			__atomic_store_n(&cfg->limits->seq, cfg->limits->seq + 1, __ATOMIC_RELEASE);
+	}
 	uint64_t t1 = thread_cpu_ns();
 	b->last_round_ns = now;
 	struct fg_borrower_view *v = &b->view;
-	view_begin(v);
+	fg_seq_write_begin(&v->seq);
 	v->generation = b->generation;
 	v->period_ns = cfg->borrowing_period_ns;
 	v->rounds++;
@@ -186,7 +239,7 @@ int fg_borrower_round(struct fg_borrower *b, const struct fg_config *cfg, uint64
 	v->kase = res.kase;
 	v->fair_frac = res.fair_frac;
 	publish_levels(b);
-	view_end(v);
+	fg_seq_write_end(&v->seq);
 	return 0;
 }
 
@@ -197,9 +250,11 @@ bool fg_borrower_step(struct fg_borrower *b, const struct fg_config *cfg, struct
 	if (fresh)
 		follow(b, cfg, now);
 	if (now >= b->next_sample_ns) {
-		sample(b, ws, n_workers, now);
+		sample(b, cfg, ws, n_workers, now);
 		b->next_sample_ns = now + FG_BORROWING_SAMPLE_NS;
 	}
+	if (b->cluster)
+		apply_caps(b, cfg, fresh);
 	if (fresh || now - b->last_round_ns >= cfg->borrowing_period_ns)
 		return fg_borrower_round(b, cfg, now) == 0;
 	return false;

@@ -24,6 +24,12 @@
  * to the configuration they were computed for (no index is shared between
  * generations).
  *
+ * Cluster mode (b->cluster set, common/clustershare.h): the levels' limits
+ * are the cluster's caps instead of borrowing's (rounds still run and keep
+ * the demand statistics that status shows); each sample also publishes the
+ * levels' local figures for the cluster thread, and caps that changed are
+ * applied at the next step.
+ *
  * Thread contract: one thread steps a borrower (the daemon's allotter
  * thread, RCU online, with cfg from rcu_dereference; tests and the
  * benchmark call it directly); time is an argument.  Its view is read by
@@ -37,6 +43,7 @@
 #include <stdint.h>
 
 #include "borrowing.h"
+#include "clustershare.h"
 #include "config.h"
 #include "defs.h"
 #include "stats.h"
@@ -68,6 +75,7 @@ struct fg_borrower_view {
 };
 
 struct fg_borrower {
+	struct fg_clustershare *cluster; /* cluster mode: the caps it applies; NULL: borrowing's limits */
 	uint64_t generation;        /* 0: no configuration followed yet */
 	uint32_t n, nominal_sum;
 	uint64_t next_sample_ns, last_round_ns;
@@ -85,6 +93,7 @@ struct fg_borrower {
 		char names[FG_MAX_LEVELS][FG_LEVEL_NAME_MAX];
 		double demand[FG_MAX_LEVELS];
 	} prev;
+	struct fg_cluster_caps caps_scratch; /* cluster mode: the caps being applied */
 };
 
 /* A borrower with nothing followed (NULL: out of memory). */

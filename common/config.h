@@ -59,6 +59,7 @@ struct fg_config {
 	uint64_t max_extra_latency_ns;
 	bool flowcontrol_metrics;    /* workers count per (level, schema) (apfstats.h); fixed at start */
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */
+	bool cluster;                /* cluster mode: limits are the cluster's caps (clustershare.h); fixed at start */
 };
 
 /* The outcome of configuration changes (apply, delete, SIGHUP reload; not

@@ -64,6 +64,20 @@ _Static_assert(FG_BORROWING_SAMPLE_NS * 10 <= FG_MIN_BORROWING_PERIOD_NS, "a per
 #define FG_MAX_MAX_EXTRA_LATENCY_NS 60000000000ull   /* 60 s */
 #define FG_DEFAULT_CONFIG_HISTORY 10u        /* configHistory: generations kept for rollback */
 #define FG_MAX_CONFIG_HISTORY 100u           /* each keeps a copy of the objects and settings */
+
+/* Cluster mode (docs/scale-out.md, control/cluster.h). */
+#define FG_DEFAULT_CLUSTER_PERIOD_NS 200000000ull   /* 200 ms between exchanges with etcd */
+#define FG_MIN_CLUSTER_PERIOD_NS 20000000ull        /* 20 ms */
+#define FG_MAX_CLUSTER_PERIOD_NS 60000000000ull     /* 1 min */
+#define FG_DEFAULT_CLUSTER_LEASE_TTL_NS 2000000000ull /* 2 s */
+#define FG_MIN_CLUSTER_LEASE_TTL_NS 1000000000ull   /* etcd leases count whole seconds */
+#define FG_MAX_CLUSTER_LEASE_TTL_NS 600000000000ull /* 10 min */
+#define FG_CLUSTER_ETCD_MAX 512u                    /* clusterEtcd: the endpoints' text */
+#define FG_CLUSTER_MAX_ENDPOINTS 8u
+#define FG_CLUSTER_NAME_MAX 64u                     /* clusterName, with its terminator */
+#define FG_CLUSTER_MEMBER_MAX 128u                  /* clusterMember, with its terminator */
+#define FG_CLUSTER_MAX_MEMBERS 256u                 /* members a member takes into account */
+#define FG_MAX_CLUSTER_EXPECTED_MEMBERS FG_CLUSTER_MAX_MEMBERS
 #define FG_MAX_CIDRS 32u                     /* trustedSources entries */
 #define FG_MAX_SOURCE_IDENTITIES 32u         /* sourceIdentities entries */
 #define FG_IDENTITY_NAME_MAX 128u            /* user or group of a source identity, NUL included */

@@ -3,9 +3,11 @@
 #include "endpoint.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The IPv4 address in s[0..len), dotted quad only. */
 static int parse_ipv4(const char *s, size_t len, uint32_t *ip)
@@ -100,4 +102,67 @@ int fg_mac_parse(const char *s, uint8_t mac[6])
 	for (int i = 0; i < 6; i++)
 		mac[i] = (uint8_t)v[i];
 	return 0;
+}
+
+/* One "http://HOST:PORT" of len bytes at u. */
+static int url_check(const char *u, size_t len, char *why, size_t whylen)
+{
+	static const char scheme[] = "http://";
+	if (len >= FG_URL_MAX) {
+		snprintf(why, whylen, "a URL is at most %u bytes", FG_URL_MAX - 1);
+		return -EINVAL;
+	}
+	if (len >= 8 && !strncmp(u, "https://", 8)) {
+		snprintf(why, whylen, "https is not supported (no TLS to etcd yet, scale-out.md): use http://");
+		return -EINVAL;
+	}
+	if (len < sizeof(scheme) - 1 || strncmp(u, scheme, sizeof(scheme) - 1)) {
+		snprintf(why, whylen, "\"%.*s\" must be http://HOST:PORT", (int)(len < 64 ? len : 64), u);
+		return -EINVAL;
+	}
+	const char *host = u + sizeof(scheme) - 1, *end = u + len, *colon = host;
+	while (colon < end && *colon != ':')
+		colon++;
+	size_t hlen = (size_t)(colon - host), ok = 0;
+	while (ok < hlen && (isalnum((unsigned char)host[ok]) || host[ok] == '.' || host[ok] == '-'))
+		ok++;
+	if (!hlen || ok < hlen || host[0] == '-' || host[0] == '.') {
+		snprintf(why, whylen, "\"%.*s\": the host must be a name or an IPv4 address", (int)(len < 64 ? len : 64), u);
+		return -EINVAL;
+	}
+	unsigned long port = 0;
+	const char *p = colon + 1;
+	size_t digits = 0;
+	while (p + digits < end && isdigit((unsigned char)p[digits]) && digits < 6)
+		port = port * 10 + (unsigned long)(p[digits++] - '0');
+	if (colon >= end || !digits || p + digits != end || port == 0 || port > 65535) {
+		snprintf(why, whylen, "\"%.*s\" must end in :PORT (1-65535) with nothing after it",
+			 (int)(len < 64 ? len : 64), u);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int fg_urls_parse(const char *text, unsigned max, char (*out)[FG_URL_MAX], char *why, size_t whylen)
+{
+	unsigned n = 0;
+	if (!*text)
+		return 0;
+	for (const char *p = text;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (n == max) {
+			snprintf(why, whylen, "at most %u URLs", max);
+			return -EINVAL;
+		}
+		if (url_check(p, len, why, whylen))
+			return -EINVAL;
+		if (out)
+			snprintf(out[n], FG_URL_MAX, "%.*s", (int)len, p);
+		n++;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return (int)n;
 }

@@ -78,4 +78,16 @@ const char *fg_endpoint_format(const struct fg_endpoint *ep, char *buf, size_t c
 /* Parse "aa:bb:cc:dd:ee:ff".  Returns 0 or -EINVAL. */
 int fg_mac_parse(const char *s, uint8_t mac[6]);
 
+/* The longest "http://HOST:PORT" one URL of a list may be. */
+#define FG_URL_MAX 128u
+
+/*
+ * A comma-separated list of "http://HOST:PORT" URLs (HOST: a name of
+ * letters, digits, '.' and '-', or an IPv4 address; PORT 1..65535; nothing
+ * after the port), at most max of them, each shorter than FG_URL_MAX.
+ * Returns how many (0 for ""), or -EINVAL with the reason in why.  With out
+ * non-NULL, the URLs are copied there (out[max][FG_URL_MAX]).
+ */
+int fg_urls_parse(const char *text, unsigned max, char (*out)[FG_URL_MAX], char *why, size_t whylen);
+
 #endif

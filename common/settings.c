@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "flowcontrol.h"
+#include "clock.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -69,6 +70,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->flowcontrol_metrics = true;
 	s->addr_validation = FG_AV_UNTRUSTED;
 	s->config_history = FG_DEFAULT_CONFIG_HISTORY;
+	snprintf(s->cluster_name, sizeof(s->cluster_name), "fairgate");
+	s->cluster_period_ns = (int64_t)FG_DEFAULT_CLUSTER_PERIOD_NS;
+	s->cluster_lease_ttl_ns = (int64_t)FG_DEFAULT_CLUSTER_LEASE_TTL_NS;
 	fg_cidr_parse("127.0.0.0/8", &s->trusted[s->n_trusted++]); /* loopback only */
 }
 
@@ -178,6 +182,13 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.maxRequests",
 			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
 			      s->seat_limit, s->max_requests);
+	if (s->cluster_lease_ttl_ns % (int64_t)FG_NS_PER_SEC)
+		fg_errors_add(errs, "spec.clusterLeaseTTL", "must be whole seconds (etcd's leases count seconds), got %.3fs",
+			      (double)s->cluster_lease_ttl_ns / 1e9);
+	if (s->cluster_lease_ttl_ns < 3 * s->cluster_period_ns)
+		fg_errors_add(errs, "spec.clusterLeaseTTL",
+			      "must be at least 3 clusterPeriods (a lease must outlive two missed renewals): period %.3fs, "
+			      "TTL %.3fs", (double)s->cluster_period_ns / 1e9, (double)s->cluster_lease_ttl_ns / 1e9);
 	if (s->workers > 1 && s->io != FG_IO_DPDK)
 		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
 			      s->workers);
@@ -228,6 +239,7 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->n_workers = s->workers ? s->workers : 1;
 	c->allotment_period_ns = (uint64_t)s->allotment_period_ns;
 	c->borrowing_period_ns = (uint64_t)s->borrowing_period_ns;
+	c->cluster = s->cluster_etcd[0] != 0;
 	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
 	c->flowcontrol_metrics = s->flowcontrol_metrics;
 	fg_trust_init(&c->trust, s);
@@ -274,9 +286,10 @@ void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config 
 		if (l->exempt)
 			continue;
 		/* A new level starts at nominal - lendable / 2 (Kubernetes; the
-		 * borrowing state's start, borrowing.h); one that stays keeps its
-		 * current limit within its new bounds. */
-		uint32_t limit = l->nominal - (l->nominal - l->min) / 2;
+		 * borrowing state's start, borrowing.h) — in cluster mode at 0
+		 * until the cluster grants it seats (clustershare.h); one that
+		 * stays keeps its current limit within its new bounds. */
+		uint32_t limit = next->cluster ? 0 : l->nominal - (l->nominal - l->min) / 2;
 		for (uint32_t j = 0; prev && prev->fc && j < prev->fc->n_levels; j++)
 			if (!prev->fc->levels[j].exempt && !strcmp(prev->fc->levels[j].name, l->name)) {
 				uint32_t was = fg_config_level_limit(prev, j);

@@ -82,6 +82,13 @@ struct fg_settings {
 	uint32_t n_admin_uids, n_admin_gids;
 	uint32_t admin_uids[FG_CONTROL_MAX_ADMINS], admin_gids[FG_CONTROL_MAX_ADMINS];
 	uint32_t config_history;     /* configuration generations kept for rollback (control/history.h) */
+	/* Cluster mode (control/cluster.h); restart-only.  No endpoints: off. */
+	char cluster_etcd[FG_CLUSTER_ETCD_MAX];   /* "http://HOST:PORT[,...]" */
+	char cluster_name[FG_CLUSTER_NAME_MAX];
+	char cluster_member[FG_CLUSTER_MEMBER_MAX]; /* "": <hostname>-<listen address> */
+	int64_t cluster_period_ns;
+	int64_t cluster_lease_ttl_ns;
+	uint32_t cluster_expected_members;         /* 0: the most members seen at once */
 };
 
 /* Collected validation errors: "path: reason" lines. */
@@ -142,7 +149,8 @@ void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config
 /* The levels' starting current limits in a configuration not yet published
  * (prev: the one in force, or NULL): a level that stays keeps its current
  * limit clamped to its new [min, max], a new one starts at nominal -
- * lendable / 2, as Kubernetes does on a configuration change.  Without
+ * lendable / 2, as Kubernetes does on a configuration change (in cluster
+ * mode at 0: the cluster grants its seats, clustershare.h).  Without
  * this call every level starts at its nominal limit. */
 void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev);
 /* Level i's current limit (any thread: a relaxed read), and setting it (the

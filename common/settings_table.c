@@ -108,6 +108,25 @@ const struct fg_setting fg_settings_table[] = {
 	{ "configHistory", "config-history", FG_SET_U32, FIELD(config_history), 1, FG_MAX_CONFIG_HISTORY, true,
 	  "configuration generations the daemon keeps (objects and settings) for `fairgatectl history` and "
 	  "`rollback`; fewer drops the oldest" },
+	{ "clusterEtcd", "cluster-etcd", FG_SET_URLS, FIELD(cluster_etcd), 0, FG_CLUSTER_MAX_ENDPOINTS, false,
+	  "`http://HOST:PORT[,...]`: etcd endpoints; set, this instance shares each level's seats with the other "
+	  "members of its cluster (scale-out.md); empty: cluster mode off" },
+	{ "clusterName", "cluster-name", FG_SET_NAME, FIELD(cluster_name), 1, 0, false,
+	  "the cluster this instance is a member of: its keys in etcd are under `/fairgate/<name>/`" },
+	{ "clusterMember", "cluster-member", FG_SET_NAME, FIELD(cluster_member), 0, 0, false,
+	  "this instance's member id, unique in its cluster; empty: `<hostname>-<listen address>`" },
+	{ "clusterPeriod", "cluster-period", FG_SET_DURATION, FIELD(cluster_period_ns),
+	  (int64_t)FG_MIN_CLUSTER_PERIOD_NS, (int64_t)FG_MAX_CLUSTER_PERIOD_NS, false,
+	  "how often a member publishes its demand, reads the others' and moves its share (one etcd transaction "
+	  "and one range read each)" },
+	{ "clusterLeaseTTL", "cluster-lease-ttl", FG_SET_DURATION, FIELD(cluster_lease_ttl_ns),
+	  (int64_t)FG_MIN_CLUSTER_LEASE_TTL_NS, (int64_t)FG_MAX_CLUSTER_LEASE_TTL_NS, false,
+	  "whole seconds, at least 3 periods: a member that stops renewing its lease loses its share this long "
+	  "after; one that loses etcd keeps its share this long, then falls back" },
+	{ "clusterExpectedMembers", "cluster-expected-members", FG_SET_U32, FIELD(cluster_expected_members), 0,
+	  FG_MAX_CLUSTER_EXPECTED_MEMBERS, false,
+	  "the members the fallback share divides a level's limit by while etcd cannot be reached; 0: the most "
+	  "members seen at once" },
 };
 const size_t fg_settings_table_len = sizeof(fg_settings_table) / sizeof(fg_settings_table[0]);
 _Static_assert(sizeof(fg_settings_table) / sizeof(fg_settings_table[0]) <= FG_SETTINGS_MAX_ROWS,
@@ -272,6 +291,26 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		*(uint32_t *)field(row, s) = (uint32_t)v;
 		return 0;
 	}
+	case FG_SET_NAME: {
+		size_t n = strlen(text), ok = 0;
+		while (ok < n && (isalnum((unsigned char)text[ok]) || strchr("_.:-", text[ok])))
+			ok++;
+		if (n >= row->size || ok < n || (int64_t)n < row->lo)
+			return reason(why, whylen, "must be %" PRId64 "..%zu letters, digits, '_', '.', ':' or '-'", row->lo,
+				      row->size - 1);
+		snprintf((char *)field(row, s), row->size, "%s", text);
+		return 0;
+	}
+	case FG_SET_URLS: {
+		char bad[96];
+		int n = fg_urls_parse(text, (unsigned)row->hi, NULL, bad, sizeof(bad));
+		if (n < 0)
+			return reason(why, whylen, "%s", bad);
+		if (strlen(text) >= row->size)
+			return reason(why, whylen, "must be at most %zu bytes", row->size - 1);
+		snprintf((char *)field(row, s), row->size, "%s", text);
+		return 0;
+	}
 	case FG_SET_ADMINS:
 	case FG_SET_IDENTITIES:
 		break;
@@ -378,7 +417,7 @@ static void set_identities(const struct fg_setting *row, struct fg_settings *s, 
 
 void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, json_t *v, struct fg_errors *errs)
 {
-	char path[96], why[256], text[32];
+	char path[96], why[256], text[32], joined[FG_CLUSTER_ETCD_MAX + 1];
 	snprintf(path, sizeof(path), "spec.%s", row->name);
 	const char *t = NULL;
 	switch (row->type) {
@@ -430,6 +469,26 @@ void fg_setting_set_json(const struct fg_setting *row, struct fg_settings *s, js
 	case FG_SET_GROUP:
 		if (!json_is_string(v)) {
 			fg_errors_add(errs, path, "must be a string: a group name or a numeric gid");
+			return;
+		}
+		t = json_string_value(v);
+		break;
+	case FG_SET_URLS:
+		if (json_is_array(v)) {
+			size_t i, n = 0;
+			json_t *e;
+			json_array_foreach(v, i, e) {
+				if (!json_is_string(e)) {
+					fg_errors_add(errs, path, "must be a list of \"http://HOST:PORT\" strings");
+					return;
+				}
+				append(joined, sizeof(joined), &n, "%s%s", i ? "," : "", json_string_value(e));
+			}
+			t = joined;
+			break;
+		}
+		if (!json_is_string(v)) {
+			fg_errors_add(errs, path, "must be a list of \"http://HOST:PORT\" strings");
 			return;
 		}
 		t = json_string_value(v);
@@ -504,6 +563,8 @@ const char *fg_setting_format(const struct fg_setting *row, const struct fg_sett
 	}
 	case FG_SET_PATH:
 	case FG_SET_GROUP:
+	case FG_SET_NAME:
+	case FG_SET_URLS:
 		append(buf, cap, &n, "%s", (const char *)p);
 		break;
 	case FG_SET_MODE:
@@ -554,6 +615,8 @@ bool fg_setting_differs(const struct fg_setting *row, const struct fg_settings *
 		return false;
 	case FG_SET_PATH:
 	case FG_SET_GROUP:
+	case FG_SET_NAME:
+	case FG_SET_URLS:
 		return strcmp(cfield(row, a), cfield(row, b)) != 0;
 	case FG_SET_CIDRS:
 		return a->n_trusted != b->n_trusted || memcmp(a->trusted, b->trusted, sizeof(a->trusted[0]) * a->n_trusted);
@@ -647,7 +710,7 @@ static json_t *identities_json(const struct fg_settings *s)
 
 json_t *fg_setting_json(const struct fg_setting *row, const struct fg_settings *s)
 {
-	char buf[256];
+	char buf[FG_CLUSTER_ETCD_MAX + 64];
 	const void *p = cfield(row, s);
 	switch (row->type) {
 	case FG_SET_U32:

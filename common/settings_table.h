@@ -40,6 +40,8 @@ enum fg_setting_type {
 	FG_SET_IDENTITIES, /* list of {cidr, user, groups}; file only */
 	FG_SET_GROUP,    /* a group name or numeric gid (resolved where it is used), or "" */
 	FG_SET_MODE,     /* permission bits as an octal string ("0660"), within [0, hi] bit by bit */
+	FG_SET_NAME,     /* letters, digits, '_', '.', ':', '-' of lo..sizeof(field)-1 bytes (lo 0: "" allowed) */
+	FG_SET_URLS,     /* "http://HOST:PORT[,...]", at most hi; JSON: that text or a list of URLs */
 };
 
 struct fg_setting {

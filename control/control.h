@@ -81,6 +81,7 @@ struct fg_control_view {
 					  * fg_control_start creates it; NULL: none kept */
 	uint64_t (*martians)(void *ctx); /* the I/O's martian drops (any thread; dataplane/io.h); NULL: none */
 	void *martians_ctx;
+	struct fg_cluster *cluster;      /* cluster mode (cluster.h), for status; NULL: off */
 };
 
 struct fg_control;

@@ -17,6 +17,7 @@
 #include <urcu-qsbr.h>
 
 #include "clock.h"
+#include "cluster.h"
 #include "defs.h"
 #include "expfmt.h"
 #include "flowcontrol.h"
@@ -419,6 +420,7 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		sharing_metrics(e, v, sl, n_sl);
 	free(sl);
 	borrowing_metrics(e, v->borrowing);
+	fg_cluster_metrics(v->cluster, e);
 	if (v->changes)
 		change_metrics(e, v->changes);
 }

@@ -64,6 +64,7 @@ struct fg_http_view {
 	volatile int *shutting_down;              /* set by the workers at the first stop signal */
 	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
 	struct fg_vis *vis;                       /* worker snapshots (visibility.h); NULL: no debug paths */
+	struct fg_cluster *cluster;               /* cluster mode (cluster.h); NULL: off */
 };
 
 struct fg_http;

@@ -6,6 +6,7 @@
 
 #include "backendpool.h"
 #include "clock.h"
+#include "cluster.h"
 #include "control.h"
 #include "defs.h"
 #include "proto.h"
@@ -342,6 +343,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	json_object_set_new(doc, "backendPool", backends);
 	json_object_set_new(doc, "borrowing", borrowing);
+	json_object_set_new(doc, "cluster", fg_cluster_status_json(v->cluster));
 	json_object_set_new(doc, "warnings", capacity_warnings(v, t.held_for_backend));
 	return doc;
 }

@@ -74,6 +74,7 @@ static void usage(FILE *f)
 	static const char *const values[] = { [FG_SET_U32] = "N", [FG_SET_DURATION] = "DURATION", [FG_SET_BOOL] = "[=true|false]",
 					      [FG_SET_ENUM] = "VALUE", [FG_SET_ENDPOINT] = "ADDR:PORT",
 					      [FG_SET_OPT_LISTEN] = "ADDR:PORT|off", [FG_SET_PATH] = "PATH", [FG_SET_GROUP] = "GROUP", [FG_SET_MODE] = "MODE",
+					      [FG_SET_NAME] = "NAME", [FG_SET_URLS] = "URL[,URL...]",
 					      [FG_SET_BACKENDS] = "ADDR:PORT[@MAC][,seats=N]",
 					      [FG_SET_ADMINS] = "", [FG_SET_CIDRS] = "A.B.C.D/N",
 					      [FG_SET_IDENTITIES] = "" };

@@ -20,6 +20,7 @@
  * given to rte_openlog_stream).  Workers write none.  Main tells systemd
  * READY=1 as worker 0 starts polling (the control thread tells the rest).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -40,6 +41,7 @@
 #include "allotter.h"
 #include "borrower.h"
 #include "clock.h"
+#include "cluster.h"
 #include "control.h"
 #include "daemon_args.h"
 #include "defs.h"
@@ -103,6 +105,8 @@ struct daemon {
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
 	struct fg_borrower *borrower;       /* the allotter thread steps it; status and /metrics read its view */
+	struct fg_clustershare *cluster_share; /* cluster mode: between the cluster and allotter threads */
+	struct fg_cluster *cluster;         /* cluster mode's member thread; NULL: off */
 	pthread_t allotter_thread;
 	volatile int allotter_stop;
 	bool allotter_running, lcores_launched, rcu_registered;
@@ -280,6 +284,42 @@ static void control_cpus(const struct daemon *d, cpu_set_t *set)
 		*set = start_cpus;
 }
 
+/* The default member id: <hostname>-<listen address>, in the characters
+ * a member id may have. */
+static void default_member(const struct fg_settings *s, char *out, size_t len)
+{
+	char host[64] = "host", ep[32];
+	gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = 0;
+	for (char *p = host; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+			*p = '-';
+	snprintf(out, len, "%s-%s", host, fg_endpoint_format(&s->listen, ep, sizeof(ep)));
+}
+
+/* Cluster mode's member thread (control/cluster.h), when clusterEtcd is set. */
+static int start_cluster(struct daemon *d)
+{
+	char why[256], member[FG_CLUSTER_MEMBER_MAX];
+	if (!d->cluster_share)
+		return 0;
+	if (d->s->cluster_member[0])
+		snprintf(member, sizeof(member), "%s", d->s->cluster_member);
+	else
+		default_member(d->s, member, sizeof(member));
+	struct fg_cluster_opts o = { .etcd = d->s->cluster_etcd, .name = d->s->cluster_name, .member = member,
+				     .period_ns = (uint64_t)d->s->cluster_period_ns,
+				     .lease_ttl_ns = (uint64_t)d->s->cluster_lease_ttl_ns,
+				     .expected_members = d->s->cluster_expected_members };
+	if (!(d->cluster = fg_cluster_start(&o, d->cluster_share, why, sizeof(why)))) {
+		fg_logf(FG_LOG_ERROR, "cluster mode: %s", why);
+		return 1;
+	}
+	fg_logf(FG_LOG_INFO, "cluster mode: member %s of cluster %s, etcd %s (levels start at 0 seats until granted)",
+		member, d->s->cluster_name, d->s->cluster_etcd);
+	return 0;
+}
+
 /* The HTTP endpoint (httpListen), started on the control side's CPUs; it
  * reads what the control thread reads, none of the control thread's own. */
 static int start_http(struct daemon *d)
@@ -289,7 +329,8 @@ static int start_http(struct daemon *d)
 		return 0;
 	struct fg_http_view view = { .config_ptr = &d->published, .worker_stats = d->stats, .n_workers = d->workers.n,
 				     .allotter = d->workers.n > 1 ? &d->allotter.stats : NULL,
-				     .borrowing = &d->borrower->view, .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis };
+				     .borrowing = &d->borrower->view, .shutting_down = &d->shutting_down, .changes = &d->changes, .vis = d->vis,
+				     .cluster = d->cluster };
 	if (!(d->http = fg_http_start(&d->s->http.ep, &view, errbuf, sizeof(errbuf)))) {
 		fg_logf(FG_LOG_ERROR, "%s", errbuf);
 		return 1;
@@ -316,6 +357,7 @@ static int start_control(struct daemon *d)
 		.changes = &d->changes, .vis = d->vis,
 		.backend_mac = d->dio ? fg_dpdk_io_backend_mac : NULL, .backend_mac_ctx = d->dio,
 		.martians = d->workers.w[0]->io.ops->martians, .martians_ctx = d->workers.w[0]->io.ctx,
+		.cluster = d->cluster,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
 	if (!view.settings) {
@@ -355,10 +397,14 @@ static int start_control_side(struct daemon *d)
 		fg_logf(FG_LOG_ERROR, "out of memory");
 		return 1;
 	}
+	if (d->s->cluster_etcd[0] && !(d->borrower->cluster = d->cluster_share = calloc(1, sizeof(*d->cluster_share)))) {
+		fg_logf(FG_LOG_ERROR, "out of memory");
+		return 1;
+	}
 	/* The first step here, before the allotter thread takes the borrower
 	 * over: status and /metrics show the levels' limits from the start. */
 	fg_borrower_step(d->borrower, d->published, d->stats, d->workers.n, fg_now_ns());
-	int rc = start_http(d) || start_control(d);
+	int rc = start_cluster(d) || start_http(d) || start_control(d);
 	if (!rc && d->s->io != FG_IO_DPDK) {
 		if (pthread_create(&d->allotter_thread, NULL, allotter_main, d)) {
 			fg_logf(FG_LOG_ERROR, "cannot start the allotter thread");
@@ -512,7 +558,11 @@ static void teardown(struct daemon *d)
 	}
 	fg_http_stop(d->http); /* before the statistics and the configuration it reads */
 	fg_control_stop(d->ctl);
+	/* After the workers: nothing executes here any more, so the lease (and
+	 * with it this member's grants) can go back at once. */
+	fg_cluster_stop(d->cluster, true);
 	fg_borrower_free(d->borrower); /* after its readers and its stepping thread */
+	free(d->cluster_share);
 	if (reload_fd >= 0) {
 		signal(SIGHUP, SIG_IGN); /* before its fd goes */
 		close(reload_fd);

@@ -574,4 +574,53 @@ TEST(capacity_warnings)
 	CHECK(strstr(w.text, "1 of 3 backend(s) have no capacity"));
 }
 
+/* Cluster mode's rows: etcd URLs, names, the lease against the period. */
+TEST(cluster_settings)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	char why[256];
+	const struct fg_setting *etcd = fg_setting_by_name("clusterEtcd"), *member = fg_setting_by_name("clusterMember");
+	CHECK_EQ(fg_setting_set_text(etcd, &s, "http://127.0.0.1:2379,http://etcd-2.example:12379", why, sizeof(why)), 0);
+	CHECK_STR(s.cluster_etcd, "http://127.0.0.1:2379,http://etcd-2.example:12379");
+	static const char *const bad[] = { "https://127.0.0.1:2379", "http://127.0.0.1", "http://:80", "http://a:0",
+					   "http://a:65536", "http://a:80/v3", "http://a b:80", "127.0.0.1:2379",
+					   "http://a:1,", "http://-a:1",
+					   "http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,http://a:6,http://a:7,http://a:8,http://a:9" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = 0;
+		CHECK(fg_setting_set_text(etcd, &s, bad[i], why, sizeof(why)) < 0);
+		CHECK(why[0] != 0);
+	}
+	CHECK_STR(s.cluster_etcd, "http://127.0.0.1:2379,http://etcd-2.example:12379"); /* refused: unchanged */
+	char urls[FG_CLUSTER_MAX_ENDPOINTS][FG_URL_MAX];
+	CHECK_EQ(fg_urls_parse(s.cluster_etcd, FG_CLUSTER_MAX_ENDPOINTS, urls, why, sizeof(why)), 2);
+	CHECK_STR(urls[1], "http://etcd-2.example:12379");
+	CHECK_EQ(fg_setting_set_text(member, &s, "", why, sizeof(why)), 0);
+	CHECK_EQ(fg_setting_set_text(member, &s, "host-1:127.0.0.1:7000", why, sizeof(why)), 0);
+	CHECK(fg_setting_set_text(member, &s, "a/b", why, sizeof(why)) < 0);
+	CHECK(fg_setting_set_text(fg_setting_by_name("clusterName"), &s, "", why, sizeof(why)) < 0);
+	/* A file gives the endpoints as a list or as the text. */
+	struct fg_errors errs = { 0 };
+	const char *json = "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":"
+			   "{\"clusterEtcd\":[\"http://10.0.0.1:2379\",\"http://10.0.0.2:2379\"],\"clusterLeaseTTL\":\"3s\"}}";
+	CHECK_EQ(fg_settings_apply_json(&s, (const uint8_t *)json, strlen(json), &errs), 0);
+	CHECK_STR(s.cluster_etcd, "http://10.0.0.1:2379,http://10.0.0.2:2379");
+	json = "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{\"clusterEtcd\":[7]}}";
+	CHECK(fg_settings_apply_json(&s, (const uint8_t *)json, strlen(json), &errs) < 0);
+	CHECK(strstr(errs.text, "spec.clusterEtcd") != NULL);
+	/* The lease: whole seconds, at least three periods. */
+	fg_settings_defaults(&s);
+	memset(&errs, 0, sizeof(errs));
+	CHECK_EQ(fg_settings_validate(&s, &errs), 0);
+	s.cluster_period_ns = 1000000000;
+	CHECK(fg_settings_validate(&s, &errs) < 0);
+	CHECK(strstr(errs.text, "at least 3 clusterPeriods") != NULL);
+	fg_settings_defaults(&s);
+	memset(&errs, 0, sizeof(errs));
+	s.cluster_lease_ttl_ns = 2500000000;
+	CHECK(fg_settings_validate(&s, &errs) < 0);
+	CHECK(strstr(errs.text, "whole seconds") != NULL);
+}
+
 TEST_MAIN

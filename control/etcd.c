@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* etcd — v3 calls over the JSON gateway; see etcd.h. */
+#include "etcd.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defs.h"
+#include "endpoint.h"
+
+struct fg_etcd {
+	CURL *curl;
+	char urls[FG_CLUSTER_MAX_ENDPOINTS][FG_URL_MAX];
+	unsigned n_urls, current;
+	long timeout_ms;
+	char *body;           /* the answer being read */
+	size_t len, cap;
+	bool too_big;
+	char error[256];
+};
+
+static int fail(char *why, size_t whylen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(char *why, size_t whylen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t whylen)
+{
+	struct fg_etcd *e = calloc(1, sizeof(*e));
+	if (!e) {
+		fail(why, whylen, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	int n = fg_urls_parse(urls, FG_CLUSTER_MAX_ENDPOINTS, e->urls, why, whylen);
+	if (n <= 0) {
+		if (n == 0)
+			fail(why, whylen, -EINVAL, "no etcd endpoint");
+		free(e);
+		return NULL;
+	}
+	e->n_urls = (unsigned)n;
+	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	pthread_once(&curl_once, curl_init_once);
+	if (sodium_init() < 0 || !(e->curl = curl_easy_init())) {
+		fail(why, whylen, -ENOMEM, "cannot start an HTTP client");
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void fg_etcd_free(struct fg_etcd *e)
+{
+	if (!e)
+		return;
+	curl_easy_cleanup(e->curl);
+	free(e->body);
+	free(e);
+}
+
+const char *fg_etcd_errmsg(const struct fg_etcd *e)
+{
+	return e->error;
+}
+
+const char *fg_etcd_endpoint(const struct fg_etcd *e)
+{
+	return e->urls[e->current];
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct fg_etcd *e = arg;
+	size_t n = size * nmemb;
+	if (e->len + n + 1 > FG_ETCD_MAX_BODY) {
+		e->too_big = true;
+		return 0; /* aborts the transfer */
+	}
+	if (e->len + n + 1 > e->cap) {
+		size_t cap = e->cap ? e->cap : 4096;
+		while (cap < e->len + n + 1)
+			cap *= 2;
+		char *b = realloc(e->body, cap);
+		if (!b)
+			return 0;
+		e->body = b;
+		e->cap = cap;
+	}
+	memcpy(e->body + e->len, data, n);
+	e->len += n;
+	e->body[e->len] = 0;
+	return n;
+}
+
+/* POST json to path at the current endpoint, then the others in turn.  On
+ * 0, e->body/e->len hold the answer (HTTP 200, or an etcd error object with
+ * a 4xx status). */
+static int post(struct fg_etcd *e, const char *path, const char *json)
+{
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	int rc = -EIO;
+	for (unsigned tries = 0; tries < e->n_urls; tries++) {
+		char url[FG_URL_MAX + 64];
+		snprintf(url, sizeof(url), "%s%s", e->urls[e->current], path);
+		e->len = 0;
+		e->too_big = false;
+		curl_easy_reset(e->curl);
+		curl_easy_setopt(e->curl, CURLOPT_URL, url);
+		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, json);
+		curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
+		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
+		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);        /* a thread: no SIGALRM for timeouts */
+		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http"); /* no redirect elsewhere either */
+		curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+		CURLcode cc = curl_easy_perform(e->curl);
+		long status = 0;
+		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+		if (cc == CURLE_OK && status >= 200 && status < 500) {
+			e->error[0] = 0;
+			rc = 0;
+			break;
+		}
+		if (e->too_big)
+			snprintf(e->error, sizeof(e->error), "%s: an answer over %u bytes", url, FG_ETCD_MAX_BODY);
+		else if (cc != CURLE_OK)
+			snprintf(e->error, sizeof(e->error), "%s: %s", url, curl_easy_strerror(cc));
+		else
+			snprintf(e->error, sizeof(e->error), "%s: HTTP %ld", url, status);
+		e->current = (e->current + 1) % e->n_urls;
+	}
+	curl_slist_free_all(hdr);
+	return rc;
+}
+
+/* An etcd 64-bit number: a JSON string of digits (the gateway's), or a
+ * JSON integer; absent: 0. */
+static int get_i64(json_t *obj, const char *name, int64_t *out)
+{
+	json_t *v = json_object_get(obj, name);
+	*out = 0;
+	if (!v)
+		return 0;
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -EPROTO;
+	const char *s = json_string_value(v);
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		return -EPROTO;
+	*out = x;
+	return 0;
+}
+
+/* The answer as a JSON object; an etcd error object is -ENOENT for
+ * "not found" (gRPC code 5), else -EPROTO with its message. */
+static int parse_answer(const char *body, size_t len, json_t **out, char *why, size_t whylen)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	*out = NULL;
+	if (!root || !json_is_object(root)) {
+		json_decref(root);
+		return fail(why, whylen, -EPROTO, "etcd's answer is not a JSON object");
+	}
+	json_t *err = json_object_get(root, "error");
+	if (err) {
+		int64_t code = 0;
+		get_i64(root, "code", &code);
+		const char *msg = json_is_string(err) ? json_string_value(err) : "?";
+		int rc = fail(why, whylen, code == 5 ? -ENOENT : -EPROTO, "etcd: %.200s", msg);
+		json_decref(root);
+		return rc;
+	}
+	*out = root;
+	return 0;
+}
+
+static int header_revision(json_t *root, int64_t *rev, char *why, size_t whylen)
+{
+	json_t *h = json_object_get(root, "header");
+	if (!json_is_object(h) || get_i64(h, "revision", rev) || *rev < 0)
+		return fail(why, whylen, -EPROTO, "etcd's answer has no valid header.revision");
+	return 0;
+}
+
+/* Base64 text of a JSON string into dst (cap bytes with the terminator). */
+static int b64_decode(json_t *v, char *dst, size_t cap, size_t *len)
+{
+	if (!json_is_string(v))
+		return -EPROTO;
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v), out = 0;
+	if (sodium_base642bin((unsigned char *)dst, cap - 1, s, n, NULL, &out, NULL, sodium_base64_VARIANT_ORIGINAL))
+		return -EPROTO;
+	dst[out] = 0;
+	if (len)
+		*len = out;
+	return 0;
+}
+
+void fg_etcd_range_free(struct fg_etcd_range *r)
+{
+	for (size_t i = 0; r->kvs && i < r->n; i++)
+		free(r->kvs[i].value);
+	free(r->kvs);
+	memset(r, 0, sizeof(*r));
+}
+
+int fg_etcd_parse_range(const char *body, size_t len, struct fg_etcd_range *out, char *why, size_t whylen)
+{
+	json_t *root;
+	memset(out, 0, sizeof(*out));
+	int rc = parse_answer(body, len, &root, why, whylen);
+	if (rc)
+		return rc;
+	rc = header_revision(root, &out->revision, why, whylen);
+	json_t *kvs = json_object_get(root, "kvs");
+	if (!rc && kvs && !json_is_array(kvs))
+		rc = fail(why, whylen, -EPROTO, "etcd's kvs is not a list");
+	size_t n = kvs ? json_array_size(kvs) : 0;
+	if (!rc && n > FG_ETCD_MAX_KVS)
+		rc = fail(why, whylen, -EPROTO, "etcd returned %zu keys (at most %u are read)", n, FG_ETCD_MAX_KVS);
+	if (!rc && n && !(out->kvs = calloc(n, sizeof(*out->kvs))))
+		rc = fail(why, whylen, -ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		json_t *kv = json_array_get(kvs, i);
+		struct fg_etcd_kv *o = &out->kvs[i];
+		out->n = i + 1;
+		size_t klen = 0;
+		char *value = malloc(FG_ETCD_VALUE_MAX);
+		json_t *v = json_is_object(kv) ? json_object_get(kv, "value") : NULL;
+		if (!value)
+			rc = fail(why, whylen, -ENOMEM, "out of memory");
+		else if (!json_is_object(kv) || b64_decode(json_object_get(kv, "key"), o->key, sizeof(o->key), &klen) ||
+			 strlen(o->key) != klen)
+			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu].key is not base64 of at most %u bytes of text", i,
+				  FG_ETCD_KEY_MAX - 1);
+		else if (v ? b64_decode(v, value, FG_ETCD_VALUE_MAX, &o->value_len) : (value[0] = 0, 0))
+			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu].value is not base64 of at most %u bytes", i,
+				  FG_ETCD_VALUE_MAX - 1);
+		else if (get_i64(kv, "mod_revision", &o->mod_revision) || get_i64(kv, "lease", &o->lease))
+			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu] has a malformed number", i);
+		o->value = value;
+	}
+	json_decref(root);
+	return rc;
+}
+
+int fg_etcd_parse_lease(const char *body, size_t len, int64_t *id, int64_t *ttl_s, char *why, size_t whylen)
+{
+	json_t *root;
+	int rc = parse_answer(body, len, &root, why, whylen);
+	if (rc)
+		return rc;
+	/* Keep-alive answers wrap the lease in "result"; grant answers do not. */
+	json_t *r = json_object_get(root, "result");
+	if (!r)
+		r = root;
+	if (!json_is_object(r) || get_i64(r, "ID", id) || get_i64(r, "TTL", ttl_s) || *ttl_s < 0)
+		rc = fail(why, whylen, -EPROTO, "etcd's lease answer has no valid ID and TTL");
+	else if (*ttl_s == 0)
+		rc = fail(why, whylen, -ENOENT, "the lease expired");
+	json_decref(root);
+	return rc;
+}
+
+int fg_etcd_parse_txn(const char *body, size_t len, bool *succeeded, char *why, size_t whylen)
+{
+	json_t *root;
+	int64_t rev;
+	int rc = parse_answer(body, len, &root, why, whylen);
+	if (rc)
+		return rc;
+	rc = header_revision(root, &rev, why, whylen);
+	json_t *s = json_object_get(root, "succeeded"); /* the gateway leaves out false */
+	if (!rc && s && !json_is_boolean(s))
+		rc = fail(why, whylen, -EPROTO, "etcd's succeeded is not a boolean");
+	*succeeded = s && json_is_true(s);
+	json_decref(root);
+	return rc;
+}
+
+/* A JSON string of base64(text[0..len)). */
+static json_t *b64_json(const char *text, size_t len)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(len, sodium_base64_VARIANT_ORIGINAL);
+	char *buf = malloc(cap);
+	if (!buf)
+		return NULL;
+	sodium_bin2base64(buf, cap, (const unsigned char *)text, len, sodium_base64_VARIANT_ORIGINAL);
+	json_t *j = json_string(buf);
+	free(buf);
+	return j;
+}
+
+static json_t *i64_json(int64_t v)
+{
+	char s[24];
+	snprintf(s, sizeof(s), "%" PRId64, v);
+	return json_string(s);
+}
+
+/* Send a request object (consumed) and parse the answer with the parser's
+ * shape; the error text goes to e->error. */
+static int call(struct fg_etcd *e, const char *path, json_t *req)
+{
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!text)
+		return fail(e->error, sizeof(e->error), -ENOMEM, "out of memory");
+	int rc = post(e, path, text);
+	free(text);
+	return rc;
+}
+
+int fg_etcd_lease_grant(struct fg_etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl_s)
+{
+	int rc = call(e, "/v3/lease/grant", json_pack("{s:o}", "TTL", i64_json(ttl_s)));
+	return rc ? rc : fg_etcd_parse_lease(e->body, e->len, id, granted_ttl_s, e->error, sizeof(e->error));
+}
+
+int fg_etcd_lease_keepalive(struct fg_etcd *e, int64_t id, int64_t *ttl_s)
+{
+	int64_t got = 0;
+	*ttl_s = 0;
+	int rc = call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", i64_json(id)));
+	if (!rc)
+		rc = fg_etcd_parse_lease(e->body, e->len, &got, ttl_s, e->error, sizeof(e->error));
+	if (!rc && got != id)
+		rc = fail(e->error, sizeof(e->error), -EPROTO, "etcd kept another lease alive");
+	return rc;
+}
+
+int fg_etcd_lease_revoke(struct fg_etcd *e, int64_t id)
+{
+	int rc = call(e, "/v3/lease/revoke", json_pack("{s:o}", "ID", i64_json(id)));
+	json_t *root = NULL;
+	if (!rc)
+		rc = parse_answer(e->body, e->len, &root, e->error, sizeof(e->error));
+	json_decref(root);
+	return rc;
+}
+
+/* The end of the range of keys that start with prefix: its last byte + 1. */
+static json_t *prefix_end(const char *prefix)
+{
+	char end[FG_ETCD_KEY_MAX];
+	size_t n = strlen(prefix);
+	if (!n || n >= sizeof(end))
+		return NULL;
+	memcpy(end, prefix, n);
+	end[n - 1]++;
+	return b64_json(end, n);
+}
+
+int fg_etcd_range_prefix(struct fg_etcd *e, const char *prefix, struct fg_etcd_range *out)
+{
+	memset(out, 0, sizeof(*out));
+	int rc = call(e, "/v3/kv/range", json_pack("{s:o, s:o}", "key", b64_json(prefix, strlen(prefix)), "range_end",
+						   prefix_end(prefix)));
+	return rc ? rc : fg_etcd_parse_range(e->body, e->len, out, e->error, sizeof(e->error));
+}
+
+static json_t *puts_json(const struct fg_etcd_put *p, size_t n)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; arr && i < n; i++) {
+		json_t *put = json_pack("{s:o, s:o}", "key", b64_json(p[i].key, strlen(p[i].key)), "value",
+					b64_json(p[i].value, strlen(p[i].value)));
+		if (put && p[i].lease)
+			json_object_set_new(put, "lease", i64_json(p[i].lease));
+		json_array_append_new(arr, json_pack("{s:o}", "request_put", put));
+	}
+	return arr;
+}
+
+int fg_etcd_txn(struct fg_etcd *e, const char *guard_prefix, int64_t guard_revision, const struct fg_etcd_put *then,
+		size_t n_then, const struct fg_etcd_put *otherwise, size_t n_otherwise, bool *succeeded)
+{
+	json_t *req = json_pack("{s:o, s:o}", "success", puts_json(then, n_then), "failure",
+				puts_json(otherwise, n_otherwise));
+	if (req && guard_prefix) {
+		/* MOD < revision + 1 over the whole prefix: nothing there changed
+		 * after the revision (a key deleted since does not count). */
+		json_t *cmp = json_pack("{s:o, s:o, s:s, s:s, s:o}", "key", b64_json(guard_prefix, strlen(guard_prefix)),
+					"range_end", prefix_end(guard_prefix), "target", "MOD", "result", "LESS",
+					"mod_revision", i64_json(guard_revision + 1));
+		json_object_set_new(req, "compare", json_pack("[o]", cmp));
+	}
+	*succeeded = false;
+	int rc = call(e, "/v3/kv/txn", req);
+	return rc ? rc : fg_etcd_parse_txn(e->body, e->len, succeeded, e->error, sizeof(e->error));
+}

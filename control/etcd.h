@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * etcd — the few etcd v3 calls cluster mode needs (control/cluster.h),
+ * through etcd's JSON gateway (POST /v3/...: keys and values base64, 64-bit
+ * numbers as strings) over libcurl: lease grant, keep-alive and revoke, a
+ * prefix range read, and a transaction of puts guarded by "no key under a
+ * prefix was modified after a revision".  Why the gateway over libcurl and
+ * not a gRPC client: docs/scale-out.md ("Why etcd's JSON gateway").
+ *
+ * Every call is bounded: the request's time (connect and total), the
+ * answer's size (FG_ETCD_MAX_BODY), the keys and values a range may return
+ * (FG_ETCD_MAX_KVS, FG_ETCD_KEY_MAX, FG_ETCD_VALUE_MAX); an answer past a
+ * bound, or not the JSON etcd sends, is an error, never a partial result.
+ * A call that cannot reach an endpoint (transport error or HTTP 5xx) tries
+ * the next one; the endpoint that answered is tried first next time.
+ *
+ * Errors: 0; -EIO (no endpoint answered: errmsg says why); -ENOENT (etcd
+ * answered "not found": the lease is gone); -EPROTO (an answer that is not
+ * what etcd sends, or another etcd error: errmsg has its message).
+ *
+ * Thread contract: one thread uses a client at a time (the cluster thread);
+ * the parsers are pure and reentrant.
+ */
+#ifndef FG_ETCD_H
+#define FG_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FG_ETCD_MAX_BODY (8u << 20) /* the largest answer read */
+#define FG_ETCD_MAX_KVS 1024u       /* keys one range may return */
+#define FG_ETCD_KEY_MAX 256u        /* bytes of a key, with its terminator */
+#define FG_ETCD_VALUE_MAX 16384u    /* bytes of a value, with a terminator */
+
+struct fg_etcd;
+
+/* A client for the comma-separated "http://HOST:PORT" list urls (checked
+ * with fg_urls_parse), each call bounded by timeout_ms.  NULL with the
+ * reason in why. */
+struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t whylen);
+void fg_etcd_free(struct fg_etcd *e);
+/* The last error's text ("" after a success). */
+const char *fg_etcd_errmsg(const struct fg_etcd *e);
+/* The endpoint the last call went to. */
+const char *fg_etcd_endpoint(const struct fg_etcd *e);
+
+int fg_etcd_lease_grant(struct fg_etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl_s);
+/* *ttl_s: the lease's remaining TTL; 0 and -ENOENT when it no longer exists. */
+int fg_etcd_lease_keepalive(struct fg_etcd *e, int64_t id, int64_t *ttl_s);
+int fg_etcd_lease_revoke(struct fg_etcd *e, int64_t id);
+
+struct fg_etcd_kv {
+	char key[FG_ETCD_KEY_MAX];
+	char *value;          /* decoded, NUL-terminated (owned by the range) */
+	size_t value_len;
+	int64_t mod_revision;
+	int64_t lease;
+};
+
+struct fg_etcd_range {
+	int64_t revision;     /* the store's revision the range was read at */
+	size_t n;
+	struct fg_etcd_kv *kvs;
+};
+
+/* Every key under prefix, at one revision.  out is fg_etcd_range_free'd
+ * by the caller, also after an error. */
+int fg_etcd_range_prefix(struct fg_etcd *e, const char *prefix, struct fg_etcd_range *out);
+void fg_etcd_range_free(struct fg_etcd_range *r);
+
+struct fg_etcd_put {
+	const char *key, *value;
+	int64_t lease;        /* 0: none */
+};
+
+/*
+ * A transaction: if no key under guard_prefix has a mod_revision above
+ * guard_revision (guard_prefix NULL: no guard), the puts in `then`, else
+ * those in `otherwise`.  *succeeded says which ran.
+ */
+int fg_etcd_txn(struct fg_etcd *e, const char *guard_prefix, int64_t guard_revision, const struct fg_etcd_put *then,
+		size_t n_then, const struct fg_etcd_put *otherwise, size_t n_otherwise, bool *succeeded);
+
+/* The answer parsers (also the fuzz target's entries): 0, -ENOENT, -EPROTO
+ * with the reason in why. */
+int fg_etcd_parse_range(const char *body, size_t len, struct fg_etcd_range *out, char *why, size_t whylen);
+int fg_etcd_parse_lease(const char *body, size_t len, int64_t *id, int64_t *ttl_s, char *why, size_t whylen);
+int fg_etcd_parse_txn(const char *body, size_t len, bool *succeeded, char *why, size_t whylen);
+
+#endif
