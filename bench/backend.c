@@ -7,8 +7,8 @@
  *
  * With --report FILE it records the most requests it had in service at once
  * (a request is in service from the moment a worker receives it to the moment
- * its answer is sent; one waiting in the socket buffer is not, so N must
- * exceed what is measured) and writes {"max_in_service": N, "served": N} to
+ * its answer is handed to the kernel; one waiting in the socket buffer is
+ * not, so N must exceed what is measured) and writes {"max_in_service": N, "served": N} to
  * FILE every REPORT_EVERY_NS and at exit, through a temporary file renamed
  * over it, so a reader sees a whole line or the previous one.
  *
@@ -57,9 +57,11 @@ static void enter_service(struct backend *b)
 		;
 }
 
+/* Called just before the answer is sent: once it is, the client may send the
+ * next request at once (fairgate frees the seat on the answer), and counting
+ * this one out only after the send would overlap the two. */
 static void leave_service(struct backend *b)
 {
-	__atomic_add_fetch(&b->served, 1, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&b->in_service, 1, __ATOMIC_RELAXED);
 }
 
@@ -129,8 +131,9 @@ static void *serve(void *arg)
 			while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !fg_bench_stop)
 				;
 		}
-		fg_respond(b->fd, &m, &from, m.payload, m.payload_len);
 		leave_service(b);
+		fg_respond(b->fd, &m, &from, m.payload, m.payload_len);
+		__atomic_add_fetch(&b->served, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&b->lock);
 	b->bad += bad;

@@ -110,6 +110,9 @@ def cluster_level(st):
     return next((lv for lv in st["cluster"].get("levels", []) if lv["name"] == t.TEST_LEVEL), None)
 
 
+trace = []  # (seconds since start, member, grant, local limit, state, executing) of every poll
+
+
 def shares(members):
     """{member: (grant, local_limit, state)} from each instance's own status."""
     out = {}
@@ -117,6 +120,7 @@ def shares(members):
         c = daemons[m].status()["cluster"]
         lv = cluster_level({"cluster": c})
         out[m] = (lv["grant"], lv["local_limit"], c["state"]) if lv else (None, None, c.get("state"))
+        trace.append((time.time() - T0, m) + out[m] + ((lv or {}).get("executing"),))
     return out
 
 
@@ -145,13 +149,21 @@ def fmt(got):
     return ", ".join(f"{m} grant {g} local {c} {s}" for m, (g, c, s) in sorted(got.items()))
 
 
-def check_pool(phase):
+def check_pool(phase, since):
+    """The pool's bound so far; past it, the polls of this phase (since T0 + since) to show who held what."""
     rep = backend_report()
     t.check(rep["max_in_service"] <= LIMIT,
             f"{phase}: backend's most requests in service {rep['max_in_service']} <= cluster-wide limit {LIMIT}")
+    if rep["max_in_service"] > LIMIT:
+        print("  polls (s, member, grant, local limit, state, executing):")
+        for row in trace:
+            if row[0] >= since:
+                print("   %6.2f %s %s %s %s %s" % row)
+        trace.clear()
 
 
 # --- three instances, uneven load ------------------------------------------
+phase_start = time.time() - T0
 daemons = {m: start_daemon(m) for m in LOADS}
 st = daemons["m1"].status()
 t.check(st["cluster"].get("enabled") is True and st["cluster"].get("member") == "m1",
@@ -169,9 +181,10 @@ members = {m["id"] for m in daemons["m1"].status()["cluster"].get("members", [])
 t.check(members == set(LOADS), f"m1 sees members {sorted(members)}")
 total = sum(g for g, _, _ in shares(LOADS).values())
 t.check(total <= LIMIT, f"grants sum to {total} <= {LIMIT}")
-check_pool("steady state")
+check_pool("steady state", phase_start)
 
 # --- one instance killed, then restarted with the same member id -----------
+phase_start = time.time() - T0
 before = shares(["m1", "m2"])
 daemons["m3"].proc.send_signal(signal.SIGKILL)
 t_kill = time.time()
@@ -193,8 +206,9 @@ waited, got, ok = wait_split(["m1", "m2"], 2 * PERIOD_S + MARGIN_S)
 t.check(ok, f"m1 and m2 take m3's share: {fmt(got)} (max-min of 2 and 8 over {LIMIT}: 3 and 9, leftover split)")
 members = {m["id"] for m in daemons["m1"].status()["cluster"].get("members", [])}
 t.check(members == {"m1", "m2"}, f"m3 gone from the members: {sorted(members)}")
-check_pool("after the kill")
+check_pool("after the kill", phase_start)
 
+phase_start = time.time() - T0
 daemons["m3"] = start_daemon("m3")
 loads["m3"] = start_load("m3")
 # Joining takes up to one TTL at local limit 0, then the split as before.
@@ -202,9 +216,10 @@ waited, got, ok = wait_split(list(LOADS), TTL_S + 4 * PERIOD_S + 2 * MARGIN_S, p
 members = {m["id"] for m in daemons["m1"].status()["cluster"].get("members", [])}
 t.check(ok and "m3" in members,
         f"m3 restarted rejoins in {waited:.1f} s: members {sorted(members)}; {fmt(got)}")
-check_pool("after the rejoin")
+check_pool("after the rejoin", phase_start)
 
 # --- etcd stopped, then continued ------------------------------------------
+phase_start = time.time() - T0
 answered = {m: daemons[m].status()["counters"]["responded"] for m in LOADS}
 etcd.pause()
 t_stop = time.time()
@@ -227,15 +242,16 @@ t.check(all(after[m] > answered[m] for m in LOADS),
             f"{m} +{after[m] - answered[m]}" for m in sorted(LOADS)))
 failures = {m: daemons[m].status()["cluster"]["failures"] for m in LOADS}
 t.check(all(f > 0 for f in failures.values()), f"failed exchanges counted: {failures}")
-check_pool("etcd stopped")
+check_pool("etcd stopped", phase_start)
 
+phase_start = time.time() - T0
 etcd.resume()
 back_by = 2 * PERIOD_S + RECONVERGE_MARGIN_S
-waited, got, ok = wait_split(list(LOADS), back_by + 2)
+waited, got, ok = wait_split(list(LOADS), back_by + 2, polls=3)
 t.check(ok and waited <= back_by,
         f"etcd continued: joined with the max-min split again in {waited:.2f} s <= 2 periods + "
         f"{RECONVERGE_MARGIN_S} s = {back_by:.1f} s ({fmt(got)})")
-check_pool("after etcd came back")
+check_pool("after etcd came back", phase_start)
 
 # --- nothing lost ----------------------------------------------------------
 for p in loads.values():
