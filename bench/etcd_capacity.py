@@ -13,8 +13,8 @@ capacity, not its ceiling.
 
   python3 bench/etcd_capacity.py put:8 range:10:8 --clients 16 --seconds 5 --runs 5
 
-Workloads: put:K (a K-level demand value to one of 1000 member keys) and
-range:N:K (the whole prefix, 2N keys of K levels)."""
+Workloads: put:K (a K-level demand record to one of 1000 member keys) and
+range:N:K (the whole prefix, 2N keys of K levels; valueBytes: their mean size)."""
 import argparse
 import base64
 import http.client
@@ -34,9 +34,20 @@ MAX_SECONDS, MAX_RUNS, MAX_CLIENTS, MAX_MEMBERS, MAX_LEVELS = 60, 20, 256, 1000,
 PUT_KEYS = 1000
 
 
+def level_name(i):
+    return f"workload-{i:04d}"  # 13 characters, as "workload-high"
+
+
 def demand_value(levels):
-    """A demand/grant value as fairgate's exchange writes one: seats per level name."""
-    return json.dumps({f"level-{i:03d}": 12.5 for i in range(levels)}, separators=(",", ":"))
+    """A demand record as control/cluster.c writes it: the configuration
+    generation, and per level its limit and smoothed demand (a double)."""
+    return json.dumps({"generation": 7, "levels": {level_name(i): {"limit": 128, "demand": 12.345678901234567}
+                                                   for i in range(levels)}}, separators=(",", ":"))
+
+
+def grant_value(levels):
+    """A grant record: seats per level."""
+    return json.dumps({"levels": {level_name(i): 42 for i in range(levels)}}, separators=(",", ":"))
 
 
 def b64(text):
@@ -63,9 +74,9 @@ def load_prefix(etcd, members, levels):
     """The prefix holds exactly 2N keys: each member's demand and grant."""
     end = PREFIX[:-1] + chr(ord(PREFIX[-1]) + 1)
     etcd.call("/v3/kv/deleterange", {"key": b64(PREFIX), "range_end": b64(end)})
-    value = b64(demand_value(levels))
+    values = {"demand": b64(demand_value(levels)), "grant": b64(grant_value(levels))}
     for m in range(members):
-        for kind in ("demand", "grant"):
+        for kind, value in values.items():
             etcd.call("/v3/kv/put", {"key": b64(f"{PREFIX}{kind}/member-{m:04d}"), "value": value})
 
 
@@ -128,8 +139,9 @@ def main():
         if kind == "range":
             load_prefix(etcd, members, levels)
         rates = [run_once(etcd, kind, levels, a.clients, a.seconds) for _ in range(a.runs)]
-        body = len(demand_value(levels))
-        print(json.dumps({"workload": spec, "clients": a.clients, "seconds": a.seconds, "valueBytes": body,
+        body = len(demand_value(levels)) + (len(grant_value(levels)) if kind == "range" else 0)
+        print(json.dumps({"workload": spec, "clients": a.clients, "seconds": a.seconds,
+                          "valueBytes": body if kind == "put" else body // 2,
                           "keysPerRequest": 2 * members if kind == "range" else 1,
                           "perSecond": [round(r) for r in rates], "min": round(min(rates)),
                           "median": round(statistics.median(rates))}), flush=True)
