@@ -119,7 +119,7 @@ static void map_slots(struct fg_borrower *b, unsigned w, struct fg_worker_stats 
 
 /* Cluster mode: the levels' figures for the cluster thread (clustershare.h). */
 static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, const uint32_t *executing,
-			  const uint32_t *may_use, uint64_t now)
+			  const uint32_t *may_use, const uint64_t *rejected, uint64_t now)
 {
 	struct fg_cluster_local *lo = &b->cluster->local;
 	fg_seq_write_begin(&lo->seq);
@@ -134,7 +134,7 @@ static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, co
 		l->in_force = fg_config_level_limit(cfg, i);
 		l->executing = executing[i];
 		l->may_use = may_use[i] > l->in_force ? may_use[i] : l->in_force;
-		l->demand = b->demand[i];
+		l->demand = b->demand[i] + (double)rejected[i];
 	}
 	fg_seq_write_end(&lo->seq);
 }
@@ -162,12 +162,14 @@ static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg
 		   unsigned n_workers, uint64_t now)
 {
 	uint32_t executing[FG_MAX_LEVELS], may_use[FG_MAX_LEVELS];
+	uint64_t rejected[FG_MAX_LEVELS];
 	if (n_workers > FG_MAX_WORKER_CORES)
 		n_workers = FG_MAX_WORKER_CORES;
 	for (unsigned w = 0; w < n_workers; w++)
 		map_slots(b, w, ws[w]);
 	for (uint32_t i = 0; i < b->n; i++) {
 		uint64_t seats = 0, in_use = 0, most = 0;
+		rejected[i] = 0;
 		for (unsigned w = 0; w < n_workers; w++) {
 			uint16_t k = b->slot[w][i];
 			if (k == FG_MAX_LEVELS)
@@ -176,8 +178,12 @@ static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg
 			uint32_t u = FG_STAT_GET(ls->seats_in_use);
 			in_use += u;
 			seats += u + FG_STAT_GET(ls->seats_waiting);
-			if (b->cluster)
+			if (b->cluster) {
 				most += worker_may_use(cfg, ls, w, i);
+				uint64_t now_rejected = FG_STAT_GET(ls->rejected), *seen = &b->cluster->rejected_seen[w][k];
+				rejected[i] += now_rejected > *seen ? now_rejected - *seen : 0;
+				*seen = now_rejected;
+			}
 		}
 		b->demand[i] = (double)seats;
 		fg_borrowing_demand_set(&b->levels[i].demand, now, (double)seats);
@@ -185,7 +191,7 @@ static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg
 		may_use[i] = most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
 	}
 	if (b->cluster)
-		publish_local(b, cfg, executing, may_use, now);
+		publish_local(b, cfg, executing, may_use, rejected, now);
 }
 
 /* Cluster mode: the caps as the levels' limits when they changed (or the

@@ -13,6 +13,10 @@
  *         max(the limit in force, sum over workers of max(what the worker
  *             applies, its pending grant, its seats in use)),
  *     so a grant no larger than may_use was never given up while in use;
+ *     the demand counts each request the level rejected since the previous
+ *     sample as one more seat, so that unmet demand shows where nothing can
+ *     wait (a level that rejects instead of queuing, full queues, a member
+ *     with no seats yet);
  *   - caps: the cluster thread's local limit per level, by level name.  The
  *     allotter thread applies them as the levels' current limits (a level
  *     without a cap: 0 seats) at its next step; borrowing between levels
@@ -41,7 +45,7 @@ struct fg_cluster_local_level {
 	uint32_t in_force;      /* the level's current limit as published to the workers */
 	uint32_t executing;     /* seats in use, summed over workers */
 	uint32_t may_use;       /* see above */
-	double demand;          /* seats executing + waiting */
+	double demand;          /* seats executing + waiting, + requests rejected since the last sample */
 };
 
 struct fg_cluster_local {
@@ -65,6 +69,9 @@ struct fg_clustershare {
 	struct fg_cluster_local local;
 	struct fg_cluster_caps caps;
 	uint64_t caps_applied_seq; /* the allotter thread's: the caps it last applied */
+	/* The allotter thread's: each worker's level rejections at the last
+	 * sample, by the worker's stats slot. */
+	uint64_t rejected_seen[FG_MAX_WORKER_CORES][FG_MAX_LEVELS];
 };
 
 /* The cap of the level named name in caps (0 when it has none). */

@@ -38,6 +38,7 @@ struct level {
 	double sum, samples;   /* the period's demand samples */
 	double demand;         /* smoothed */
 	uint32_t target, grant, cap;
+	uint32_t mismatched;   /* members that publish another limit for the level (another configuration) */
 };
 
 /* What status and metrics show (under view_lock). */
@@ -69,6 +70,7 @@ struct fg_cluster {
 	int64_t lease;                     /* 0: none */
 	uint64_t lease_deadline_ns;        /* the lease may be gone from here on (local clock) */
 	uint64_t started_ns, last_ok_ns;
+	uint64_t joined_ns;                /* the last move to JOINED */
 	enum state state;
 	uint64_t exchanges, failures, conflicts;
 	char last_error[256];
@@ -309,18 +311,38 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *r)
 		c->most_members = live;
 }
 
+static uint32_t expected_members(const struct fg_cluster *c)
+{
+	return c->o.expected_members ? c->o.expected_members : (c->most_members ? c->most_members : 1);
+}
+
+/* A level's fallback share: floor(limit / expected members), at least 1. */
+static uint32_t fallback_share(const struct fg_cluster *c, uint32_t limit)
+{
+	uint32_t share = limit / expected_members(c);
+	return share ? share : (limit ? 1 : 0);
+}
+
 /* Targets and decisions for every level; the records to write.  Returns
  * whether any grant rises (the write must be guarded). */
 static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, struct fg_ledger_decision *dec)
 {
 	bool guarded = false;
+	/* For one lease TTL after this member (re)joined, members expected but
+	 * not seen may still run at the fallback share (etcd was away for them
+	 * too and they have not rejoined yet): their seats are not room. */
+	uint32_t live = 0, missing = 0;
+	for (uint32_t k = 0; k < c->n_members; k++)
+		live += c->members[k].self || c->members[k].has_demand;
+	if (c->state != JOINED || fg_now_ns() - c->joined_ns < c->o.lease_ttl_ns)
+		missing = expected_members(c) > live ? expected_members(c) - live : 0;
 	double *demands = malloc(sizeof(double) * (c->n_members ? c->n_members : 1));
 	uint32_t *targets = malloc(sizeof(uint32_t) * (c->n_members ? c->n_members : 1));
 	json_t *dl = json_object(), *gl = json_object();
 	for (uint32_t i = 0; i < c->n_levels; i++) {
 		struct level *l = &c->levels[i];
 		json_object_set_new(dl, l->name, json_pack("{s:i, s:f}", "limit", (json_int_t)l->limit, "demand", l->demand));
-		uint32_t n = 0, self = UINT32_MAX;
+		uint32_t n = 0, self = UINT32_MAX, mismatched = 0;
 		uint64_t others = 0;
 		uint32_t own = 0;
 		for (uint32_t k = 0; demands && targets && k < c->n_members; k++) {
@@ -339,7 +361,15 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 			const struct fg_cluster_record_level *d = m->has_demand ? record_level(&m->demand, l->name) : NULL;
 			if (d)
 				demands[n++] = d->demand; /* members that run the level share it */
+			if (d && d->limit != l->limit)
+				mismatched++;
 		}
+		if (mismatched && !l->mismatched)
+			fg_log(FG_LOG_WARN, "cluster: members run another limit for a level (configurations differ)",
+			       FG_LOG_STR("priority_level", l->name), FG_LOG_UINT("limit", l->limit),
+			       FG_LOG_UINT("members", mismatched));
+		l->mismatched = mismatched;
+		others += (uint64_t)missing * fallback_share(c, l->limit);
 		if (self == UINT32_MAX || fg_ledger_targets(l->limit, demands, n, targets)) {
 			dec[i] = (struct fg_ledger_decision){ .grant = own, .local_limit = 0, .limit_after = 0 };
 			l->target = 0;
@@ -444,9 +474,11 @@ static void exchange(struct fg_cluster *c)
 	c->exchanges++;
 	c->last_ok_ns = fg_now_ns();
 	c->last_error[0] = 0;
-	if (c->state != JOINED)
+	if (c->state != JOINED) {
+		c->joined_ns = c->last_ok_ns;
 		fg_log(FG_LOG_INFO, "cluster: joined", FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member),
 		       FG_LOG_UINT("members", c->n_members), FG_LOG_STR("endpoint", fg_etcd_endpoint(c->etcd_client)));
+	}
 	c->state = JOINED;
 	pthread_mutex_lock(&c->view_lock);
 	c->view.revision = revision;
@@ -456,7 +488,7 @@ static void exchange(struct fg_cluster *c)
 /* Every level at the fallback share. */
 static void fall_back(struct fg_cluster *c)
 {
-	uint32_t expected = c->o.expected_members ? c->o.expected_members : (c->most_members ? c->most_members : 1);
+	uint32_t expected = expected_members(c);
 	if (c->state != FALLBACK)
 		fg_log(FG_LOG_WARN, "cluster: etcd unreachable past the lease, the fallback share applies",
 		       FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member),
@@ -464,10 +496,8 @@ static void fall_back(struct fg_cluster *c)
 	c->state = FALLBACK;
 	c->lease = 0;
 	for (uint32_t i = 0; i < c->n_levels; i++) {
-		struct level *l = &c->levels[i];
-		uint32_t share = l->limit / expected;
-		l->cap = share ? share : (l->limit ? 1 : 0);
-		l->grant = 0;
+		c->levels[i].cap = fallback_share(c, c->levels[i].limit);
+		c->levels[i].grant = 0;
 	}
 }
 
@@ -613,10 +643,11 @@ json_t *fg_cluster_status_json(struct fg_cluster *c)
 	json_t *levels = json_array(), *members = json_array();
 	for (uint32_t i = 0; i < c->view.n_levels; i++) {
 		const struct level *l = &c->view.levels[i];
-		json_array_append_new(levels, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i}", "name", l->name, "limit",
+		json_array_append_new(levels, json_pack("{s:s, s:i, s:i, s:i, s:i, s:f, s:i, s:i}", "name", l->name, "limit",
 							(json_int_t)l->limit, "target", (json_int_t)l->target, "grant",
 							(json_int_t)l->grant, "local_limit", (json_int_t)l->cap, "demand",
-							l->demand, "executing", (json_int_t)l->executing));
+							l->demand, "executing", (json_int_t)l->executing,
+							"members_with_another_limit", (json_int_t)l->mismatched));
 	}
 	for (uint32_t k = 0; k < c->view.n_members; k++) {
 		const struct view_member *m = &c->view.members[k];

@@ -56,7 +56,7 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== libFuzzer targets, ${FUZZ_SECONDS}s each"
 if CC=clang build build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false; then
-  for target in proto netpkt settings control sim flowcontrol pending run; do
+  for target in proto netpkt settings control sim flowcontrol pending run etcd; do
     corpus=$(mktemp -d)
     cp tests/fuzz/corpus/$target/* "$corpus"/ 2>/dev/null
     if build-fuzz/tests/fuzz_$target -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 \
