@@ -164,14 +164,23 @@ def check_pool(phase, since):
 
 # --- three instances, uneven load ------------------------------------------
 phase_start = time.time() - T0
-daemons = {m: start_daemon(m) for m in LOADS}
-st = daemons["m1"].status()
-t.check(st["cluster"].get("enabled") is True and st["cluster"].get("member") == "m1",
-        f"cluster mode on, member id m1 ({json.dumps(st['cluster'])[:200]})")
+# A rolling start with traffic from the first moment, as behind a load
+# balancer: m3 (16 clients) alone first takes the whole limit; m2 and m1 join
+# with their loads while m3 holds all 12 seats — a joining member must run
+# nothing until m3 has given seats up.
+daemons, loads = {}, {}
+daemons["m3"] = start_daemon("m3")
+loads["m3"] = start_load("m3")
+st = daemons["m3"].wait_status(lambda s: (cluster_level(s) or {}).get("local_limit") == LIMIT, timeout=TTL_S + 2)
+t.check(st["cluster"].get("enabled") is True and st["cluster"].get("member") == "m3",
+        f"cluster mode on, member id m3 ({json.dumps(st['cluster'])[:200]})")
 lv = cluster_level(st)
 # nominal = ceil(12 x 1000 / (1000 + catch-all's 5)) = 12 (configuration.md, "Derived limits")
-t.check(lv is not None and lv["limit"] == LIMIT, f"the level's cluster-wide limit is its nominal limit, {LIMIT} ({lv})")
-loads = {m: start_load(m) for m in LOADS}
+t.check(lv is not None and lv["limit"] == LIMIT and lv["local_limit"] == LIMIT,
+        f"alone, m3 takes the level's whole cluster-wide limit, its nominal {LIMIT} ({lv})")
+for m in ("m2", "m1"):
+    daemons[m] = start_daemon(m)
+    loads[m] = start_load(m)
 
 waited, got, ok = wait_split(list(LOADS), STEADY_TIMEOUT_S, polls=STEADY_POLLS)
 want = max_min(LOADS, LIMIT)
