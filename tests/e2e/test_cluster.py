@@ -23,8 +23,10 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
+import urllib.request
 
 import etcdtest
 import fgtest as t
@@ -191,6 +193,22 @@ t.check(members == set(LOADS), f"m1 sees members {sorted(members)}")
 total = sum(g for g, _, _ in shares(LOADS).values())
 t.check(total <= LIMIT, f"grants sum to {total} <= {LIMIT}")
 check_pool("steady state", phase_start)
+
+# --- the same figures in /metrics (metrics.md "Cluster mode"), which promtool accepts
+st1 = daemons["m1"].status()
+body = urllib.request.urlopen(f"http://{st1['http']}/metrics", timeout=5).read().decode()
+lv1 = next(l for l in st1["cluster"]["levels"] if l["name"] == t.TEST_LEVEL)
+for name, want_v in (("fairgate_cluster_level_limit_seats", LIMIT), ("fairgate_cluster_members", 3),
+                     ("fairgate_cluster_fallback", 0)):
+    line = next((ln for ln in body.splitlines() if ln.startswith(name) and
+                 (f'priority_level="{t.TEST_LEVEL}"' in ln or "{" not in ln)), None)
+    t.check(line is not None and float(line.split()[-1]) == want_v, f"/metrics {name}: {line} (want {want_v})")
+grants = [ln for ln in body.splitlines()
+          if ln.startswith("fairgate_cluster_member_grant_seats{") and f'priority_level="{t.TEST_LEVEL}"' in ln]
+t.check(len(grants) == 3, f"/metrics has each member's grant of {t.TEST_LEVEL}: {grants}")
+if shutil.which("promtool"):
+    pt = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, text=True)
+    t.check(pt.returncode == 0, f"promtool check metrics: {pt.stdout}{pt.stderr}")
 
 # --- one instance killed, then restarted with the same member id -----------
 phase_start = time.time() - T0
