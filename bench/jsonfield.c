@@ -9,14 +9,15 @@
 #include <string.h>
 
 #include "duration.h"
+#include "reason.h"
 
 int fg_jf_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	int rc = fg_vreason(-EINVAL, err, errlen, fmt, ap);
 	va_end(ap);
-	return -EINVAL;
+	return rc;
 }
 
 int fg_jf_duration(json_t *obj, const char *key, int64_t dflt, int64_t *out, const char *path, char *err,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* settings_table — every setting defined once; see settings_table.h. */
 #include "settings_table.h"
+#include "reason.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -150,16 +151,6 @@ static const void *cfield(const struct fg_setting *row, const struct fg_settings
 	return (const char *)s + row->offset;
 }
 
-static int reason(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int reason(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static void append(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 bool fg_setting_is_list(const struct fg_setting *row)
@@ -186,9 +177,9 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		errno = 0;
 		unsigned long long v = strtoull(text, &end, 10);
 		if (errno || *end || end == text || *text == '-' || *text == '+' || *text == ' ')
-			return reason(why, whylen, "must be a whole number in [%" PRId64 ", %" PRId64 "]", row->lo, row->hi);
+			return fg_reason(-EINVAL, why, whylen, "must be a whole number in [%" PRId64 ", %" PRId64 "]", row->lo, row->hi);
 		if ((long long)v < row->lo || (long long)v > row->hi)
-			return reason(why, whylen, "must be in [%" PRId64 ", %" PRId64 "], got %s", row->lo, row->hi, text);
+			return fg_reason(-EINVAL, why, whylen, "must be in [%" PRId64 ", %" PRId64 "], got %s", row->lo, row->hi, text);
 		*(uint32_t *)field(row, s) = (uint32_t)v;
 		return 0;
 	}
@@ -196,17 +187,17 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		int64_t ns;
 		char d[32];
 		if (fg_duration_parse(text, strlen(text), &ns) || ns < 0)
-			return reason(why, whylen, "must be a duration string such as \"1.5s\" or \"250ms\"");
+			return fg_reason(-EINVAL, why, whylen, "must be a duration string such as \"1.5s\" or \"250ms\"");
 		if (ns < row->lo)
-			return reason(why, whylen, "must be at least %" PRId64 "ns", row->lo);
+			return fg_reason(-EINVAL, why, whylen, "must be at least %" PRId64 "ns", row->lo);
 		if (row->hi && ns > row->hi)
-			return reason(why, whylen, "must be at most %s", fg_duration_format(row->hi, d, sizeof(d)));
+			return fg_reason(-EINVAL, why, whylen, "must be at most %s", fg_duration_format(row->hi, d, sizeof(d)));
 		*(int64_t *)field(row, s) = ns;
 		return 0;
 	}
 	case FG_SET_BOOL:
 		if (strcmp(text, "true") && strcmp(text, "false"))
-			return reason(why, whylen, "must be true or false");
+			return fg_reason(-EINVAL, why, whylen, "must be true or false");
 		*(bool *)field(row, s) = !strcmp(text, "true");
 		return 0;
 	case FG_SET_ENUM: {
@@ -219,21 +210,21 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		size_t n = 0;
 		for (int i = 0; row->names[i]; i++)
 			append(list, sizeof(list), &n, "%s\"%s\"", i ? (row->names[i + 1] ? ", " : " or ") : "", row->names[i]);
-		return reason(why, whylen, "must be %s", list);
+		return fg_reason(-EINVAL, why, whylen, "must be %s", list);
 	}
 	case FG_SET_CIDRS: {
 		struct fg_cidr c;
 		if (s->n_trusted >= (uint32_t)row->hi)
-			return reason(why, whylen, "too many prefixes (at most %" PRId64 ")", row->hi);
+			return fg_reason(-EINVAL, why, whylen, "too many prefixes (at most %" PRId64 ")", row->hi);
 		if (fg_cidr_parse(text, &c))
-			return reason(why, whylen, "invalid prefix \"%.64s\" (want A.B.C.D/N, N 0..32, no host bits set)",
+			return fg_reason(-EINVAL, why, whylen, "invalid prefix \"%.64s\" (want A.B.C.D/N, N 0..32, no host bits set)",
 				      text);
 		s->trusted[s->n_trusted++] = c;
 		return 0;
 	}
 	case FG_SET_ENDPOINT:
 		if (fg_endpoint_parse(text, (struct fg_endpoint *)field(row, s)))
-			return reason(why, whylen, strchr(text, ':') != strrchr(text, ':')
+			return fg_reason(-EINVAL, why, whylen, strchr(text, ':') != strrchr(text, ':')
 					  ? "must be \"IPv4:PORT\": IPv4 only (IPv6 is not supported yet)"
 					  : "must be \"IPv4:PORT\"");
 		return 0;
@@ -245,22 +236,22 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		}
 		struct fg_endpoint ep;
 		if (fg_endpoint_parse_bind(text, &ep))
-			return reason(why, whylen, "must be \"IPv4:PORT\" (port 0: any free port; IPv4 only) or \"off\"");
+			return fg_reason(-EINVAL, why, whylen, "must be \"IPv4:PORT\" (port 0: any free port; IPv4 only) or \"off\"");
 		l->on = true;
 		l->ep = ep;
 		return 0;
 	}
 	case FG_SET_PATH:
 		if (!*text || strlen(text) >= row->size)
-			return reason(why, whylen, "must be a path of 1..%zu bytes", row->size - 1);
+			return fg_reason(-EINVAL, why, whylen, "must be a path of 1..%zu bytes", row->size - 1);
 		snprintf((char *)field(row, s), row->size, "%s", text);
 		return 0;
 	case FG_SET_BACKENDS: {
 		int rc = fg_settings_add_backend(s, text);
 		if (rc == -ENOSPC)
-			return reason(why, whylen, "too many backends (at most %u)", FG_MAX_BACKENDS);
+			return fg_reason(-EINVAL, why, whylen, "too many backends (at most %u)", FG_MAX_BACKENDS);
 		if (rc)
-			return reason(why, whylen, "invalid backend \"%.100s\" (want " BACKEND_FORMAT ")", text,
+			return fg_reason(-EINVAL, why, whylen, "invalid backend \"%.100s\" (want " BACKEND_FORMAT ")", text,
 				      FG_MAX_BACKEND_SEATS);
 		return 0;
 	}
@@ -269,7 +260,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		while (ok < n && (isalnum((unsigned char)text[ok]) || strchr("_.-", text[ok])))
 			ok++;
 		if (n >= row->size || ok < n || *text == '-')
-			return reason(why, whylen, "must be a group name (letters, digits, '_', '.', '-', at most %zu "
+			return fg_reason(-EINVAL, why, whylen, "must be a group name (letters, digits, '_', '.', '-', at most %zu "
 				      "bytes) or a numeric gid", row->size - 1);
 		snprintf((char *)field(row, s), row->size, "%s", text);
 		return 0;
@@ -280,12 +271,12 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		unsigned long v = strtoul(text, &end, 8);
 		size_t n = strlen(text);
 		if (errno || *end || n < 3 || n > 4 || strspn(text, "01234567") != n)
-			return reason(why, whylen, "must be an octal mode such as \"0660\"");
+			return fg_reason(-EINVAL, why, whylen, "must be an octal mode such as \"0660\"");
 		if (v & 07000)
-			return reason(why, whylen, "%04lo has setuid, setgid or sticky bits: give owner and group bits "
+			return fg_reason(-EINVAL, why, whylen, "%04lo has setuid, setgid or sticky bits: give owner and group bits "
 				      "only (at most %04lo)", v, (unsigned long)row->hi);
 		if (v & ~(unsigned long)row->hi)
-			return reason(why, whylen, "%04lo gives others access: any local user could reach the control "
+			return fg_reason(-EINVAL, why, whylen, "%04lo gives others access: any local user could reach the control "
 				      "socket; owner and group bits only (at most %04lo, e.g. 0660)", v,
 				      (unsigned long)row->hi);
 		*(uint32_t *)field(row, s) = (uint32_t)v;
@@ -296,7 +287,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		while (ok < n && (isalnum((unsigned char)text[ok]) || strchr("_.:-", text[ok])))
 			ok++;
 		if (n >= row->size || ok < n || (int64_t)n < row->lo)
-			return reason(why, whylen, "must be %" PRId64 "..%zu letters, digits, '_', '.', ':' or '-'", row->lo,
+			return fg_reason(-EINVAL, why, whylen, "must be %" PRId64 "..%zu letters, digits, '_', '.', ':' or '-'", row->lo,
 				      row->size - 1);
 		snprintf((char *)field(row, s), row->size, "%s", text);
 		return 0;
@@ -305,9 +296,9 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		char bad[96];
 		int n = fg_urls_parse(text, (unsigned)row->hi, NULL, bad, sizeof(bad));
 		if (n < 0)
-			return reason(why, whylen, "%s", bad);
+			return fg_reason(-EINVAL, why, whylen, "%s", bad);
 		if (strlen(text) >= row->size)
-			return reason(why, whylen, "must be at most %zu bytes", row->size - 1);
+			return fg_reason(-EINVAL, why, whylen, "must be at most %zu bytes", row->size - 1);
 		snprintf((char *)field(row, s), row->size, "%s", text);
 		return 0;
 	}
@@ -315,7 +306,7 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 	case FG_SET_IDENTITIES:
 		break;
 	}
-	return reason(why, whylen, "cannot be given as text");
+	return fg_reason(-EINVAL, why, whylen, "cannot be given as text");
 }
 
 static void set_admins(const struct fg_setting *row, struct fg_settings *s, json_t *admins, struct fg_errors *errs)

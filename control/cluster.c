@@ -16,6 +16,7 @@
 #include "etcd.h"
 #include "expfmt.h"
 #include "ledger.h"
+#include "reason.h"
 #include "log.h"
 #include "seqlock.h"
 
@@ -96,16 +97,6 @@ void fg_cluster_record_free(struct fg_cluster_record *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int bad(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 int fg_cluster_parse_record(const char *text, size_t len, bool grant, struct fg_cluster_record *out, char *why,
 			    size_t whylen)
 {
@@ -115,11 +106,11 @@ int fg_cluster_parse_record(const char *text, size_t len, bool grant, struct fg_
 	int rc = 0;
 	json_t *levels = root ? json_object_get(root, "levels") : NULL, *gen = root ? json_object_get(root, "generation") : NULL;
 	if (!json_is_object(root) || !json_is_object(levels))
-		rc = bad(why, whylen, "not an object with \"levels\"");
+		rc = fg_reason(-EINVAL, why, whylen, "not an object with \"levels\"");
 	else if (!grant && (!json_is_integer(gen) || json_integer_value(gen) < 0))
-		rc = bad(why, whylen, "\"generation\" must be a whole number >= 0");
+		rc = fg_reason(-EINVAL, why, whylen, "\"generation\" must be a whole number >= 0");
 	else if (json_object_size(levels) > FG_MAX_LEVELS)
-		rc = bad(why, whylen, "more than %u levels", FG_MAX_LEVELS);
+		rc = fg_reason(-EINVAL, why, whylen, "more than %u levels", FG_MAX_LEVELS);
 	else if (json_object_size(levels) && !(out->levels = calloc(json_object_size(levels), sizeof(*out->levels))))
 		rc = -ENOMEM;
 	if (!rc && gen)
@@ -129,13 +120,13 @@ int fg_cluster_parse_record(const char *text, size_t len, bool grant, struct fg_
 	json_object_foreach(rc ? NULL : levels, name, v) {
 		struct fg_cluster_record_level *l = &out->levels[out->n];
 		if (!*name || strlen(name) >= sizeof(l->name)) {
-			rc = bad(why, whylen, "a level name of 1..%u bytes", FG_LEVEL_NAME_MAX - 1);
+			rc = fg_reason(-EINVAL, why, whylen, "a level name of 1..%u bytes", FG_LEVEL_NAME_MAX - 1);
 			break;
 		}
 		snprintf(l->name, sizeof(l->name), "%s", name);
 		if (grant) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > FG_MAX_SEAT_LIMIT) {
-				rc = bad(why, whylen, "levels.%s: seats must be in [0, %u]", l->name, FG_MAX_SEAT_LIMIT);
+				rc = fg_reason(-EINVAL, why, whylen, "levels.%s: seats must be in [0, %u]", l->name, FG_MAX_SEAT_LIMIT);
 				break;
 			}
 			l->grant = (uint32_t)json_integer_value(v);
@@ -145,7 +136,7 @@ int fg_cluster_parse_record(const char *text, size_t len, bool grant, struct fg_
 			double d = json_is_number(dem) ? json_number_value(dem) : -1;
 			if (!json_is_integer(lim) || json_integer_value(lim) < 0 || json_integer_value(lim) > FG_MAX_SEAT_LIMIT ||
 			    !(d >= 0 && d <= 1e9)) {
-				rc = bad(why, whylen, "levels.%s: want {limit: 0..%u, demand: 0..1e9}", l->name,
+				rc = fg_reason(-EINVAL, why, whylen, "levels.%s: want {limit: 0..%u, demand: 0..1e9}", l->name,
 					 FG_MAX_SEAT_LIMIT);
 				break;
 			}
@@ -568,7 +559,7 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 {
 	struct fg_cluster *c = calloc(1, sizeof(*c));
 	if (!c) {
-		bad(why, whylen, "out of memory");
+		fg_reason(-EINVAL, why, whylen, "out of memory");
 		return NULL;
 	}
 	c->o = *o;
@@ -594,11 +585,11 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 		ok = c->view.members[k].demand && c->view.members[k].grant;
 	}
 	if (!ok)
-		bad(why, whylen, "out of memory");
+		fg_reason(-EINVAL, why, whylen, "out of memory");
 	else if (!(c->etcd_client = fg_etcd_new(c->etcd, (long)call_timeout_ms(o), why, whylen)))
 		ok = false;
 	else if (pthread_create(&c->thread, NULL, cluster_main, c)) {
-		bad(why, whylen, "cannot start the cluster thread");
+		fg_reason(-EINVAL, why, whylen, "cannot start the cluster thread");
 		ok = false;
 	}
 	if (!ok) {

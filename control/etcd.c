@@ -15,6 +15,7 @@
 
 #include "defs.h"
 #include "endpoint.h"
+#include "reason.h"
 
 struct fg_etcd {
 	CURL *curl;
@@ -27,16 +28,6 @@ struct fg_etcd {
 	char error[256];
 };
 
-static int fail(char *why, size_t whylen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t whylen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
 {
@@ -47,13 +38,13 @@ struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t
 {
 	struct fg_etcd *e = calloc(1, sizeof(*e));
 	if (!e) {
-		fail(why, whylen, -ENOMEM, "out of memory");
+		fg_reason(-ENOMEM, why, whylen, "out of memory");
 		return NULL;
 	}
 	int n = fg_urls_parse(urls, FG_CLUSTER_MAX_ENDPOINTS, e->urls, why, whylen);
 	if (n <= 0) {
 		if (n == 0)
-			fail(why, whylen, -EINVAL, "no etcd endpoint");
+			fg_reason(-EINVAL, why, whylen, "no etcd endpoint");
 		free(e);
 		return NULL;
 	}
@@ -61,7 +52,7 @@ struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t
 	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
 	pthread_once(&curl_once, curl_init_once);
 	if (sodium_init() < 0 || !(e->curl = curl_easy_init())) {
-		fail(why, whylen, -ENOMEM, "cannot start an HTTP client");
+		fg_reason(-ENOMEM, why, whylen, "cannot start an HTTP client");
 		free(e);
 		return NULL;
 	}
@@ -187,14 +178,14 @@ static int parse_answer(const char *body, size_t len, json_t **out, char *why, s
 	*out = NULL;
 	if (!root || !json_is_object(root)) {
 		json_decref(root);
-		return fail(why, whylen, -EPROTO, "etcd's answer is not a JSON object");
+		return fg_reason(-EPROTO, why, whylen, "etcd's answer is not a JSON object");
 	}
 	json_t *err = json_object_get(root, "error");
 	if (err) {
 		int64_t code = 0;
 		get_i64(root, "code", &code);
 		const char *msg = json_is_string(err) ? json_string_value(err) : "?";
-		int rc = fail(why, whylen, code == 5 ? -ENOENT : -EPROTO, "etcd: %.200s", msg);
+		int rc = fg_reason(code == 5 ? -ENOENT : -EPROTO, why, whylen, "etcd: %.200s", msg);
 		json_decref(root);
 		return rc;
 	}
@@ -206,7 +197,7 @@ static int header_revision(json_t *root, int64_t *rev, char *why, size_t whylen)
 {
 	json_t *h = json_object_get(root, "header");
 	if (!json_is_object(h) || get_i64(h, "revision", rev) || *rev < 0)
-		return fail(why, whylen, -EPROTO, "etcd's answer has no valid header.revision");
+		return fg_reason(-EPROTO, why, whylen, "etcd's answer has no valid header.revision");
 	return 0;
 }
 
@@ -243,12 +234,12 @@ int fg_etcd_parse_range(const char *body, size_t len, struct fg_etcd_range *out,
 	rc = header_revision(root, &out->revision, why, whylen);
 	json_t *kvs = json_object_get(root, "kvs");
 	if (!rc && kvs && !json_is_array(kvs))
-		rc = fail(why, whylen, -EPROTO, "etcd's kvs is not a list");
+		rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs is not a list");
 	size_t n = kvs ? json_array_size(kvs) : 0;
 	if (!rc && n > FG_ETCD_MAX_KVS)
-		rc = fail(why, whylen, -EPROTO, "etcd returned %zu keys (at most %u are read)", n, FG_ETCD_MAX_KVS);
+		rc = fg_reason(-EPROTO, why, whylen, "etcd returned %zu keys (at most %u are read)", n, FG_ETCD_MAX_KVS);
 	if (!rc && n && !(out->kvs = calloc(n, sizeof(*out->kvs))))
-		rc = fail(why, whylen, -ENOMEM, "out of memory");
+		rc = fg_reason(-ENOMEM, why, whylen, "out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *kv = json_array_get(kvs, i);
 		struct fg_etcd_kv *o = &out->kvs[i];
@@ -257,16 +248,16 @@ int fg_etcd_parse_range(const char *body, size_t len, struct fg_etcd_range *out,
 		char *value = malloc(FG_ETCD_VALUE_MAX);
 		json_t *v = json_is_object(kv) ? json_object_get(kv, "value") : NULL;
 		if (!value)
-			rc = fail(why, whylen, -ENOMEM, "out of memory");
+			rc = fg_reason(-ENOMEM, why, whylen, "out of memory");
 		else if (!json_is_object(kv) || b64_decode(json_object_get(kv, "key"), o->key, sizeof(o->key), &klen) ||
 			 strlen(o->key) != klen)
-			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu].key is not base64 of at most %u bytes of text", i,
+			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu].key is not base64 of at most %u bytes of text", i,
 				  FG_ETCD_KEY_MAX - 1);
 		else if (v ? b64_decode(v, value, FG_ETCD_VALUE_MAX, &o->value_len) : (value[0] = 0, 0))
-			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu].value is not base64 of at most %u bytes", i,
+			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu].value is not base64 of at most %u bytes", i,
 				  FG_ETCD_VALUE_MAX - 1);
 		else if (get_i64(kv, "mod_revision", &o->mod_revision) || get_i64(kv, "lease", &o->lease))
-			rc = fail(why, whylen, -EPROTO, "etcd's kvs[%zu] has a malformed number", i);
+			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu] has a malformed number", i);
 		o->value = value;
 	}
 	json_decref(root);
@@ -284,9 +275,9 @@ int fg_etcd_parse_lease(const char *body, size_t len, int64_t *id, int64_t *ttl_
 	if (!r)
 		r = root;
 	if (!json_is_object(r) || get_i64(r, "ID", id) || get_i64(r, "TTL", ttl_s) || *ttl_s < 0)
-		rc = fail(why, whylen, -EPROTO, "etcd's lease answer has no valid ID and TTL");
+		rc = fg_reason(-EPROTO, why, whylen, "etcd's lease answer has no valid ID and TTL");
 	else if (*ttl_s == 0)
-		rc = fail(why, whylen, -ENOENT, "the lease expired");
+		rc = fg_reason(-ENOENT, why, whylen, "the lease expired");
 	json_decref(root);
 	return rc;
 }
@@ -301,7 +292,7 @@ int fg_etcd_parse_txn(const char *body, size_t len, bool *succeeded, char *why, 
 	rc = header_revision(root, &rev, why, whylen);
 	json_t *s = json_object_get(root, "succeeded"); /* the gateway leaves out false */
 	if (!rc && s && !json_is_boolean(s))
-		rc = fail(why, whylen, -EPROTO, "etcd's succeeded is not a boolean");
+		rc = fg_reason(-EPROTO, why, whylen, "etcd's succeeded is not a boolean");
 	*succeeded = s && json_is_true(s);
 	json_decref(root);
 	return rc;
@@ -334,7 +325,7 @@ static int call(struct fg_etcd *e, const char *path, json_t *req)
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text)
-		return fail(e->error, sizeof(e->error), -ENOMEM, "out of memory");
+		return fg_reason(-ENOMEM, e->error, sizeof(e->error), "out of memory");
 	int rc = post(e, path, text);
 	free(text);
 	return rc;
@@ -354,7 +345,7 @@ int fg_etcd_lease_keepalive(struct fg_etcd *e, int64_t id, int64_t *ttl_s)
 	if (!rc)
 		rc = fg_etcd_parse_lease(e->body, e->len, &got, ttl_s, e->error, sizeof(e->error));
 	if (!rc && got != id)
-		rc = fail(e->error, sizeof(e->error), -EPROTO, "etcd kept another lease alive");
+		rc = fg_reason(-EPROTO, e->error, sizeof(e->error), "etcd kept another lease alive");
 	return rc;
 }
 
