@@ -85,6 +85,12 @@ static void advance(struct fg_queueset *qs, uint64_t now)
 {
 	if (now <= qs->last_ns)
 		return;
+	if (qs->held_for && qs->seats_in_use < qs->cfg.concurrency_limit) {
+		/* Saturating: the credit is capped at one head's cost anyway. */
+		unsigned __int128 idled = (unsigned __int128)(qs->cfg.concurrency_limit - qs->seats_in_use) *
+					  (now - qs->last_ns) + qs->held_seat_ns;
+		qs->held_seat_ns = idled > UINT64_MAX ? UINT64_MAX : (uint64_t)idled;
+	}
 	if (!qs->cfg.usage_based) {
 		if (qs->rate_stale)
 			update_rate(qs);
@@ -538,7 +544,12 @@ void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 	advance(qs, now);
 	/* Never above the limit the fair-share trees were sized for. */
 	uint32_t size = qs->demands.share.size;
+	uint32_t was = qs->cfg.concurrency_limit;
 	qs->cfg.concurrency_limit = size && limit > size ? size : limit;
+	/* A moved allotment: the allotter is handing seats around (its own
+	 * credit covers the blocked head), so the idle seat-time is not ours. */
+	if (qs->cfg.concurrency_limit != was)
+		qs->held_for = NULL;
 	qs->rate_stale = true;
 }
 
@@ -580,10 +591,25 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	if (!fg_qs_fits(qs, r->seats)) {
 		qs->stats.blocked_by_width++;
 		qs->blocked = r;
+		if (qs->held_for != r && r->seats <= qs->cfg.concurrency_limit) {
+			qs->held_for = r; /* the free seats idle for it from now */
+			qs->held_seat_ns = 0;
+		}
 		return NULL; /* seats accumulate for this head; nothing bypasses it */
 	}
-	uint64_t start = later(q->f_prev, r->arrival_r);
-	q->f_prev = start + fg_qs_req_cost(r);
+	/* The seat-time that idled while this head waited for room is not its
+	 * service: its queue is credited with it (at most the head's cost), so
+	 * its next head leads the next burst instead of finding one seat left
+	 * again (docs/fair-queuing.md, section 8). */
+	uint64_t start = later(q->f_prev, r->arrival_r), cost = fg_qs_req_cost(r);
+	uint64_t credit = 0;
+	if (qs->held_for == r) {
+		credit = fg_qs_weighted(qs->held_seat_ns, r->weight);
+		if (credit > cost)
+			credit = cost;
+	}
+	qs->held_for = NULL;
+	q->f_prev = start + cost - credit;
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	q->seats_executing += r->seats;
@@ -605,6 +631,8 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	advance(qs, now);
 	struct fg_qs_queue *q = &qs->queues[r->queue];
 	bool was_head = q->head == r;
+	if (qs->held_for == r)
+		qs->held_for = NULL;
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	demand_changed(qs, before, contribution_of(q));

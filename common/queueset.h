@@ -20,7 +20,11 @@
  *   takes the smallest F (common/order: a calendar of finishes in front of a
  *   skip list; ties in round-robin order) while the head's seats fit; a head that does not fit
  *   blocks the level (nothing bypasses it); a head wider than the limit runs
- *   alone.  A queue using less than its share is bumped to R on arrival, so
+ *   alone.  The seat-time that idles while a head waits for room (free seats
+ *   of this queue set, from its block until it is dispatched, counted only
+ *   while the limit stays put: a moved allotment is the allotter's business)
+ *   is credited to its queue at its dispatch, at most the head's cost: F =
+ *   S + cost - credit.  A queue using less than its share is bumped to R on arrival, so
  *   it banks no credit; a queue served ahead of its share keeps that debt,
  *   even across idle periods.
  * - Completion corrects F_prev by initial_seats * (actual - guess); seats stay
@@ -211,6 +215,9 @@ struct fg_queueset {
 	uint32_t seats_waiting;
 	struct fg_qs_req *blocked;   /* the head that did not fit: valid right after fg_qs_dispatch_next
 				 * returned NULL and counted stats.blocked_by_width */
+	struct fg_qs_req *held_for;  /* the blocked head the free seats are held for, until it is
+				      * dispatched or leaves (NULL: none) */
+	uint64_t held_seat_ns;       /* seat-ns that idled for held_for so far */
 	struct fg_qs_stats stats;
 };
 
