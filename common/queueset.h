@@ -20,13 +20,15 @@
  *   takes the smallest F (common/order: a calendar of finishes in front of a
  *   skip list; ties in round-robin order) while the head's seats fit; a head that does not fit
  *   blocks the level (nothing bypasses it); a head wider than the limit runs
- *   alone.  The seat-time that idles while a head waits for room (free seats
- *   of this queue set, from its block until it is dispatched, counted only
- *   while the limit stays put: a moved allotment is the allotter's business)
- *   is credited to its queue at its dispatch, at most the head's cost: F =
- *   S + cost - credit.  A queue using less than its share is bumped to R on arrival, so
+ *   alone.  A queue using less than its share is bumped to R on arrival, so
  *   it banks no credit; a queue served ahead of its share keeps that debt,
  *   even across idle periods.
+ * - Idle credit: the seat-time that idles while the first head waits for
+ *   room (this queue set's free seats, from its block until its dispatch)
+ *   is not its service: its queue's F_prev is set to S + cost - credit at
+ *   its dispatch, credit <= the head's cost.  Dropped when another head is
+ *   dispatched first, the head leaves, the limit (a worker's allotment)
+ *   moves or the set is reconfigured; not kept on UsageBased levels.
  * - Completion corrects F_prev by initial_seats * (actual - guess); seats stay
  *   held for the extra latency, then are released.  The guess is learned:
  *   the mean of the first 8 durations, then an EWMA with weight 1/8
