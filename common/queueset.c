@@ -71,6 +71,9 @@ static int demands_init(struct fg_qs_demands *d, const struct fg_qs_config *cfg)
 	return rc;
 }
 
+/* A blocked head holds free seats (rare: only while a wide head waits). */
+static inline bool unlikely_held(const struct fg_queueset *qs) { return __builtin_expect(qs->held_for != NULL, 0); }
+
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 
 static void update_rate(struct fg_queueset *qs);
@@ -79,12 +82,25 @@ static void fold_usage(struct fg_queueset *qs, uint64_t now);
 /* Dispatch by usage (the level is UsageBased and its table exists). */
 static inline bool usage_on(const struct fg_queueset *qs) { return qs->cfg.usage_based && qs->usage.flows; }
 
+/* The free seats idled for the blocked head until now (out of line: rare). */
+static __attribute__((noinline, cold)) void count_held(struct fg_queueset *qs, uint64_t now)
+{
+	if (qs->seats_in_use >= qs->cfg.concurrency_limit)
+		return;
+	/* Saturating: the credit is capped at one head's cost anyway. */
+	unsigned __int128 idled = (unsigned __int128)(qs->cfg.concurrency_limit - qs->seats_in_use) *
+				  (now - qs->last_ns) + qs->held_seat_ns;
+	qs->held_seat_ns = idled > UINT64_MAX ? UINT64_MAX : (uint64_t)idled;
+}
+
 /* R moves at the current fair share until now (not on a UsageBased level:
  * its order needs no virtual time); a due usage fold happens. */
 static void advance(struct fg_queueset *qs, uint64_t now)
 {
 	if (now <= qs->last_ns)
 		return;
+	if (unlikely_held(qs))
+		count_held(qs, now);
 	if (!qs->cfg.usage_based) {
 		if (qs->rate_stale)
 			update_rate(qs);
@@ -357,6 +373,7 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		fg_usage_set_params(&qs->usage, &p->cfg.usage, now); /* checked in prepare */
 	qs->n_alloc = p->n_alloc;
 	qs->rate_stale = true;
+	qs->held_for = NULL; /* the seats were counted against the old limits */
 	if (rekey_needed) { /* the order's meaning changed */
 		/* Back to MaxMin: R stood still meanwhile, so every queue starts
 		 * afresh at it (no debt from the UsageBased period). */
@@ -539,7 +556,12 @@ void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 	advance(qs, now);
 	/* Never above the limit the fair-share trees were sized for. */
 	uint32_t size = qs->demands.share.size;
+	uint32_t was = qs->cfg.concurrency_limit;
 	qs->cfg.concurrency_limit = size && limit > size ? size : limit;
+	/* A moved allotment: the allotter is handing seats around (its own
+	 * credit covers the blocked head), so the idle seat-time is not ours. */
+	if (qs->cfg.concurrency_limit != was)
+		qs->held_for = NULL;
 	qs->rate_stale = true;
 }
 
@@ -581,10 +603,28 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	if (!fg_qs_fits(qs, r->seats)) {
 		qs->stats.blocked_by_width++;
 		qs->blocked = r;
+		/* Not on UsageBased levels: F is not their order. */
+		if (qs->held_for != r && r->seats <= qs->cfg.concurrency_limit && !qs->cfg.usage_based) {
+			qs->held_for = r; /* the free seats idle for it from now */
+			qs->held_seat_ns = 0;
+		}
 		return NULL; /* seats accumulate for this head; nothing bypasses it */
 	}
-	uint64_t start = later(q->f_prev, r->arrival_r);
-	q->f_prev = start + fg_qs_req_cost(r);
+	/* The seat-time that idled while this head waited for room is not its
+	 * service: its queue is credited with it (at most the head's cost), so
+	 * its next head leads the next burst instead of finding one seat left
+	 * again (docs/fair-queuing.md, section 8). */
+	uint64_t start = later(q->f_prev, r->arrival_r), cost = fg_qs_req_cost(r);
+	uint64_t credit = 0;
+	if (unlikely_held(qs)) {
+		if (qs->held_for == r) {
+			credit = fg_qs_weighted(qs->held_seat_ns, r->weight);
+			if (credit > cost)
+				credit = cost;
+		}
+		qs->held_for = NULL; /* another head went first: the wait starts over */
+	}
+	q->f_prev = start + cost - credit;
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	q->seats_executing += r->seats;
@@ -606,6 +646,8 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	advance(qs, now);
 	struct fg_qs_queue *q = &qs->queues[r->queue];
 	bool was_head = q->head == r;
+	if (qs->held_for == r)
+		qs->held_for = NULL;
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	demand_changed(qs, before, contribution_of(q));

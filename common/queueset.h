@@ -23,6 +23,12 @@
  *   alone.  A queue using less than its share is bumped to R on arrival, so
  *   it banks no credit; a queue served ahead of its share keeps that debt,
  *   even across idle periods.
+ * - Idle credit: the seat-time that idles while the first head waits for
+ *   room (this queue set's free seats, from its block until its dispatch)
+ *   is not its service: its queue's F_prev is set to S + cost - credit at
+ *   its dispatch, credit <= the head's cost.  Dropped when another head is
+ *   dispatched first, the head leaves, the limit (a worker's allotment)
+ *   moves or the set is reconfigured; not kept on UsageBased levels.
  * - Completion corrects F_prev by initial_seats * (actual - guess); seats stay
  *   held for the extra latency, then are released.  The guess is learned:
  *   the mean of the first 8 durations, then an EWMA with weight 1/8
@@ -215,6 +221,9 @@ struct fg_queueset {
 	uint32_t seats_waiting;
 	struct fg_qs_req *blocked;   /* the head that did not fit: valid right after fg_qs_dispatch_next
 				 * returned NULL and counted stats.blocked_by_width */
+	struct fg_qs_req *held_for;  /* the blocked head the free seats are held for, until it is
+				      * dispatched or leaves (NULL: none) */
+	uint64_t held_seat_ns;       /* seat-ns that idled for held_for so far */
 	struct fg_qs_stats stats;
 };
 

@@ -203,13 +203,44 @@ static void fit_heads(unsigned n_workers, const struct fg_seatshare_view *v, con
 	}
 }
 
-/* Whole-seat targets from the shares: the largest-remainder rounding, then
- * wide heads fitted by credit (see fit_heads). */
+/*
+ * A worker whose next request is wider than the seats its target leaves it
+ * beyond its use would hold those seats idle (nothing bypasses its head).
+ * Until its credit covers the head (then fit_heads gathers the seats for
+ * it), they go, one at a time, to the waiting worker owed most whose head
+ * one more seat lets start: the seats work, and the lender's credit keeps
+ * growing for the turn of its wide head.
+ */
+static void lend_spares(unsigned n_workers, const struct fg_seatshare_view *v, const double *credit, uint32_t *target)
+{
+	for (unsigned w = 0; w < n_workers; w++) {
+		if (v[w].head <= 1 || credit[w] >= v[w].head)
+			continue;
+		while (target[w] > v[w].used && target[w] - v[w].used < v[w].head) {
+			int best = -1;
+			for (unsigned d = 0; d < n_workers; d++) {
+				if (d == w || !v[d].head || target[d] >= v[d].used + v[d].head ||
+				    target[d] + 1 < v[d].used + v[d].head)
+					continue; /* nothing waits, it fits already, or one seat is not enough */
+				if (best < 0 || credit[d] > credit[best])
+					best = (int)d;
+			}
+			if (best < 0)
+				break;
+			target[w]--;
+			target[best]++;
+		}
+	}
+}
+
+/* Whole-seat targets from the shares: the largest-remainder rounding, the
+ * spares of blocked wide heads lent (lend_spares), then wide heads fitted by
+ * credit (fit_heads). */
 static void targets_of(uint32_t limit, unsigned n_workers, const double *share, const struct fg_seatshare_view *v,
 		       double *credit, uint32_t *target)
 {
-	/* Credits stay within the limit's seats: no windup. */
-	double bound = limit;
+	/* Credits are bounded: no windup beyond about a second of the level. */
+	double bound = limit * FG_SEATSHARE_CREDIT_BOUND;
 	for (unsigned w = 0; w < n_workers; w++)
 		if (v[w].head > bound)
 			bound = v[w].head;
@@ -232,6 +263,7 @@ static void targets_of(uint32_t limit, unsigned n_workers, const double *share, 
 		}
 	}
 	round_shares(limit, n_workers, share, target);
+	lend_spares(n_workers, v, credit, target);
 	fit_heads(n_workers, v, credit, target);
 }
 

@@ -49,6 +49,12 @@
 /* Rounds over which a steady shortfall of one seat builds one seat of
  * credit: slow enough that targets do not flap from round to round. */
 #define FG_SEATSHARE_CREDIT_ROUNDS 64.0
+/* Credits stay within +-this many times the level's limit: about one second
+ * of all its seats at the default 1 ms period (1000 rounds / 64), so that a
+ * worker that ran a whole 1 s wide request above its share still owes it in
+ * full (a bound of 1x forgot most of it and starved 2-seat heads: issue 13),
+ * while nothing winds up for longer than that. */
+#define FG_SEATSHARE_CREDIT_BOUND 16.0
 
 /* One worker's part of one level: one cache line. */
 struct fg_seat_share {
@@ -155,12 +161,15 @@ struct fg_seatshare_view {
  *     of their keys instead (smallest first, equal keys max-min among
  *     themselves), as one worker would dispatch them;
  *   - credits: while a worker has requests waiting, credit += (share - used)
- *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-C (no windup);
- *     cleared when nothing waits (nothing is banked);
+ *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-FG_SEATSHARE_CREDIT_BOUND
+ *     x C; cleared when nothing waits (nothing is banked);
  *   - targets: whole seats by largest remainder (stable while the shares
- *     are); then a worker whose waiting head is wider than one seat and
- *     does not fit gets the seats it lacks from workers owed less, once its
- *     credit covers the head (seatshare.c, fit_heads);
+ *     are); then the seats a worker's target leaves beyond its use, fewer
+ *     than its waiting head needs, go to waiting workers whose heads they
+ *     let start, while its credit does not cover its head (seatshare.c,
+ *     lend_spares); then a worker whose waiting head is wider than one seat
+ *     and does not fit gets the seats it lacks from workers owed less, once
+ *     its credit covers the head (fit_heads);
  *   - grants: shrink to the target at once, grow only out of the free seats
  *     C - sum(reserved).
  * With no queues (reject-type levels): the even split.  credit[W] is the

@@ -49,6 +49,37 @@ TEST(wide_head_blocks_until_seats_free)
 	fg_qs_fini(&qs);
 }
 
+/* A 2-seat head blocked behind one narrow request on a level of 2 seats;
+ * the narrow one ends at `block_ns`.  The wide queue's F_prev after the
+ * wide head is dispatched (optionally with the limit moved meanwhile). */
+static uint64_t wide_f_prev_after_block(uint64_t block_ns, bool limit_moved)
+{
+	struct fg_queueset qs;
+	init(&qs, 2, 10, SEC);
+	struct fg_qs_req narrow, wide;
+	CHECK(starts(&qs, &narrow, 1, 1, 0, 0, 0));
+	CHECK_EQ(fg_qs_arrive(&qs, &wide, 2, 2, 0, 0, 0), FG_QS_QUEUED);
+	CHECK(fg_qs_dispatch_next(&qs, 0) == NULL); /* one seat idles for it from now */
+	if (limit_moved) {
+		fg_qs_set_limit(&qs, 1, 0);
+		fg_qs_set_limit(&qs, 2, 0);
+	}
+	fg_qs_finish(&qs, &narrow, block_ns);
+	CHECK(fg_qs_dispatch_next(&qs, block_ns) == &wide);
+	uint64_t f = qs.queues[2].f_prev;
+	fg_qs_fini(&qs);
+	return f;
+}
+
+TEST(blocked_head_is_credited_the_seats_idled_for_it)
+{
+	/* One seat idled for 1 s: its queue's F_prev is 1 seat-s lower than
+	 * without the credit (a moved limit drops it: the allotter then decides). */
+	CHECK_EQ(wide_f_prev_after_block(SEC, true) - wide_f_prev_after_block(SEC, false), SEC);
+	/* 3 seat-s idled: at most the head's own cost (2 seats x 1 s). */
+	CHECK_EQ(wide_f_prev_after_block(3 * SEC, true) - wide_f_prev_after_block(3 * SEC, false), 2 * SEC);
+}
+
 TEST(too_wide_runs_alone)
 {
 	struct fg_queueset qs;

@@ -103,6 +103,41 @@ TEST(a_wide_head_gets_its_seats_in_turn)
 	CHECK(avg0 > 2.5);
 }
 
+/* 3 seats, shares 1.5 and 1.5: rounding gives the 2-seat worker 1 seat,
+ * which its head cannot use.  That seat is lent to the 1-seat worker at
+ * once, and once the wide worker's credit covers its head the seats it
+ * lacks are gathered for it: it starts its 2-seat request. */
+TEST(spare_seats_under_a_wide_head_are_lent_until_its_turn)
+{
+	uint32_t demand[2] = { 10, 2 }, used[2] = { 2, 0 }, head[2] = { 1, 2 }, applied[2] = { 2, 1 };
+	double credit[2] = { 0 };
+	int lent_at = -1, wide_started_at = -1;
+	for (int round = 0; round < 400 && wide_started_at < 0; round++) {
+		struct fg_seatshare_view v[2];
+		views(v, 2, used, head, applied);
+		fg_seatshare_round(3, 2, demand, NULL, NULL, 2, v, credit);
+		CHECK(v[0].grant + v[1].grant <= 3);
+		if (round == 0)
+			CHECK_EQ(v[1].grant, 0); /* its one seat starts nothing: given up */
+		for (unsigned w = 0; w < 2; w++)
+			applied[w] = v[w].grant;
+		if (used[0] > applied[0])
+			used[0]--; /* a shrunk worker drains, a request per round */
+		while (used[0] + head[0] <= applied[0])
+			used[0] += head[0];
+		if (used[0] == 3 && lent_at < 0)
+			lent_at = round;
+		if (used[1] + head[1] <= applied[1]) {
+			used[1] += head[1];
+			wide_started_at = round;
+		}
+		CHECK(used[0] + used[1] <= 3);
+	}
+	fprintf(stderr, "  lent at round %d, the wide head started at round %d\n", lent_at, wide_started_at);
+	CHECK_EQ(lent_at, 1); /* granted once the lender acknowledged its shrink */
+	CHECK(wide_started_at > lent_at);
+}
+
 /* Levels without queues (reject type) split evenly. */
 TEST(no_queues_split_evenly)
 {
