@@ -118,17 +118,48 @@ static void map_slots(struct fg_borrower *b, unsigned w, struct fg_worker_stats 
 }
 
 /* Cluster mode: the levels' figures for the cluster thread (clustershare.h). */
-static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, const uint32_t *executing,
-			  const uint32_t *may_use, const uint64_t *rejected, uint64_t now)
+static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
+			  unsigned n_workers, const uint32_t *executing, const uint32_t *may_use, const uint64_t *rejected,
+			  uint64_t now)
 {
 	struct fg_cluster_local *lo = &b->cluster->local;
 	fg_seq_write_begin(&lo->seq);
 	lo->generation = b->generation;
 	lo->sampled_ns = now;
 	lo->n = b->n;
+	/* Levels a worker still drains after they left the configuration: their
+	 * seats in use, summed by name. */
+	for (unsigned w = 0; w < n_workers; w++)
+		for (uint32_t k = 0; k < FG_MAX_LEVELS; k++) {
+			const struct fg_level_stats *ls = &ws[w]->levels[k];
+			if (!__atomic_load_n(&ls->used, __ATOMIC_ACQUIRE) || FG_STAT_GET(ls->live))
+				continue;
+			/* Its waiting requests may still start, within the limit the
+			 * worker kept for it. */
+			uint32_t in_use = FG_STAT_GET(ls->seats_in_use), j = b->n;
+			uint32_t waiting = FG_STAT_GET(ls->seats_waiting), limit = FG_STAT_GET(ls->limit);
+			uint32_t most = waiting && limit > in_use ? limit : in_use;
+			if (!in_use && !waiting)
+				continue;
+			while (j < lo->n && strncmp(lo->levels[j].name, ls->name, FG_LEVEL_NAME_MAX))
+				j++;
+			if (j == FG_MAX_LEVELS)
+				continue;
+			struct fg_cluster_local_level *l = &lo->levels[j];
+			if (j == lo->n) {
+				lo->n++;
+				memset(l, 0, sizeof(*l));
+				memcpy(l->name, ls->name, sizeof(l->name));
+				l->name[sizeof(l->name) - 1] = 0;
+				l->retiring = true;
+			}
+			l->executing += in_use;
+			l->may_use += most;
+		}
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct fg_cluster_local_level *l = &lo->levels[i];
 		memcpy(l->name, b->names[i], sizeof(l->name));
+		l->retiring = false;
 		l->exempt = b->levels[i].exempt;
 		l->limit = b->levels[i].nominal;
 		l->in_force = fg_config_level_limit(cfg, i);
@@ -191,26 +222,32 @@ static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg
 		may_use[i] = most > UINT32_MAX ? UINT32_MAX : (uint32_t)most;
 	}
 	if (b->cluster)
-		publish_local(b, cfg, executing, may_use, rejected, now);
+		publish_local(b, cfg, ws, n_workers, executing, may_use, rejected, now);
 }
 
 /* Cluster mode: the caps as the levels' limits when they changed (or the
- * levels did). */
-static void apply_caps(struct fg_borrower *b, const struct fg_config *cfg, bool fresh)
+ * levels did), their fallbacks once they expired. */
+static void apply_caps(struct fg_borrower *b, const struct fg_config *cfg, bool fresh, uint64_t now)
 {
 	struct fg_clustershare *cs = b->cluster;
 	uint64_t seq = __atomic_load_n(&cs->caps.seq, __ATOMIC_ACQUIRE);
-	if (!fresh && seq == cs->caps_applied_seq)
-		return;
 	struct fg_cluster_caps *caps = &b->caps_scratch;
+	bool expired = caps->expires_ns && now >= caps->expires_ns;
+	if (!fresh && seq == cs->caps_applied_seq && expired == cs->caps_expired)
+		return;
 	if (!fg_seq_read(&cs->caps.seq, &cs->caps, caps, sizeof(*caps)))
 		return; /* the next step tries again */
+	expired = caps->expires_ns && now >= caps->expires_ns;
 	for (uint32_t i = 0; i < b->n; i++)
-		if (!b->levels[i].exempt)
-			fg_config_set_level_limit(cfg, i, fg_cluster_cap_of(caps, b->names[i]));
+		if (!b->levels[i].exempt) {
+			const struct fg_cluster_cap *cap = fg_cluster_cap_of(caps, b->names[i]);
+			uint32_t limit = !cap ? 0 : expired ? cap->fallback : cap->cap;
+			fg_config_set_level_limit(cfg, i, limit);
+		}
 	if (cfg->limits)
 		__atomic_store_n(&cfg->limits->seq, cfg->limits->seq + 1, __ATOMIC_RELEASE);
 	cs->caps_applied_seq = caps->seq;
+	cs->caps_expired = expired;
 }
 
 int fg_borrower_round(struct fg_borrower *b, const struct fg_config *cfg, uint64_t now)
@@ -260,7 +297,7 @@ bool fg_borrower_step(struct fg_borrower *b, const struct fg_config *cfg, struct
 		b->next_sample_ns = now + FG_BORROWING_SAMPLE_NS;
 	}
 	if (b->cluster)
-		apply_caps(b, cfg, fresh);
+		apply_caps(b, cfg, fresh, now);
 	if (fresh || now - b->last_round_ns >= cfg->borrowing_period_ns)
 		return fg_borrower_round(b, cfg, now) == 0;
 	return false;

@@ -4,10 +4,10 @@
 
 #include <string.h>
 
-uint32_t fg_cluster_cap_of(const struct fg_cluster_caps *caps, const char *name)
+const struct fg_cluster_cap *fg_cluster_cap_of(const struct fg_cluster_caps *caps, const char *name)
 {
 	for (uint32_t i = 0; i < caps->n && i < FG_MAX_LEVELS; i++)
 		if (!strncmp(caps->levels[i].name, name, FG_LEVEL_NAME_MAX))
-			return caps->levels[i].cap;
-	return 0;
+			return &caps->levels[i];
+	return NULL;
 }

@@ -20,8 +20,12 @@
 #include "log.h"
 #include "seqlock.h"
 
-enum state { JOINING, JOINED, FALLBACK };
-static const char *const state_names[] = { "joining", "joined", "fallback" };
+enum state { JOINING, JOINED, FALLBACK, DUPLICATE };
+static const char *const state_names[] = { "joining", "joined", "fallback", "duplicate-member" };
+
+/* Leases this process held before its current one (a member back from
+ * fallback may still find its old records under them). */
+#define OLD_LEASES 8
 
 /* A member as one range read found it. */
 struct member {
@@ -39,6 +43,7 @@ struct level {
 	double sum, samples;   /* the period's demand samples */
 	double demand;         /* smoothed */
 	uint32_t target, grant, cap;
+	bool retiring;         /* left the configuration, still executing: its grant outlives its seats */
 	uint32_t mismatched;   /* members that publish another limit for the level (another configuration) */
 };
 
@@ -54,8 +59,8 @@ struct view_member {
 struct fg_cluster {
 	struct fg_cluster_opts o;
 	char etcd[FG_CLUSTER_ETCD_MAX], name[FG_CLUSTER_NAME_MAX], member[FG_CLUSTER_MEMBER_MAX];
-	char prefix[FG_ETCD_KEY_MAX], grant_prefix[FG_ETCD_KEY_MAX], demand_key[FG_ETCD_KEY_MAX],
-		grant_key[FG_ETCD_KEY_MAX];
+	char prefix[FG_ETCD_KEY_MAX], grant_prefix[FG_ETCD_KEY_MAX], demand_prefix[FG_ETCD_KEY_MAX],
+		demand_key[FG_ETCD_KEY_MAX], grant_key[FG_ETCD_KEY_MAX];
 	struct fg_clustershare *share;
 	struct fg_etcd *etcd_client;
 	pthread_t thread;
@@ -69,9 +74,16 @@ struct fg_cluster {
 	struct member *members;            /* [FG_CLUSTER_MAX_MEMBERS] */
 	uint32_t n_members, most_members;
 	int64_t lease;                     /* 0: none */
+	int64_t old_leases[OLD_LEASES];
 	uint64_t lease_deadline_ns;        /* the lease may be gone from here on (local clock) */
+	/* From the last read: */
+	bool unknown_grants;               /* a grant record that could not be read: its seats are unknown */
+	bool too_many_members;             /* more member ids than FG_CLUSTER_MAX_MEMBERS */
+	int64_t self_grant_mod;            /* grant/<self>'s mod_revision (0: absent) */
+	int64_t other_lease;               /* a record of this member id under a lease not this process's */
 	uint64_t started_ns, last_ok_ns;
 	uint64_t joined_ns;                /* the last move to JOINED */
+	uint64_t hold_until_ns;            /* stopping: keep the grants and the lease until then */
 	enum state state;
 	uint64_t exchanges, failures, conflicts;
 	char last_error[256];
@@ -167,14 +179,31 @@ static uint64_t call_timeout_ms(const struct fg_cluster_opts *o)
 	return t / FG_NS_PER_MS;
 }
 
-/* The local levels from the allotter thread's latest snapshot, matched by
- * name to the thread's own (a level that stays keeps its grant and demand). */
+/* Whether the thread's levels are the snapshot's shared ones, in order. */
+static bool same_levels(const struct fg_cluster *c)
+{
+	const struct fg_cluster_local *lo = &c->local;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < lo->n && i < FG_MAX_LEVELS; i++) {
+		if (lo->levels[i].exempt)
+			continue;
+		if (k == c->n_levels || c->levels[k].retiring != lo->levels[i].retiring ||
+		    strncmp(c->levels[k].name, lo->levels[i].name, FG_LEVEL_NAME_MAX))
+			return false;
+		k++;
+	}
+	return k == c->n_levels;
+}
+
+/* The local levels from the allotter thread's latest snapshot — the
+ * configuration's, then the retiring ones — matched by name to the
+ * thread's own (a level that stays keeps its grant, demand and limit). */
 static void follow_local(struct fg_cluster *c)
 {
 	if (!fg_seq_read(&c->share->local.seq, &c->share->local, &c->local, sizeof(c->local)))
 		return;
 	struct fg_cluster_local *lo = &c->local;
-	if (lo->generation != c->generation) {
+	if (lo->generation != c->generation || !same_levels(c)) {
 		struct level *old = malloc(sizeof(c->levels));
 		uint32_t n_old = c->n_levels, n = 0;
 		if (!old)
@@ -191,6 +220,7 @@ static void follow_local(struct fg_cluster *c)
 					*l = old[k];
 					break;
 				}
+			l->retiring = lo->levels[i].retiring;
 		}
 		free(old);
 		c->n_levels = n;
@@ -200,9 +230,11 @@ static void follow_local(struct fg_cluster *c)
 		if (lo->levels[i].exempt)
 			continue;
 		struct level *l = &c->levels[k++];
-		l->limit = lo->levels[i].limit;
 		l->executing = lo->levels[i].executing;
 		l->may_use = lo->levels[i].may_use;
+		if (l->retiring)
+			continue; /* its limit stays the last one it had */
+		l->limit = lo->levels[i].limit;
 		l->sum += lo->levels[i].demand;
 		l->samples++;
 	}
@@ -221,15 +253,25 @@ static void smooth_demand(struct fg_cluster *c)
 	}
 }
 
+static uint32_t fallback_share(const struct fg_cluster *c, uint32_t limit);
+static uint64_t caps_deadline(const struct fg_cluster *c);
+
+/* The caps of the configured levels, valid until the lease may expire. */
 static void publish_caps(struct fg_cluster *c)
 {
 	struct fg_cluster_caps *caps = &c->share->caps;
 	fg_seq_write_begin(&caps->seq);
-	caps->n = c->n_levels;
+	caps->expires_ns = c->state == JOINED ? caps_deadline(c) : 0;
+	uint32_t n = 0;
 	for (uint32_t i = 0; i < c->n_levels; i++) {
-		memcpy(caps->levels[i].name, c->levels[i].name, sizeof(caps->levels[i].name));
-		caps->levels[i].cap = c->levels[i].cap;
+		if (c->levels[i].retiring)
+			continue;
+		memcpy(caps->levels[n].name, c->levels[i].name, sizeof(caps->levels[n].name));
+		caps->levels[n].cap = c->levels[i].cap;
+		caps->levels[n].fallback = fallback_share(c, c->levels[i].limit);
+		n++;
 	}
+	caps->n = n;
 	fg_seq_write_end(&caps->seq);
 }
 
@@ -261,29 +303,61 @@ static struct member *member_of(struct fg_cluster *c, const char *id)
 	return m;
 }
 
-/* The members from a range read of the cluster's prefix. */
-static void read_members(struct fg_cluster *c, const struct fg_etcd_range *r)
+static bool is_old_lease(const struct fg_cluster *c, int64_t lease)
+{
+	for (unsigned i = 0; i < OLD_LEASES; i++)
+		if (lease && c->old_leases[i] == lease)
+			return true;
+	return false;
+}
+
+/* The members from the range reads of the grants and the demands.  A grant record
+ * that cannot be read (its key or value malformed or past the bounds, or
+ * its member one too many) makes every grant unknown: no seat is then
+ * taken as room.  This member's own records must carry its lease (or an
+ * earlier one of this process): any other lease means another process
+ * runs under the same member id. */
+static void read_members(struct fg_cluster *c, const struct fg_etcd_range *grants, const struct fg_etcd_range *demands)
 {
 	clear_members(c);
+	c->unknown_grants = c->too_many_members = false;
+	c->self_grant_mod = 0;
+	c->other_lease = 0;
 	size_t plen = strlen(c->prefix);
-	for (size_t i = 0; i < r->n; i++) {
-		const char *rest = r->kvs[i].key + plen;
-		bool grant = !strncmp(rest, "grant/", 6);
-		if (!grant && strncmp(rest, "demand/", 7))
+	for (size_t i = 0; i < grants->n + demands->n; i++) {
+		const struct fg_etcd_kv *kv = i < grants->n ? &grants->kvs[i] : &demands->kvs[i - grants->n];
+		const char *rest = strlen(kv->key) >= plen ? kv->key + plen : "";
+		bool grant = i < grants->n;
+		if (kv->bad && grant) {
+			c->unknown_grants = true;
+			fg_log(FG_LOG_WARN, "cluster: an unreadable key or value in etcd, every grant counts as unknown",
+			       FG_LOG_STR("key", kv->key[0] ? kv->key : "(malformed)"));
+			continue;
+		}
+		if (kv->bad || (!grant && strncmp(rest, "demand/", 7)))
 			continue;
 		const char *id = rest + (grant ? 6 : 7);
 		if (!*id || strlen(id) >= FG_CLUSTER_MEMBER_MAX)
 			continue;
+		if (!strcmp(id, c->member)) {
+			if (kv->lease != c->lease && !is_old_lease(c, kv->lease))
+				c->other_lease = kv->lease ? kv->lease : -1;
+			if (grant && (kv->lease == c->lease || is_old_lease(c, kv->lease)))
+				c->self_grant_mod = kv->mod_revision; /* the next write replaces it, guarded by it */
+		}
 		struct member *m = member_of(c, id);
-		if (!m)
+		if (!m) {
+			c->too_many_members = true;
+			c->unknown_grants |= grant;
 			continue;
+		}
 		char why[128];
 		struct fg_cluster_record *rec = grant ? &m->grant : &m->demand;
 		fg_cluster_record_free(rec);
-		bool ok = fg_cluster_parse_record(r->kvs[i].value, r->kvs[i].value_len, grant, rec, why, sizeof(why)) == 0;
+		bool ok = fg_cluster_parse_record(kv->value, kv->value_len, grant, rec, why, sizeof(why)) == 0;
 		if (!ok) {
 			fg_cluster_record_free(rec);
-			fg_log(FG_LOG_WARN, "cluster: a malformed record in etcd", FG_LOG_STR("key", r->kvs[i].key),
+			fg_log(FG_LOG_WARN, "cluster: a malformed record in etcd", FG_LOG_STR("key", kv->key),
 			       FG_LOG_STR("reason", why));
 		}
 		*(grant ? &m->has_grant : &m->has_demand) = ok;
@@ -294,6 +368,8 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *r)
 	struct member *self = member_of(c, c->member);
 	if (self)
 		self->self = true;
+	else
+		c->too_many_members = true;
 	qsort(c->members, c->n_members, sizeof(c->members[0]), by_id);
 	uint32_t live = 0;
 	for (uint32_t i = 0; i < c->n_members; i++)
@@ -302,16 +378,34 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *r)
 		c->most_members = live;
 }
 
+/* clusterExpectedMembers, else the most members seen at once; 0 for a
+ * member that never saw the cluster and was not told. */
 static uint32_t expected_members(const struct fg_cluster *c)
 {
-	return c->o.expected_members ? c->o.expected_members : (c->most_members ? c->most_members : 1);
+	return c->o.expected_members ? c->o.expected_members : c->most_members;
 }
 
-/* A level's fallback share: floor(limit / expected members), at least 1. */
+/* A level's fallback share: floor(limit / expected members), at least 1 —
+ * and 0 while the expected members are unknown (a member that never saw
+ * the cluster cannot tell how many share it). */
 static uint32_t fallback_share(const struct fg_cluster *c, uint32_t limit)
 {
-	uint32_t share = limit / expected_members(c);
+	uint32_t expected = expected_members(c);
+	if (!expected)
+		return 0;
+	uint32_t share = limit / expected;
 	return share ? share : (limit ? 1 : 0);
+}
+
+/* The caps hold until the lease may have expired: the earlier of the lease
+ * deadline (its last keep-alive's send time + TTL - one period) and the
+ * last successful exchange + TTL - one period (a member whose reads keep
+ * failing must not run on old caps for ever). */
+static uint64_t caps_deadline(const struct fg_cluster *c)
+{
+	uint64_t margin = c->o.lease_ttl_ns > c->o.period_ns ? c->o.lease_ttl_ns - c->o.period_ns : 0;
+	uint64_t by_exchange = c->last_ok_ns + margin;
+	return c->lease_deadline_ns < by_exchange ? c->lease_deadline_ns : by_exchange;
 }
 
 /* Targets and decisions for every level; the records to write.  Returns
@@ -332,9 +426,11 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 	json_t *dl = json_object(), *gl = json_object();
 	for (uint32_t i = 0; i < c->n_levels; i++) {
 		struct level *l = &c->levels[i];
-		json_object_set_new(dl, l->name, json_pack("{s:i, s:f}", "limit", (json_int_t)l->limit, "demand", l->demand));
+		if (!l->retiring) /* a retiring level is not shared any more: no demand for it */
+			json_object_set_new(dl, l->name,
+					    json_pack("{s:i, s:f}", "limit", (json_int_t)l->limit, "demand", l->demand));
 		uint32_t n = 0, self = UINT32_MAX, mismatched = 0;
-		uint64_t others = 0;
+		uint64_t others = c->unknown_grants ? l->limit : 0;
 		uint32_t own = 0;
 		for (uint32_t k = 0; demands && targets && k < c->n_members; k++) {
 			const struct member *m = &c->members[k];
@@ -361,7 +457,12 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 			       FG_LOG_UINT("members", mismatched));
 		l->mismatched = mismatched;
 		others += (uint64_t)missing * fallback_share(c, l->limit);
-		if (self == UINT32_MAX || fg_ledger_targets(l->limit, demands, n, targets)) {
+		if (l->retiring) {
+			/* No share: its grant falls as its seats end. */
+			l->target = 0;
+			dec[i] = fg_ledger_decide(&(struct fg_ledger_level){
+				.limit = l->limit, .grant = own, .others = others, .target = 0, .may_use = l->may_use });
+		} else if (self == UINT32_MAX || fg_ledger_targets(l->limit, demands, n, targets)) {
 			dec[i] = (struct fg_ledger_decision){ .grant = own, .local_limit = 0, .limit_after = 0 };
 			l->target = 0;
 		} else {
@@ -381,12 +482,25 @@ static bool decide(struct fg_cluster *c, json_t *demand_rec, json_t *grant_rec, 
 	return guarded;
 }
 
+_Static_assert(FG_CLUSTER_MAX_MEMBERS == 256, "the message below says 256");
+
 static void fail_exchange(struct fg_cluster *c, const char *what)
 {
 	c->failures++;
 	if (strcmp(c->last_error, what))
 		fg_log(FG_LOG_WARN, "cluster: an exchange with etcd failed", FG_LOG_STR("error", what));
 	snprintf(c->last_error, sizeof(c->last_error), "%s", what);
+}
+
+/* Done with the current lease (a new one next time); remembered, since
+ * records under it may still be read until etcd expires it. */
+static void forget_lease(struct fg_cluster *c)
+{
+	if (!c->lease)
+		return;
+	memmove(c->old_leases + 1, c->old_leases, sizeof(c->old_leases[0]) * (OLD_LEASES - 1));
+	c->old_leases[0] = c->lease;
+	c->lease = 0;
 }
 
 /* The lease: a new one when there is none, else a keep-alive.  0 or -1. */
@@ -402,7 +516,7 @@ static int keep_lease(struct fg_cluster *c, uint64_t now)
 	} else {
 		rc = fg_etcd_lease_keepalive(c->etcd_client, c->lease, &ttl);
 		if (rc == -ENOENT) {
-			c->lease = 0; /* expired: this member's records are gone; a new lease next time */
+			forget_lease(c); /* expired: this member's records are gone; a new lease next time */
 			fail_exchange(c, "the lease expired");
 			return -1;
 		}
@@ -416,20 +530,58 @@ static int keep_lease(struct fg_cluster *c, uint64_t now)
 	return 0;
 }
 
+/* Another process runs under this member id: it takes nothing and writes
+ * nothing until the other's records are gone. */
+static void stand_aside(struct fg_cluster *c)
+{
+	if (c->state != DUPLICATE)
+		fg_log(FG_LOG_ERROR, "cluster: duplicate member id: another process runs under it; this one takes no seats",
+		       FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member));
+	c->state = DUPLICATE;
+	for (uint32_t i = 0; i < c->n_levels; i++)
+		c->levels[i].cap = 0;
+	snprintf(c->last_error, sizeof(c->last_error), "member id %s is in use by another process (lease %llx)",
+		 c->member, (unsigned long long)c->other_lease);
+}
+
 static void exchange(struct fg_cluster *c)
 {
 	uint64_t now = fg_now_ns();
-	if (keep_lease(c, now))
-		return;
-	struct fg_etcd_range r;
-	if (fg_etcd_range_prefix(c->etcd_client, c->prefix, &r)) {
-		fail_exchange(c, fg_etcd_errmsg(c->etcd_client));
-		fg_etcd_range_free(&r);
+	if (__atomic_load_n(&c->hold_until_ns, __ATOMIC_ACQUIRE)) {
+		/* Stopping: the grants stay as they are, only the lease lives on. */
+		fg_etcd_set_deadline(c->etcd_client, 0);
+		if (c->lease && !keep_lease(c, now))
+			c->last_ok_ns = fg_now_ns();
 		return;
 	}
-	read_members(c, &r);
-	int64_t revision = r.revision;
-	fg_etcd_range_free(&r);
+	/* No call may outlast the time the caps are good for. */
+	fg_etcd_set_deadline(c->etcd_client, c->state == JOINED ? caps_deadline(c) : 0);
+	if (keep_lease(c, now))
+		return;
+	if (c->state == JOINED)
+		fg_etcd_set_deadline(c->etcd_client, caps_deadline(c));
+	/* Grants at one revision (the guard's), then demands: only these two
+	 * prefixes are read, whatever else is kept under the cluster's. */
+	struct fg_etcd_range rg, rd = { 0 };
+	if (fg_etcd_range_prefix(c->etcd_client, c->grant_prefix, &rg) ||
+	    fg_etcd_range_prefix(c->etcd_client, c->demand_prefix, &rd)) {
+		fail_exchange(c, fg_etcd_errmsg(c->etcd_client));
+		fg_etcd_range_free(&rg);
+		fg_etcd_range_free(&rd);
+		return;
+	}
+	read_members(c, &rg, &rd);
+	int64_t revision = rg.revision;
+	fg_etcd_range_free(&rg);
+	fg_etcd_range_free(&rd);
+	if (c->too_many_members) {
+		fail_exchange(c, "more member ids under the cluster's prefix than fairgate reads (256)");
+		return;
+	}
+	if (c->other_lease) {
+		stand_aside(c);
+		return;
+	}
 
 	struct fg_ledger_decision dec[FG_MAX_LEVELS];
 	json_t *demand_rec = json_object(), *grant_rec = json_object();
@@ -440,27 +592,39 @@ static void exchange(struct fg_cluster *c)
 	bool ok = false;
 	int rc = -ENOMEM;
 	if (dtext && gtext) {
+		/* The own grant record as read (a late write of an earlier
+		 * exchange cannot land after this one), and for a rise, nothing
+		 * under grant/ modified since the read. */
+		struct fg_etcd_cmp cmps[2] = {
+			{ .key = c->grant_key, .op = c->self_grant_mod ? FG_ETCD_MOD_EQUAL : FG_ETCD_ABSENT,
+			  .revision = c->self_grant_mod },
+			{ .key = c->grant_prefix, .prefix = true, .op = FG_ETCD_MOD_AT_MOST, .revision = revision },
+		};
 		struct fg_etcd_put puts[2] = { { c->demand_key, dtext, c->lease }, { c->grant_key, gtext, c->lease } };
-		rc = fg_etcd_txn(c->etcd_client, guarded ? c->grant_prefix : NULL, revision, puts, 2, puts, 1, &ok);
+		rc = fg_etcd_txn(c->etcd_client, cmps, guarded ? 2 : 1, puts, 2, puts, 1, &ok);
 	}
 	free(dtext);
 	free(gtext);
-	if (rc) {
-		/* Unknown whether it was written: only lower limits apply. */
-		fail_exchange(c, rc == -ENOENT ? "the lease expired" : fg_etcd_errmsg(c->etcd_client));
-		if (rc == -ENOENT)
-			c->lease = 0;
+	if (rc || !ok) {
+		/* Lost a race, or unknown whether it was written: only lower
+		 * limits apply. */
+		if (rc) {
+			fail_exchange(c, rc == -ENOENT ? "the lease expired" : fg_etcd_errmsg(c->etcd_client));
+			if (rc == -ENOENT)
+				forget_lease(c);
+		} else {
+			c->conflicts++;
+		}
 		for (uint32_t i = 0; i < c->n_levels; i++)
 			if (dec[i].local_limit < c->levels[i].cap)
 				c->levels[i].cap = dec[i].local_limit;
-		return;
-	}
-	if (!ok)
-		c->conflicts++;
-	for (uint32_t i = 0; i < c->n_levels; i++) {
-		c->levels[i].cap = ok ? dec[i].limit_after : dec[i].local_limit;
-		if (ok)
+		if (rc)
+			return;
+	} else {
+		for (uint32_t i = 0; i < c->n_levels; i++) {
+			c->levels[i].cap = dec[i].limit_after;
 			c->levels[i].grant = dec[i].grant;
+		}
 	}
 	c->exchanges++;
 	c->last_ok_ns = fg_now_ns();
@@ -485,7 +649,7 @@ static void fall_back(struct fg_cluster *c)
 		       FG_LOG_STR("cluster", c->name), FG_LOG_STR("member", c->member),
 		       FG_LOG_UINT("expected_members", expected), FG_LOG_STR("error", c->last_error));
 	c->state = FALLBACK;
-	c->lease = 0;
+	forget_lease(c);
 	for (uint32_t i = 0; i < c->n_levels; i++) {
 		c->levels[i].cap = fallback_share(c, c->levels[i].limit);
 		c->levels[i].grant = 0;
@@ -537,15 +701,22 @@ static void *cluster_main(void *arg)
 	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
 		follow_local(c);
 		uint64_t now = fg_now_ns();
+		bool changed = false;
 		if (now >= next_exchange && c->generation) {
 			next_exchange = now + c->o.period_ns;
 			smooth_demand(c);
 			exchange(c);
 			now = fg_now_ns();
-			bool lost = c->state == JOINED ? now >= c->lease_deadline_ns || !c->lease
-						       : c->state == JOINING && now - c->started_ns >= c->o.lease_ttl_ns;
-			if (c->state == FALLBACK || lost)
-				fall_back(c);
+			changed = true;
+		}
+		/* Checked at every nap, not only after an exchange. */
+		bool lost = c->state == JOINED ? now >= caps_deadline(c) || !c->lease
+					       : c->state == JOINING && now - c->started_ns >= c->o.lease_ttl_ns;
+		if (lost || (changed && c->state == FALLBACK)) {
+			fall_back(c);
+			changed = true;
+		}
+		if (changed) {
 			publish_caps(c);
 			update_view(c);
 		}
@@ -571,6 +742,7 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 	c->o.member = c->member;
 	snprintf(c->prefix, sizeof(c->prefix), "/fairgate/%s/", c->name);
 	snprintf(c->grant_prefix, sizeof(c->grant_prefix), "/fairgate/%s/grant/", c->name);
+	snprintf(c->demand_prefix, sizeof(c->demand_prefix), "/fairgate/%s/demand/", c->name);
 	snprintf(c->demand_key, sizeof(c->demand_key), "/fairgate/%s/demand/%s", c->name, c->member);
 	snprintf(c->grant_key, sizeof(c->grant_key), "/fairgate/%s/grant/%s", c->name, c->member);
 	c->share = share;
@@ -601,15 +773,22 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 	return c;
 }
 
-void fg_cluster_stop(struct fg_cluster *c, bool revoke)
+void fg_cluster_stop(struct fg_cluster *c, uint64_t hold_until_ns)
 {
 	if (!c)
 		return;
+	if (c->thread && hold_until_ns > fg_now_ns()) {
+		fg_logf(FG_LOG_INFO, "cluster: keeping this member's grants %.1f s more, until the requests cut short "
+			"at shutdown reach their backend time-out", (double)(hold_until_ns - fg_now_ns()) / 1e9);
+		__atomic_store_n(&c->hold_until_ns, hold_until_ns, __ATOMIC_RELEASE);
+		while (fg_now_ns() < hold_until_ns)
+			nap(c->o.period_ns / SAMPLES_PER_PERIOD);
+	}
 	if (c->thread) {
 		__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
 		pthread_join(c->thread, NULL);
 	}
-	if (revoke && c->lease && c->etcd_client)
+	if (c->lease && c->etcd_client && c->state == JOINED)
 		fg_etcd_lease_revoke(c->etcd_client, c->lease);
 	clear_members(c);
 	for (uint32_t k = 0; c->view.members && k < FG_CLUSTER_MAX_MEMBERS; k++) {

@@ -73,9 +73,11 @@ struct fg_cluster;
  * allotter thread).  NULL with the reason in why. */
 struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_clustershare *share, char *why,
 				    size_t whylen);
-/* Stop the thread; with revoke, give the lease back so the member's grants
- * are freed at once (only once nothing executes here any more). */
-void fg_cluster_stop(struct fg_cluster *c, bool revoke);
+/* Stop: the member's grants are kept as they are, its lease renewed, until
+ * hold_until_ns (fg_now_ns clock; 0 or past: not at all) — requests cut
+ * short at shutdown may run at the backends until then — and then the
+ * lease is given back, so the grants are freed at once. */
+void fg_cluster_stop(struct fg_cluster *c, uint64_t hold_until_ns);
 
 /* status's "cluster" object ({"enabled": false} for NULL). */
 json_t *fg_cluster_status_json(struct fg_cluster *c);

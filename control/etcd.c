@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "defs.h"
 #include "endpoint.h"
 #include "reason.h"
@@ -22,6 +23,7 @@ struct fg_etcd {
 	char urls[FG_CLUSTER_MAX_ENDPOINTS][FG_URL_MAX];
 	unsigned n_urls, current;
 	long timeout_ms;
+	uint64_t deadline_ns;  /* calls give up here (0: no limit) */
 	char *body;           /* the answer being read */
 	size_t len, cap;
 	bool too_big;
@@ -68,6 +70,11 @@ void fg_etcd_free(struct fg_etcd *e)
 	free(e);
 }
 
+void fg_etcd_set_deadline(struct fg_etcd *e, uint64_t deadline_ns)
+{
+	e->deadline_ns = deadline_ns;
+}
+
 const char *fg_etcd_errmsg(const struct fg_etcd *e)
 {
 	return e->error;
@@ -110,6 +117,17 @@ static int post(struct fg_etcd *e, const char *path, const char *json)
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
 	int rc = -EIO;
 	for (unsigned tries = 0; tries < e->n_urls; tries++) {
+		long timeout_ms = e->timeout_ms;
+		if (e->deadline_ns) {
+			uint64_t now = fg_now_ns();
+			if (now >= e->deadline_ns) {
+				snprintf(e->error, sizeof(e->error), "no time left before the lease deadline");
+				break;
+			}
+			uint64_t left_ms = (e->deadline_ns - now + FG_NS_PER_MS - 1) / FG_NS_PER_MS;
+			if (left_ms < (uint64_t)timeout_ms)
+				timeout_ms = (long)left_ms;
+		}
 		char url[FG_URL_MAX + 64];
 		snprintf(url, sizeof(url), "%s%s", e->urls[e->current], path);
 		e->len = 0;
@@ -120,8 +138,8 @@ static int post(struct fg_etcd *e, const char *path, const char *json)
 		curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
 		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
-		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, e->timeout_ms);
+		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);        /* a thread: no SIGALRM for timeouts */
 		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http"); /* no redirect elsewhere either */
 		curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
@@ -240,25 +258,34 @@ int fg_etcd_parse_range(const char *body, size_t len, struct fg_etcd_range *out,
 		rc = fg_reason(-EPROTO, why, whylen, "etcd returned %zu keys (at most %u are read)", n, FG_ETCD_MAX_KVS);
 	if (!rc && n && !(out->kvs = calloc(n, sizeof(*out->kvs))))
 		rc = fg_reason(-ENOMEM, why, whylen, "out of memory");
+	json_t *more = json_object_get(root, "more");
+	if (!rc && more && json_is_true(more))
+		rc = fg_reason(-EPROTO, why, whylen, "more than %u keys under the prefix (at most %u are read)",
+			       FG_ETCD_MAX_KVS, FG_ETCD_MAX_KVS);
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *kv = json_array_get(kvs, i);
 		struct fg_etcd_kv *o = &out->kvs[i];
 		out->n = i + 1;
 		size_t klen = 0;
-		char *value = malloc(FG_ETCD_VALUE_MAX);
 		json_t *v = json_is_object(kv) ? json_object_get(kv, "value") : NULL;
-		if (!value)
+		/* A value's room from its base64 length, at most FG_ETCD_VALUE_MAX. */
+		size_t cap = json_is_string(v) ? json_string_length(v) / 4 * 3 + 4 : 1;
+		if (cap > FG_ETCD_VALUE_MAX)
+			cap = FG_ETCD_VALUE_MAX;
+		if (!(o->value = malloc(cap))) {
 			rc = fg_reason(-ENOMEM, why, whylen, "out of memory");
-		else if (!json_is_object(kv) || b64_decode(json_object_get(kv, "key"), o->key, sizeof(o->key), &klen) ||
-			 strlen(o->key) != klen)
-			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu].key is not base64 of at most %u bytes of text", i,
-				  FG_ETCD_KEY_MAX - 1);
-		else if (v ? b64_decode(v, value, FG_ETCD_VALUE_MAX, &o->value_len) : (value[0] = 0, 0))
-			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu].value is not base64 of at most %u bytes", i,
-				  FG_ETCD_VALUE_MAX - 1);
-		else if (get_i64(kv, "mod_revision", &o->mod_revision) || get_i64(kv, "lease", &o->lease))
-			rc = fg_reason(-EPROTO, why, whylen, "etcd's kvs[%zu] has a malformed number", i);
-		o->value = value;
+			break;
+		}
+		o->value[0] = 0;
+		/* One bad key or value is that entry's problem, not the read's:
+		 * the entry is marked and the caller decides what it means. */
+		if (!json_is_object(kv) || b64_decode(json_object_get(kv, "key"), o->key, sizeof(o->key), &klen) ||
+		    strlen(o->key) != klen)
+			o->bad = true, o->key[0] = 0;
+		else if (v && b64_decode(v, o->value, cap, &o->value_len))
+			o->bad = true, o->value[0] = 0, o->value_len = 0;
+		if (json_is_object(kv) && (get_i64(kv, "mod_revision", &o->mod_revision) || get_i64(kv, "lease", &o->lease)))
+			o->bad = true;
 	}
 	json_decref(root);
 	return rc;
@@ -374,8 +401,8 @@ static json_t *prefix_end(const char *prefix)
 int fg_etcd_range_prefix(struct fg_etcd *e, const char *prefix, struct fg_etcd_range *out)
 {
 	memset(out, 0, sizeof(*out));
-	int rc = call(e, "/v3/kv/range", json_pack("{s:o, s:o}", "key", b64_json(prefix, strlen(prefix)), "range_end",
-						   prefix_end(prefix)));
+	int rc = call(e, "/v3/kv/range", json_pack("{s:o, s:o, s:o}", "key", b64_json(prefix, strlen(prefix)), "range_end",
+						   prefix_end(prefix), "limit", i64_json(FG_ETCD_MAX_KVS)));
 	return rc ? rc : fg_etcd_parse_range(e->body, e->len, out, e->error, sizeof(e->error));
 }
 
@@ -392,19 +419,32 @@ static json_t *puts_json(const struct fg_etcd_put *p, size_t n)
 	return arr;
 }
 
-int fg_etcd_txn(struct fg_etcd *e, const char *guard_prefix, int64_t guard_revision, const struct fg_etcd_put *then,
+static json_t *cmp_json(const struct fg_etcd_cmp *c)
+{
+	/* MOD_AT_MOST is MOD < revision + 1 (a key deleted since does not
+	 * count); a key that does not exist has version 0. */
+	bool absent = c->op == FG_ETCD_ABSENT;
+	json_t *j = json_pack("{s:o, s:s, s:s, s:o}", "key", b64_json(c->key, strlen(c->key)), "target",
+			      absent ? "VERSION" : "MOD", "result", c->op == FG_ETCD_MOD_AT_MOST ? "LESS" : "EQUAL",
+			      absent ? "version" : "mod_revision",
+			      i64_json(absent ? 0 : c->op == FG_ETCD_MOD_AT_MOST ? c->revision + 1 : c->revision));
+	if (j && c->prefix)
+		json_object_set_new(j, "range_end", prefix_end(c->key));
+	return j;
+}
+
+int fg_etcd_txn(struct fg_etcd *e, const struct fg_etcd_cmp *cmps, size_t n_cmps, const struct fg_etcd_put *then,
 		size_t n_then, const struct fg_etcd_put *otherwise, size_t n_otherwise, bool *succeeded)
 {
 	json_t *req = json_pack("{s:o, s:o}", "success", puts_json(then, n_then), "failure",
 				puts_json(otherwise, n_otherwise));
-	if (req && guard_prefix) {
-		/* MOD < revision + 1 over the whole prefix: nothing there changed
-		 * after the revision (a key deleted since does not count). */
-		json_t *cmp = json_pack("{s:o, s:o, s:s, s:s, s:o}", "key", b64_json(guard_prefix, strlen(guard_prefix)),
-					"range_end", prefix_end(guard_prefix), "target", "MOD", "result", "LESS",
-					"mod_revision", i64_json(guard_revision + 1));
-		json_object_set_new(req, "compare", json_pack("[o]", cmp));
-	}
+	json_t *compare = json_array();
+	for (size_t i = 0; i < n_cmps; i++)
+		json_array_append_new(compare, cmp_json(&cmps[i]));
+	if (req && n_cmps)
+		json_object_set_new(req, "compare", compare);
+	else
+		json_decref(compare);
 	*succeeded = false;
 	int rc = call(e, "/v3/kv/txn", req);
 	return rc ? rc : fg_etcd_parse_txn(e->body, e->len, succeeded, e->error, sizeof(e->error));

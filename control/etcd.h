@@ -51,6 +51,7 @@ int fg_etcd_lease_keepalive(struct fg_etcd *e, int64_t id, int64_t *ttl_s);
 int fg_etcd_lease_revoke(struct fg_etcd *e, int64_t id);
 
 struct fg_etcd_kv {
+	bool bad;             /* its key (then "") or value (then "") was not what etcd sends or past the bounds */
 	char key[FG_ETCD_KEY_MAX];
 	char *value;          /* decoded, NUL-terminated (owned by the range) */
 	size_t value_len;
@@ -64,8 +65,8 @@ struct fg_etcd_range {
 	struct fg_etcd_kv *kvs;
 };
 
-/* Every key under prefix, at one revision.  out is fg_etcd_range_free'd
- * by the caller, also after an error. */
+/* Every key under prefix, at one revision; more than FG_ETCD_MAX_KVS is an
+ * error.  out is fg_etcd_range_free'd by the caller, also after an error. */
 int fg_etcd_range_prefix(struct fg_etcd *e, const char *prefix, struct fg_etcd_range *out);
 void fg_etcd_range_free(struct fg_etcd_range *r);
 
@@ -74,13 +75,24 @@ struct fg_etcd_put {
 	int64_t lease;        /* 0: none */
 };
 
+/* A transaction's condition on a key (or, with prefix, every key under it). */
+struct fg_etcd_cmp {
+	const char *key;
+	bool prefix;
+	enum { FG_ETCD_MOD_AT_MOST, FG_ETCD_MOD_EQUAL, FG_ETCD_ABSENT } op;
+	int64_t revision;     /* MOD_AT_MOST: no key modified after it; MOD_EQUAL: last modified at it */
+};
+
 /*
- * A transaction: if no key under guard_prefix has a mod_revision above
- * guard_revision (guard_prefix NULL: no guard), the puts in `then`, else
- * those in `otherwise`.  *succeeded says which ran.
+ * A transaction: if every condition in cmps holds, the puts in `then`,
+ * else those in `otherwise`.  *succeeded says which ran.
  */
-int fg_etcd_txn(struct fg_etcd *e, const char *guard_prefix, int64_t guard_revision, const struct fg_etcd_put *then,
+int fg_etcd_txn(struct fg_etcd *e, const struct fg_etcd_cmp *cmps, size_t n_cmps, const struct fg_etcd_put *then,
 		size_t n_then, const struct fg_etcd_put *otherwise, size_t n_otherwise, bool *succeeded);
+
+/* Calls from now on give up at this time (fg_now_ns clock; 0: no limit),
+ * whatever their own time-out and however many endpoints are left. */
+void fg_etcd_set_deadline(struct fg_etcd *e, uint64_t deadline_ns);
 
 /* The answer parsers (also the fuzz target's entries): 0, -ENOENT, -EPROTO
  * with the reason in why. */

@@ -107,6 +107,8 @@ struct daemon {
 	struct fg_borrower *borrower;       /* the allotter thread steps it; status and /metrics read its view */
 	struct fg_clustershare *cluster_share; /* cluster mode: between the cluster and allotter threads */
 	struct fg_cluster *cluster;         /* cluster mode's member thread; NULL: off */
+	uint64_t drain_cut_until_ns;        /* a drain ended with requests executing: the latest of their
+					     * backend time-outs (0: none cut) */
 	pthread_t allotter_thread;
 	volatile int allotter_stop;
 	bool allotter_running, lcores_launched, rcu_registered;
@@ -141,6 +143,14 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 		if (w->id == 0) /* the pool is shared: one worker reports it */
 			FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
 		if (w->draining && (w->executing.count == 0 || now >= drain_deadline || stop_now)) {
+			if (w->executing.count) { /* cut short: those may still run at the backends, at most
+						    * until their backend time-out (the list is in dispatch order) */
+				uint64_t until = w->reqs.slots[w->executing.tail].deadline_ns;
+				uint64_t was = __atomic_load_n(&d->drain_cut_until_ns, __ATOMIC_ACQUIRE);
+				while (until > was && !__atomic_compare_exchange_n(&d->drain_cut_until_ns, &was, until, false,
+										 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+					;
+			}
 			fg_worker_abort_executing(w, cfg, now);
 			break;
 		}
@@ -558,9 +568,11 @@ static void teardown(struct daemon *d)
 	}
 	fg_http_stop(d->http); /* before the statistics and the configuration it reads */
 	fg_control_stop(d->ctl);
-	/* After the workers: nothing executes here any more, so the lease (and
-	 * with it this member's grants) can go back at once. */
-	fg_cluster_stop(d->cluster, true);
+	/* After the workers: the lease (and with it this member's grants) goes
+	 * back — but requests the drain cut short may still run at the
+	 * backends, so their seats stay granted until their backend time-out
+	 * (scale-out.md). */
+	fg_cluster_stop(d->cluster, __atomic_load_n(&d->drain_cut_until_ns, __ATOMIC_ACQUIRE));
 	fg_borrower_free(d->borrower); /* after its readers and its stepping thread */
 	free(d->cluster_share);
 	if (reload_fd >= 0) {

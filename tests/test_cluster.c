@@ -43,10 +43,7 @@ TEST(range_answers)
 	static const char *const bad[] = {
 		"", "[]", "{\"kvs\":[]}",                                    /* no header revision */
 		RANGE_HEAD ",\"kvs\":{}}",                                   /* kvs not a list */
-		RANGE_HEAD ",\"kvs\":[{\"key\":\"!!\",\"value\":\"\"}]}",    /* key not base64 */
-		RANGE_HEAD ",\"kvs\":[{\"key\":\"YQBi\",\"value\":\"\"}]}",  /* key with a NUL */
-		RANGE_HEAD ",\"kvs\":[{\"key\":\"YQ==\",\"value\":\"YQ==\",\"mod_revision\":\"x1\"}]}",
-		RANGE_HEAD ",\"kvs\":[7]}",
+		RANGE_HEAD ",\"more\":true,\"kvs\":[]}",                    /* more keys than read */
 		"{\"header\":{\"revision\":\"-4\"}}",
 		"{\"error\":\"etcdserver: mvcc: required revision has been compacted\",\"code\":11}",
 	};
@@ -56,20 +53,37 @@ TEST(range_answers)
 		CHECK(why[0] != 0);
 		fg_etcd_range_free(&r);
 	}
-	/* A key past FG_ETCD_KEY_MAX, a value past FG_ETCD_VALUE_MAX. */
+	/* One bad entry is that entry's problem: marked, the others read. */
+	static const char *const bad_entry[] = {
+		RANGE_HEAD ",\"kvs\":[{\"key\":\"!!\",\"value\":\"\"},{\"key\":\"YQ==\",\"value\":\"Yg==\"}]}", /* not base64 */
+		RANGE_HEAD ",\"kvs\":[{\"key\":\"YQBi\",\"value\":\"\"},{\"key\":\"YQ==\",\"value\":\"Yg==\"}]}", /* a NUL */
+		RANGE_HEAD ",\"kvs\":[{\"key\":\"YQ==\",\"value\":\"YQ==\",\"mod_revision\":\"x1\"},"
+			   "{\"key\":\"YQ==\",\"value\":\"Yg==\"}]}",
+		RANGE_HEAD ",\"kvs\":[7,{\"key\":\"YQ==\",\"value\":\"Yg==\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad_entry) / sizeof(bad_entry[0]); i++) {
+		CHECK_EQ(range(bad_entry[i], &r, why), 0);
+		CHECK_EQ(r.n, 2);
+		CHECK(r.n == 2 && r.kvs[0].bad && !r.kvs[1].bad);
+		CHECK(r.n == 2 && !strcmp(r.kvs[1].value, "b"));
+		fg_etcd_range_free(&r);
+	}
+	/* A key past FG_ETCD_KEY_MAX, a value past FG_ETCD_VALUE_MAX: bad entries. */
 	size_t big = FG_ETCD_VALUE_MAX * 2;
 	char *body = malloc(big + 256), *p = body;
 	p += sprintf(p, RANGE_HEAD ",\"kvs\":[{\"key\":\"YQ==\",\"value\":\"");
 	for (size_t i = 0; i < FG_ETCD_VALUE_MAX / 3 * 4 + 8; i += 4)
 		p += sprintf(p, "QUFB");
 	sprintf(p, "\"}]}");
-	CHECK(range(body, &r, why) == -EPROTO);
+	CHECK_EQ(range(body, &r, why), 0);
+	CHECK(r.n == 1 && r.kvs[0].bad && r.kvs[0].value_len == 0);
 	fg_etcd_range_free(&r);
 	p = body + sprintf(body, RANGE_HEAD ",\"kvs\":[{\"value\":\"\",\"key\":\"");
 	for (size_t i = 0; i < FG_ETCD_KEY_MAX / 3 * 4 + 8; i += 4)
 		p += sprintf(p, "QUFB");
 	sprintf(p, "\"}]}");
-	CHECK(range(body, &r, why) == -EPROTO);
+	CHECK_EQ(range(body, &r, why), 0);
+	CHECK(r.n == 1 && r.kvs[0].bad && r.kvs[0].key[0] == 0);
 	fg_etcd_range_free(&r);
 	/* More keys than FG_ETCD_MAX_KVS. */
 	free(body);
