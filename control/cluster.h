@@ -6,39 +6,44 @@
  *
  * Every clusterPeriod the thread
  *   1. keeps its lease alive (a new one when it has none or it expired);
- *   2. reads every key under /fairgate/<cluster>/ at one revision: each
- *      member's demand record (demand/<member>: its configuration
- *      generation and, per level, its limit and smoothed demand) and grant
- *      record (grant/<member>: seats per level), both under the member's
- *      lease, so a member that stops renewing it vanishes with its grants;
+ *   2. reads every member's grant record (grant/<member>: seats per level)
+ *      at one revision R, then every demand record (demand/<member>: its
+ *      configuration generation and, per level, its limit and smoothed
+ *      demand) — both under the member's lease, so a member that stops
+ *      renewing it vanishes with its grants; nothing else under
+ *      /fairgate/<cluster>/ is read;
  *   3. per non-exempt level: the targets (common/ledger.h) over the members
- *      that run the level, and this member's decision (ledger.h);
- *   4. one transaction: its demand record and, when a grant changes, its
- *      grant record — guarded (nothing under grant/ modified since the
- *      revision read) when any grant rises;
+ *      that run the level, and this member's decision (ledger.h); a level
+ *      that left the configuration but still executes (retiring) gets no
+ *      share, and its grant falls only as its seats end;
+ *   4. one transaction: its demand and grant records, guarded by its own
+ *      grant record as read and, when any grant rises, by "nothing under
+ *      grant/ modified since R";
  *   5. publishes the local limits (caps, common/clustershare.h) the
  *      allotter thread applies: after a successful write the decision's
- *      limit_after, else its local_limit.
- * Demand: the allotter thread's samples (executing + waiting seats, every
- * 10 ms) averaged over the period, smoothed upward at once and downward by
- * FG_CLUSTER_DEMAND_DECAY per period (a member's share does not collapse
- * between two bursts).
+ *      limit_after, else the lower of the caps in force and its
+ *      local_limit.  The caps expire when the lease may have; the allotter
+ *      thread then applies the fallback shares itself.
+ * Demand: the allotter thread's samples (executing + waiting seats, and one
+ * per rejected request, every 10 ms) averaged over the period, smoothed
+ * upward at once and downward by FG_CLUSTER_DEMAND_DECAY per period.
  *
  * States: joining (from start until the first exchange succeeded: caps 0;
- * after one lease TTL without success, fallback), joined, fallback (the
- * lease would have expired: from the send time of the last successful
- * keep-alive plus its TTL, less one period; every level's cap is then the
- * fallback share, floor(limit / expected members), at least 1 and at most
- * the limit, expected being clusterExpectedMembers or the most members seen
- * at once).  A member back from fallback starts again with a new lease and
- * no grant.
+ * after one lease TTL without success, fallback), joined, fallback (past
+ * the caps' deadline — the earlier of the last successful keep-alive's send
+ * time + TTL and the last successful exchange + TTL, each less one period:
+ * every level's cap is the fallback share, floor(limit / expected members),
+ * at least 1, expected being clusterExpectedMembers or the most members
+ * seen at once — and 0 for a member that never saw the cluster and was not
+ * told), duplicate-member (a record of this member id under a lease of
+ * another process: caps 0, nothing written).
  *
  * Invariants: the thread never blocks a worker or the allotter thread (it
- * only reads and writes clustershare.h's snapshots); every etcd call is
- * bounded in time (max(period, 250 ms), at most a third of the TTL); a
- * member's records and everything read from etcd are bounded and checked
- * (fg_cluster_parse_record) — a malformed record of another member makes
- * that member count as absent, never stops this one.
+ * only reads and writes clustershare.h's snapshots); no etcd call outlasts
+ * the caps' deadline, which is checked at every quarter period; everything
+ * read from etcd is bounded and checked (fg_cluster_parse_record) — a
+ * malformed record of another member makes that member count as absent, an
+ * unreadable grant makes the room unknown (no seat taken from it).
  *
  * Thread contract: fg_cluster_start/stop from the daemon's main thread;
  * fg_cluster_status_json and fg_cluster_metrics from any thread (a mutex
