@@ -601,7 +601,10 @@ static void exchange(struct fg_cluster *c)
 			{ .key = c->grant_prefix, .prefix = true, .op = FG_ETCD_MOD_AT_MOST, .revision = revision },
 		};
 		struct fg_etcd_put puts[2] = { { c->demand_key, dtext, c->lease }, { c->grant_key, gtext, c->lease } };
-		rc = fg_etcd_txn(c->etcd_client, cmps, guarded ? 2 : 1, puts, 2, puts, 1, &ok);
+		/* Nothing at all is written when a condition fails: a demand record
+		 * written then could carry this lease over another process's
+		 * records of the same id, and both would stand aside. */
+		rc = fg_etcd_txn(c->etcd_client, cmps, guarded ? 2 : 1, puts, 2, NULL, 0, &ok);
 	}
 	free(dtext);
 	free(gtext);

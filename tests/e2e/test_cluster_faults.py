@@ -129,6 +129,16 @@ try:
         dup_warn = any("same" in open(p).read() and "duplicate" in open(p).read().lower()
                        for p in [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".log")])
         t.check(dup_warn, "a duplicate member id is reported in a log")
+        states = {n: cl(d)[0]["state"] for n, d in (("a", a), ("b", b))}
+        t.check(states == {"a": "joined", "b": "duplicate-member"}, f"the first keeps its seats, the second stands aside: {states}")
+        # Two more processes under one new id, started together: exactly one
+        # of them may hold seats, and one must (they must not both stand aside).
+        c1, c2 = start_daemon("twin"), start_daemon("twin")
+        l1, l2 = load(c1, "c1", 8), load(c2, "c2", 8)
+        watch_pool({"a": a, "twin1": c1, "twin2": c2}, 4, "twins")
+        twins = sorted(cl(d)[0]["state"] for d in (c1, c2))
+        t.check(twins == ["duplicate-member", "joined"], f"twins started together: one joined, one aside: {twins}")
+        t.check(backend_max() <= LIMIT, f"twins: backend max {backend_max()} <= {LIMIT}")
     elif SCENARIO in ("junk-key", "many-keys"):
         a, b = start_daemon("m1"), start_daemon("m2")
         la, lb = load(a, "a", 4), load(b, "b", 16)
