@@ -160,9 +160,10 @@ struct fg_seatshare_view {
  *     level (usage_key not NULL) the queues' demands are met in the order
  *     of their keys instead (smallest first, equal keys max-min among
  *     themselves), as one worker would dispatch them;
- *   - credits: while a worker has requests waiting, credit += (share - used)
- *     / FG_SEATSHARE_CREDIT_ROUNDS each round, within +-FG_SEATSHARE_CREDIT_BOUND
- *     x C; cleared when nothing waits (nothing is banked);
+ *   - credits: while a worker has requests waiting or executing, credit +=
+ *     (share - used - the mean of that over such workers) /
+ *     FG_SEATSHARE_CREDIT_ROUNDS each round, within +-FG_SEATSHARE_CREDIT_BOUND
+ *     x C; cleared when it is idle (nothing is banked);
  *   - targets: whole seats by largest remainder (stable while the shares
  *     are); then the seats a worker's target leaves beyond its use, fewer
  *     than its waiting head needs, go to waiting workers whose heads they
@@ -171,7 +172,11 @@ struct fg_seatshare_view {
  *     and does not fit gets the seats it lacks from workers owed less, once
  *     its credit covers the head (fit_heads);
  *   - grants: shrink to the target at once, grow only out of the free seats
- *     C - sum(reserved).
+ *     C - sum(reserved): on MaxMin levels first in one dispatch order across
+ *     the workers (most owed first, each the seats its head needs; the
+ *     first blocked head owed its width holds the free seats, and blocked
+ *     workers behind it give up the seats they hold idle: seatshare.c,
+ *     dispatch_order), then up to the targets.
  * With no queues (reject-type levels): the even split.  credit[W] is the
  * allotter's memory of the level (zeroed for a new board).
  */
