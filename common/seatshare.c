@@ -282,53 +282,55 @@ static int by_credit(const void *a, const void *b, void *credit)
 
 /*
  * One dispatch order across the workers for the seats nobody runs on, as
- * one queue set would go through its heads: the waiting workers, most owed
+ * one queue set goes through its heads: the waiting workers, most owed
  * first, each get the seats their next request needs while the free seats
- * cover it; the first whose head does not fit and whose credit covers it
- * holds the free seats (nothing behind it takes them; fit_heads gathers
- * the rest for it), and every blocked worker behind it gives up the seats
- * it holds idle, which are free for the order next round.  Without this
- * the free seats went by the targets alone, so two blocked wide heads on
- * two workers could each hold one of two free seats for a whole request
- * time, or a blocked wide head kept a seat a more owed narrow head could
- * run on (issue 13: 4 workers 6-7% short of the max-min ideal).
+ * cover it.  The first whose head does not fit, whose credit covers its
+ * width and whose head is no wider than the level (a wider request runs
+ * alone once its worker is empty, on no seats of the others) becomes the
+ * holder: no worker behind it gets seats for its head this
+ * round, and every blocked worker behind it gives up the seats it holds idle
+ * and does not grow back to its target (those seats reach the order through
+ * the free seats once the shrink is acknowledged; fit_heads gathers the
+ * rest for the holder).  Without this two blocked wide heads on two workers
+ * could each hold one of two free seats for a whole request time, or a
+ * blocked wide head keep a seat a more owed narrow head could run on
+ * (issue 13: 4 workers 6-7% short of the max-min ideal).
  *
  * A worker may take back seats its target just took from it (up to what it
- * holds) when the free seats cover the rest, except an over-served one
- * (credit < 0) behind a more owed worker: its seats go by the order.  Not
- * on UsageBased levels, whose targets already are the order of usage.
- * `released` marks the workers that gave up seats: they do not grow back to
- * their targets this round.
+ * holds) when the free seats cover the rest of its head, except an
+ * over-served one (credit < 0) behind a more owed worker: it gets its head
+ * only if the free seats could cover all of it (and then uses its own
+ * first).  Workers whose last grant is not acknowledged keep their place in
+ * the order but get nothing.  Not on UsageBased levels, whose targets
+ * already are the order of usage.
  */
-static void dispatch_order(unsigned n_workers, const double *credit, uint64_t *free_seats,
+static void dispatch_order(uint32_t limit, unsigned n_workers, const double *credit, uint64_t *free_seats,
 			   struct fg_seatshare_view *v, bool *released)
 {
 	unsigned order[FG_SEATSHARE_MAX_WORKERS], n = 0;
 	for (unsigned w = 0; w < n_workers; w++)
-		if (v[w].head && !v[w].pending)
+		if (v[w].head)
 			order[n++] = w;
 	qsort_r(order, n, sizeof(*order), by_credit, (void *)credit);
-	bool holding = false; /* a blocked head ahead holds the free seats */
+	bool holding = false;
 	for (unsigned i = 0; i < n; i++) {
 		unsigned w = order[i];
-		uint32_t want = v[w].used + v[w].head;
-		if (v[w].grant >= want)
+		uint64_t want = (uint64_t)v[w].used + v[w].head;
+		if (v[w].pending || v[w].grant >= want)
 			continue;
 		if (holding) {
-			if (v[w].grant > v[w].used) {
+			if (v[w].grant > v[w].used)
 				v[w].grant = v[w].used;
-				released[w] = true;
-			}
+			released[w] = true;
 			continue;
 		}
-		uint32_t base = v[w].grant;
-		if (v[w].reserved > base && (credit[w] >= 0 || i == 0))
-			base = v[w].reserved;
-		uint64_t cost = want > base ? want - base : 0;
-		if (cost <= *free_seats) {
-			v[w].grant = want;
-			*free_seats -= cost;
-		} else if (credit[w] >= v[w].head) {
+		uint64_t own = v[w].reserved > v[w].grant ? v[w].reserved : v[w].grant;
+		uint64_t from = credit[w] >= 0 || i == 0 ? own : v[w].grant; /* may it take back its own? */
+		uint64_t needs = want > from ? want - from : 0;            /* free seats that must be there */
+		if (needs <= *free_seats) {
+			*free_seats -= want > own ? want - own : 0;
+			v[w].grant = (uint32_t)want;
+		} else if (credit[w] >= v[w].head && v[w].head <= limit) {
 			holding = true;
 		}
 	}
@@ -349,7 +351,7 @@ static void grants_of(uint32_t limit, unsigned n_workers, const uint32_t *target
 		if (!v[w].pending)
 			v[w].grant = target[w] < v[w].reserved ? target[w] : v[w].reserved;
 	if (!usage_based && credit)
-		dispatch_order(n_workers, credit, &free_seats, v, released);
+		dispatch_order(limit, n_workers, credit, &free_seats, v, released);
 	for (unsigned w = 0; w < n_workers; w++) {
 		if (v[w].pending || released[w] || target[w] <= v[w].grant)
 			continue;

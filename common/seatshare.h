@@ -171,12 +171,16 @@ struct fg_seatshare_view {
  *     lend_spares); then a worker whose waiting head is wider than one seat
  *     and does not fit gets the seats it lacks from workers owed less, once
  *     its credit covers the head (fit_heads);
- *   - grants: shrink to the target at once, grow only out of the free seats
- *     C - sum(reserved): on MaxMin levels first in one dispatch order across
- *     the workers (most owed first, each the seats its head needs; the
- *     first blocked head owed its width holds the free seats, and blocked
- *     workers behind it give up the seats they hold idle: seatshare.c,
- *     dispatch_order), then up to the targets.
+ *   - grants: a grant above the target is lowered to it at once, and grows
+ *     only out of the free seats C - sum(reserved).  On MaxMin levels, first
+ *     one dispatch order across the workers (seatshare.c, dispatch_order):
+ *     most owed first, each waiting worker gets up to used + its head's
+ *     seats, above its target if need be (taking back what it holds, except
+ *     an over-served worker behind a more owed one); the first blocked head
+ *     owed its width becomes the holder, and blocked workers behind it give
+ *     up the seats they hold idle and do not grow this round.  Then the
+ *     free seats left go up to the targets.  A pending worker's grant is
+ *     never changed.
  * With no queues (reject-type levels): the even split.  credit[W] is the
  * allotter's memory of the level (zeroed for a new board).
  */

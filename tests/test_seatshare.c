@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the per-worker seat allotment rounds (common/seatshare.c). */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "seatshare.h"
@@ -223,6 +224,191 @@ TEST(an_over_served_worker_does_not_take_back_its_seats)
 	fg_seatshare_round(4, 2, demand, NULL, NULL, 4, v, credit);
 	CHECK_EQ(v[0].grant, 1);
 	CHECK_EQ(v[1].grant, 2);
+}
+
+
+/* Any state the allotter can see: credits anywhere within the bound
+ * (negative, large, tied), pending workers (grant above applied and used,
+ * reserved = max(applied, used, grant) as fg_board_allot counts it), used
+ * above applied (draining), heads 1..4, MaxMin and UsageBased, up to 64
+ * workers.  Pending grants are left alone and the sum of max(grant,
+ * reserved) never passes max(limit, what is already held). */
+TEST(grants_stay_within_the_limit_in_any_state)
+{
+	unsigned seed = 11;
+	enum { MW = FG_SEATSHARE_MAX_WORKERS };
+	for (int round = 0; round < 200000; round++) {
+		unsigned n = 1 + (unsigned)rand_r(&seed) % (round % 10 ? 8 : MW);
+		uint32_t limit = 1 + (uint32_t)rand_r(&seed) % 40, demand[256], before[MW];
+		uint64_t key[256];
+		double credit[MW];
+		struct fg_seatshare_view v[MW];
+		uint64_t held = 0;
+		for (unsigned w = 0; w < n; w++) {
+			uint32_t span = limit / n + 3;
+			uint32_t used = (uint32_t)rand_r(&seed) % span, applied = (uint32_t)rand_r(&seed) % span;
+			bool pending = rand_r(&seed) % 4 == 0;
+			uint32_t grant = pending ? (uint32_t)rand_r(&seed) % (2 * span) : applied;
+			uint32_t reserved = applied > used ? applied : used;
+			if (pending && grant > reserved)
+				reserved = grant;
+			v[w] = (struct fg_seatshare_view){ .used = used, .reserved = reserved, .grant = grant,
+							   .pending = pending,
+							   .head = rand_r(&seed) % 3 ? 1 + (uint32_t)rand_r(&seed) % 4 : 0 };
+			before[w] = grant;
+			held += reserved;
+			int k = rand_r(&seed) % 4;
+			double b = FG_SEATSHARE_CREDIT_BOUND * limit;
+			credit[w] = k == 0 ? 0 : k == 1 ? (double)(rand_r(&seed) % 9) - 4 :
+				    k == 2 ? (rand_r(&seed) % 2 ? b : -b) : b * (2.0 * rand_r(&seed) / RAND_MAX - 1);
+		}
+		uint32_t nq = 1 + (uint32_t)rand_r(&seed) % 256;
+		for (uint32_t q = 0; q < nq; q++) {
+			demand[q] = (uint32_t)rand_r(&seed) % 10;
+			key[q] = (uint64_t)(rand_r(&seed) % 5);
+		}
+		bool usage = rand_r(&seed) % 5 == 0;
+		fg_seatshare_round(limit, n, demand, NULL, usage ? key : NULL, rand_r(&seed) % 20 ? nq : 0, v, credit);
+		uint64_t after = 0;
+		bool touched = false;
+		for (unsigned w = 0; w < n; w++) {
+			after += v[w].grant > v[w].reserved ? v[w].grant : v[w].reserved;
+			touched |= v[w].pending && v[w].grant != before[w];
+		}
+		if (touched) {
+			fprintf(stderr, "  round %d: a pending grant was changed\n", round);
+			CHECK(0);
+			break;
+		}
+		if (after > (held > limit ? held : limit)) {
+			fprintf(stderr, "  round %d: %" PRIu64 " seats for a limit of %u (held %" PRIu64 ")\n", round,
+				after, limit, held);
+			CHECK(0);
+			break;
+		}
+	}
+}
+
+/* The grant protocol over time, as the daemon runs it: the allotter reads
+ * the shares (pending until acknowledged), workers acknowledge late or not
+ * at all for a while, dispatch their head only within their applied
+ * allotment, finish requests at random.  Executing plus reserved seats
+ * never pass the limit: sum max(applied, used, pending grant) <= C. */
+TEST(the_grant_protocol_stays_within_the_limit)
+{
+	unsigned seed = 5;
+	for (int run = 0; run < 300; run++) {
+		unsigned n = 2 + (unsigned)rand_r(&seed) % 6;
+		uint32_t limit = 2 + (uint32_t)rand_r(&seed) % 14, nq = 2 * n, demand[16];
+		uint32_t applied[8], used[8], grant[8], head[8];
+		bool pending[8];
+		double credit[8] = { 0 };
+		for (unsigned w = 0; w < n; w++) {
+			applied[w] = grant[w] = fg_seatshare_static(limit, n, w);
+			used[w] = 0;
+			pending[w] = false;
+			head[w] = 1 + (uint32_t)rand_r(&seed) % 3;
+		}
+		for (int step = 0; step < 3000; step++) {
+			for (uint32_t q = 0; q < nq; q++)
+				demand[q] = head[q % n] ? (uint32_t)rand_r(&seed) % 6 + used[q % n] / 2 : used[q % n] / 2;
+			struct fg_seatshare_view v[8];
+			for (unsigned w = 0; w < n; w++) {
+				uint32_t r = applied[w] > used[w] ? applied[w] : used[w];
+				if (pending[w] && grant[w] > r)
+					r = grant[w];
+				v[w] = (struct fg_seatshare_view){ .used = used[w], .reserved = r, .head = head[w],
+								   .grant = grant[w], .pending = pending[w] };
+			}
+			fg_seatshare_round(limit, n, demand, NULL, NULL, nq, v, credit);
+			for (unsigned w = 0; w < n; w++)
+				if (!v[w].pending && v[w].grant != applied[w]) {
+					grant[w] = v[w].grant;
+					pending[w] = true;
+				}
+			for (unsigned w = 0; w < n; w++) {
+				int a = rand_r(&seed) % 4;
+				if (pending[w] && a) { /* acknowledges (3 in 4) */
+					applied[w] = grant[w];
+					pending[w] = false;
+				}
+				while (head[w] && used[w] + head[w] <= applied[w]) { /* dispatches */
+					used[w] += head[w];
+					head[w] = rand_r(&seed) % 3 ? 1 + (uint32_t)rand_r(&seed) % 3 : 0;
+				}
+				if (used[w] && rand_r(&seed) % 3 == 0) /* a request ends */
+					used[w] -= 1 + (uint32_t)rand_r(&seed) % used[w];
+				if (!head[w] && rand_r(&seed) % 2)
+					head[w] = 1 + (uint32_t)rand_r(&seed) % 3;
+			}
+			uint64_t sum = 0, run_seats = 0;
+			for (unsigned w = 0; w < n; w++) {
+				uint32_t r = applied[w] > used[w] ? applied[w] : used[w];
+				if (pending[w] && grant[w] > r)
+					r = grant[w];
+				sum += r;
+				run_seats += used[w];
+			}
+			if (sum > limit || run_seats > limit) {
+				fprintf(stderr, "  run %d step %d: %" PRIu64 " reserved, %" PRIu64 " used, limit %u\n", run,
+					step, sum, run_seats, limit);
+				CHECK(0);
+				run = 300;
+				break;
+			}
+		}
+	}
+}
+
+/* Behind a holder (the most owed blocked head, here 3 seats wide, waiting
+ * for a draining worker), a blocked worker gives up its idle seat and does
+ * not grow back to its target while the holder waits: the seat reaches the
+ * holder.  (It grew back every other round before: the freed seat flapped
+ * between the two and the holder saw it free only half the time.) */
+TEST(a_worker_behind_the_holder_does_not_grow_back)
+{
+	/* queues 0, 1, 2 on workers 0, 1, 2: shares 2, 2, 2 */
+	uint32_t demand[3] = { 10, 10, 4 }, used[3] = { 0, 0, 4 }, head[3] = { 2, 3, 0 }, applied[3] = { 1, 1, 4 };
+	double credit[3] = { 5, 10, 0 };
+	struct fg_seatshare_view v[3];
+	views(v, 3, used, head, applied);
+	fg_seatshare_round(6, 3, demand, NULL, NULL, 3, v, credit);
+	CHECK_EQ(v[0].grant, 0); /* given up: worker 1 holds */
+	for (int round = 1; round <= 6; round++) {
+		acknowledge_and_rerun(v, 3, used, head, applied, 6, demand, 3, credit);
+		CHECK_EQ(v[0].grant, 0);
+		CHECK_EQ(v[1].grant, 2); /* its own seat and the one given up */
+		CHECK(v[0].grant + v[1].grant + used[2] <= 6);
+	}
+}
+
+/* A head wider than the level (it runs alone once its worker is empty, on
+ * no seats of the others) never holds the order, however owed its worker:
+ * the narrow head behind it starts on a free seat. */
+TEST(a_head_wider_than_the_level_does_not_hold_the_order)
+{
+	uint32_t demand[2] = { 7, 5 }, used[2] = { 1, 1 }, head[2] = { 6, 1 }, applied[2] = { 1, 1 };
+	double credit[2] = { 10, 5 };
+	struct fg_seatshare_view v[2];
+	views(v, 2, used, head, applied);
+	fg_seatshare_round(4, 2, demand, NULL, NULL, 2, v, credit);
+	CHECK_EQ(v[1].grant, 2);
+}
+
+/* A worker whose last grant is not acknowledged keeps its place in the
+ * order (and its grant): the over-served worker behind it is not first,
+ * so it does not take back the seat its target takes. */
+TEST(a_pending_worker_keeps_its_place_in_the_order)
+{
+	/* queues 0 and 2 on worker 0, 1 on worker 1: shares 8/3 and 4/3, targets 3 and 1 */
+	uint32_t demand[3] = { 10, 2, 10 }, used[2] = { 2, 0 }, head[2] = { 1, 2 }, applied[2] = { 2, 2 };
+	double credit[2] = { 10, -5 };
+	struct fg_seatshare_view v[2];
+	views(v, 2, used, head, applied);
+	v[0].pending = true; /* its grant of 2 is on its way */
+	fg_seatshare_round(4, 2, demand, NULL, NULL, 3, v, credit);
+	CHECK_EQ(v[0].grant, 2);
+	CHECK_EQ(v[1].grant, 1);
 }
 
 /* Levels without queues (reject type) split evenly. */
