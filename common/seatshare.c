@@ -287,11 +287,12 @@ static int by_credit(const void *a, const void *b, void *credit)
  * cover it.  The first whose head does not fit, whose credit covers its
  * width and whose head is no wider than the level (a wider request runs
  * alone once its worker is empty, on no seats of the others) becomes the
- * holder: no worker behind it gets seats for its head this
- * round, and every blocked worker behind it gives up the seats it holds idle
- * and does not grow back to its target (those seats reach the order through
- * the free seats once the shrink is acknowledged; fit_heads gathers the
- * rest for the holder).  Without this two blocked wide heads on two workers
+ * holder: no worker behind it gets seats for its head this round, and every
+ * blocked worker behind it gives up the seats it holds idle and does not
+ * grow back to its target (those seats reach the order through the free
+ * seats once the shrink is acknowledged; fit_heads gathers the rest for the
+ * holder, and the free seats left after the order still go up to the
+ * targets, the holder's included).  Without this two blocked wide heads on two workers
  * could each hold one of two free seats for a whole request time, or a
  * blocked wide head keep a seat a more owed narrow head could run on
  * (issue 13: 4 workers 6-7% short of the max-min ideal).
