@@ -250,7 +250,8 @@ static void targets_of(uint32_t limit, unsigned n_workers, const double *share, 
 	 * queues are all executing still runs above or below its share, and
 	 * forgetting that each time its queues empty made a worker with a
 	 * single wide queue (share 0.43, running 2 seats) look owed again at
-	 * every arrival (issue 13, 3 and 5 workers: up to 26% off). */
+	 * every arrival (issue 13: bench/widths_sweep.py k8s without this,
+	 * 26 flows more than 5% off, the worst 23.7%). */
 	double mean = 0;
 	unsigned active = 0;
 	for (unsigned w = 0; w < n_workers; w++)
@@ -292,10 +293,10 @@ static int by_credit(const void *a, const void *b, void *credit)
  * grow back to its target (those seats reach the order through the free
  * seats once the shrink is acknowledged; fit_heads gathers the rest for the
  * holder, and the free seats left after the order still go up to the
- * targets, the holder's included).  Without this two blocked wide heads on two workers
- * could each hold one of two free seats for a whole request time, or a
- * blocked wide head keep a seat a more owed narrow head could run on
- * (issue 13: 4 workers 6-7% short of the max-min ideal).
+ * targets, the holder's included).  Without this two blocked wide heads on
+ * two workers could each hold one of two free seats for a whole request
+ * time, or a blocked wide head keep a seat a more owed narrow head could run
+ * on (issue 13: 4 workers 6-7% short of the max-min ideal).
  *
  * A worker may take back seats its target just took from it (up to what it
  * holds) when the free seats cover the rest of its head, except an
