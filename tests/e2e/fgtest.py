@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 BUILD = os.environ.get("FAIRGATE_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 FAIRGATE = os.path.join(BUILD, "dataplane", "fairgate")
@@ -26,6 +27,19 @@ ATTR_COOKIE, ATTR_PADDING = 10, 0xfffe
 
 _failures = []
 _procs = []
+
+
+def _on_sigterm(signum, frame):
+    """meson's test timeout sends SIGTERM: say where the test was, then
+    unwind, so that its finally blocks and cleanup() stop the daemons and
+    remove the network namespaces it made (the default action left both)."""
+    sys.stderr.write("fgtest: SIGTERM (the test's timeout?), the test was at:\n")
+    traceback.print_stack(frame, file=sys.stderr)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second one ends it at once
+    raise SystemExit(1)
+
+
+signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def check(cond, what):
