@@ -80,6 +80,71 @@ def spawn(args, netns=None, **kw):
     return p
 
 
+def _reachable_by_others(path):
+    """Whether a uid other than the owner may execute path: the file and
+    every directory above it are open to others (a clone under root's 0700
+    home is not)."""
+    path = os.path.realpath(path)
+    if not os.stat(path).st_mode & 0o001:
+        return False
+    d = os.path.dirname(path)
+    while True:
+        if not os.stat(d).st_mode & 0o001:
+            return False
+        if d == "/":
+            return True
+        d = os.path.dirname(d)
+
+
+_copies_dir = None
+
+
+def executable_for_other_uid(path):
+    """path if another uid (65534 in the access tests) can run it, else a
+    copy in a temporary directory open to everyone, removed at exit."""
+    global _copies_dir
+    if _reachable_by_others(path):
+        return path
+    if _copies_dir is None:
+        import atexit
+        import shutil
+        _copies_dir = tempfile.mkdtemp(prefix="fgtest-bin-")
+        os.chmod(_copies_dir, 0o755)
+        atexit.register(shutil.rmtree, _copies_dir, True)
+    copy = os.path.join(_copies_dir, os.path.basename(path))
+    if not os.path.exists(copy):
+        import shutil
+        shutil.copy(path, copy)
+        os.chmod(copy, 0o755)
+    return copy
+
+
+_HTTP_GET = r"""
+import sys, urllib.error, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=float(sys.argv[2])) as r:
+        code, body = r.status, r.read()
+except urllib.error.HTTPError as e:
+    code, body = e.code, e.read()
+sys.stdout.write(f"{code}\n")
+sys.stdout.flush()
+sys.stdout.buffer.write(body)
+"""
+
+
+def http_get(url, netns=None, timeout=5):
+    """(status, body) of one GET through Python's own HTTP client, run inside
+    netns when given; (None, why) when no answer came."""
+    args = [sys.executable, "-c", _HTTP_GET, url, str(timeout)]
+    if netns:
+        args = ["ip", "netns", "exec", netns] + args
+    p = subprocess.run(args, capture_output=True, timeout=timeout + 20)
+    if p.returncode != 0:
+        return None, p.stderr.decode(errors="replace").strip()[-300:]
+    head, _, body = p.stdout.partition(b"\n")
+    return int(head), body.decode(errors="replace")
+
+
 TEST_LEVEL = "tests"
 
 

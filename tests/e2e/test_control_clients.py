@@ -19,6 +19,7 @@ b = f"127.0.0.1:{t.free_port()}"
 t.backend(b)
 d = t.Daemon([b])
 os.chmod(d.sock, 0o666)  # let the peers under other uids connect
+nobody_ctl = t.executable_for_other_uid(t.FAIRGATECTL)  # a clone under /root is closed to uid 65534
 
 
 def drop_to_nobody():
@@ -54,7 +55,7 @@ with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
     f.write("".join("---\n" + flowschema(f"big-{i}") for i in range(3000)))
 big_file = f.name
 os.chmod(big_file, 0o644)  # fairgatectl reads it as uid 65534
-p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", big_file], capture_output=True, text=True,
+p = subprocess.run([nobody_ctl, "--socket", d.sock, "apply", "-f", big_file], capture_output=True, text=True,
                    timeout=20, preexec_fn=drop_to_nobody)
 t.check(p.returncode == 1 and "too many control clients" in p.stderr,
         f"fairgatectl refused mid-request: exit 1 with the daemon's reason (rc={p.returncode}, {p.stderr.strip()[:200]})")
@@ -64,7 +65,7 @@ idle_for = time.time() - opened
 t.check(r.get("answer") is not None and "idle timeout" in r["answer"]["error"] and 9 <= idle_for <= 16,
         f"an idle connection is told and closed after the idle timeout ({idle_for:.1f}s, {r})")
 time.sleep(0.5)
-p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "version"], capture_output=True, text=True, timeout=10,
+p = subprocess.run([nobody_ctl, "--socket", d.sock, "version"], capture_output=True, text=True, timeout=10,
                    preexec_fn=drop_to_nobody)
 t.check(p.returncode == 0, f"after the idle timeout uid 65534 gets in again ({p.stderr.strip()})")
 nobody.close()

@@ -59,18 +59,17 @@ try:
     # The HTTP endpoint in DPDK mode (on the namespace's loopback): ready, and
     # every worker's counters in /metrics.
     http = d.http_address()
-    ready = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", f"http://{http}/readyz").stdout
-    t.check(ready == "ready\n", f"/readyz in DPDK mode ({ready!r})")
-    scrape = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", f"http://{http}/metrics").stdout
+    code, ready = t.http_get(f"http://{http}/readyz", netns=NS)
+    t.check(code == 200 and ready == "ready\n", f"/readyz in DPDK mode ({code} {ready!r})")
+    _, scrape = t.http_get(f"http://{http}/metrics", netns=NS)
     t.check(all(f'fairgate_worker_rx_packets_total{{worker="{w}"}}' in scrape for w in range(WORKERS)),
             f"/metrics has the rx counters of all {WORKERS} worker(s)")
     # Visibility snapshots from busy-polling DPDK workers (docs/visibility.md).
-    pend = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5", "-w", " %{http_code}",
-              f"http://{http}/apis/visibility.fairgate.io/v1/prioritylevels/{t.TEST_LEVEL}/pendingrequests").stdout
-    t.check(pend.endswith(" 200") and '"kind":"PendingRequestsSummary"' in pend,
-            f"pendingrequests answered by all {WORKERS} DPDK worker(s) ({pend[-60:]!r})")
-    dump = sh("ip", "netns", "exec", NS, "curl", "-s", "-m", "5",
-              f"http://{http}/debug/api_priority_and_fairness/dump_priority_levels").stdout
+    code, pend = t.http_get(f"http://{http}/apis/visibility.fairgate.io/v1/prioritylevels/{t.TEST_LEVEL}/pendingrequests",
+                            netns=NS)
+    t.check(code == 200 and '"kind":"PendingRequestsSummary"' in pend,
+            f"pendingrequests answered by all {WORKERS} DPDK worker(s) ({code} {pend[-60:]!r})")
+    _, dump = t.http_get(f"http://{http}/debug/api_priority_and_fairness/dump_priority_levels", netns=NS)
     t.check(dump.startswith("PriorityLevelName,") and f"\n{t.TEST_LEVEL}," in dump, "dump_priority_levels in DPDK mode")
     neigh = sh("ip", "netns", "exec", NS, "ip", "neigh", "show", FG_IP).stdout
     t.check("lladdr" in neigh, "fairgate answered ARP for its address")

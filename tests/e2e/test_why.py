@@ -114,8 +114,8 @@ p = subprocess.run([t.FAIRGATECTL, "--socket", "/nonexistent.sock", "status"], c
 t.check(p.returncode == 1 and "FAIRGATE_SOCKET" in p.stderr, f"unreachable: the hint names --socket/FAIRGATE_SOCKET ({p.stderr.strip()})")
 if os.geteuid() == 0:
     # A peer that may not connect is told the socket's mode and owner.
-    p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "status"], capture_output=True, text=True, timeout=30,
-                       preexec_fn=lambda: (os.setgroups([]), os.setgid(65534), os.setuid(65534)))
+    p = subprocess.run([t.executable_for_other_uid(t.FAIRGATECTL), "--socket", d.sock, "status"], capture_output=True,
+                       text=True, timeout=30, preexec_fn=lambda: (os.setgroups([]), os.setgid(65534), os.setuid(65534)))
     mode = os.stat(d.sock).st_mode & 0o7777
     if mode & 0o006:
         print(f"SKIP the permission hint: the socket is open to everyone (mode {mode:03o})")
