@@ -221,11 +221,14 @@ struct fg_fc_config {
 struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *s, uint32_t server_limit, struct fg_errors *errs);
 void fg_fc_config_free(struct fg_fc_config *c);
 
-/* A request as classification sees it. */
+/* A request as classification sees it.  `claimed`: it came from an
+ * untrusted source (common/trust.h), so its user and groups were assigned
+ * by trust and every other attribute is the client's claim. */
 struct fg_fc_request {
 	struct fg_str user, ns, verb, api_group, resource, subresource, path;
 	const struct fg_str *groups;
 	unsigned n_groups;
+	bool claimed;
 };
 
 struct fg_fc_match {
@@ -236,7 +239,13 @@ struct fg_fc_match {
 };
 
 /* Classify: first matching schema in (precedence, name) order, catch-all if
- * none — found through the subject index: the candidates of the request's
+ * none.  The trust rule (docs/security.md §2): a claimed request (r->claimed)
+ * reaches an Exempt level only through a schema that its identity alone
+ * matches — some rule whose subjects match its user or groups covers every
+ * verb, API group, resource, namespace and cluster scope, and some rule
+ * (the same or another) every verb and non-resource URL; a schema that
+ * matches it only because of what it claims (the bootstrap `probes`:
+ * `get /healthz`) is passed over as if it did not match.  Found — found through the subject index: the candidates of the request's
  * user, service-account namespace and groups merged in matching order, each
  * fully matched (a request with more than FG_PROTO_MAX_GROUPS groups, which
  * the protocol cannot carry, walks every schema instead).  The weight is the level's FairSharing entry for (schema,

@@ -100,12 +100,66 @@ bool fg_fc_schema_matches(const struct fg_fc_config *c, uint32_t schema, const s
 	return schema < c->n_schemas && schema_matches(c->schemas[schema], r);
 }
 
+/* Whether a rule covers every resource request (any verb, API group,
+ * resource, namespace, and cluster-scoped ones) / every non-resource one. */
+static bool covers_all_resources(const struct crule *cr)
+{
+	for (uint32_t k = 0; k < cr->n_res; k++) {
+		const struct cres *x = &cr->res[k];
+		if (x->verbs.any && x->groups.any && x->resources.any && x->namespaces.any && x->cluster_scope)
+			return true;
+	}
+	return false;
+}
+
+static bool covers_all_urls(const struct crule *cr)
+{
+	for (uint32_t k = 0; k < cr->n_nonres; k++) {
+		if (!cr->nonres[k].verbs.any)
+			continue;
+		for (uint32_t i = 0; i < cr->nonres[k].n_urls; i++)
+			if (cr->nonres[k].urls[i].any)
+				return true;
+	}
+	return false;
+}
+
+/* Whether the schema matches every request of r's user and groups, whatever
+ * the rest of the request says (including whether it names a resource). */
+static bool identity_alone_matches(const struct fg_fc_schema *s, const struct fg_fc_request *r)
+{
+	bool resources = false, urls = false;
+	for (uint32_t i = 0; i < s->n_rules && !(resources && urls); i++) {
+		const struct crule *cr = &s->rules[i];
+		bool subject = false;
+		for (uint32_t k = 0; k < cr->n_subjects && !subject; k++)
+			subject = subject_matches(&cr->subjects[k], r);
+		if (subject) {
+			resources = resources || covers_all_resources(cr);
+			urls = urls || covers_all_urls(cr);
+		}
+	}
+	return resources && urls;
+}
+
+/* Whether a schema that matches r may classify it: always, except that a
+ * claimed request reaches an Exempt level only by its identity (flowcontrol.h). */
+static bool claim_admitted(const struct fg_fc_config *c, uint32_t s, const struct fg_fc_request *r)
+{
+	return !r->claimed || !c->levels[c->schema_level[s]].exempt || identity_alone_matches(c->schemas[s], r);
+}
+
+static bool schema_classifies(const struct fg_fc_config *c, uint32_t s, const struct fg_fc_request *r)
+{
+	return schema_matches(c->schemas[s], r) && claim_admitted(c, s, r);
+}
+
 /* Every schema in matching order: the reference the index must equal, and
  * the path for requests with more groups than the protocol carries. */
 static uint32_t classify_linear(const struct fg_fc_config *c, const struct fg_fc_request *r)
 {
 	for (uint32_t i = 0; i < c->n_schemas; i++)
-		if (schema_matches(c->schemas[i], r))
+		if (schema_classifies(c, i, r))
 			return i;
 	return c->catch_all_schema;
 }
@@ -177,7 +231,7 @@ static uint32_t classify_indexed(const struct fg_fc_config *c, const struct fg_f
 	while (n) {
 		uint32_t s = *h[0].p;
 		if (s != tested) {
-			if (schema_matches(c->schemas[s], r))
+			if (schema_classifies(c, s, r))
 				return s;
 			tested = s;
 		}
@@ -233,6 +287,7 @@ void fg_fc_request_from_msg(const struct fg_msg *m, struct fg_fc_request *r)
 	r->path = m->path; /* NULL ptr: a resource request */
 	r->groups = m->groups;
 	r->n_groups = m->n_groups;
+	r->claimed = false;
 }
 
 json_t *fg_fc_explain(const struct fg_fc_config *c, const struct fg_fc_request *r)
@@ -348,7 +403,10 @@ json_t *fg_fc_explain_why(const struct fg_fc_config *c, const struct fg_fc_reque
 		text[0] = 0;
 		if (!s->n_rules)
 			why_add(&w, "no rules");
-		for (uint32_t k = 0; k < s->n_rules; k++) {
+		else if (schema_matches(s, r)) /* passed over by the trust rule */
+			why_add(&w, "matches only by what an untrusted request claims, and an Exempt level takes "
+				    "an untrusted request only through a schema its identity alone matches");
+		for (uint32_t k = 0; k < s->n_rules && !schema_matches(s, r); k++) {
 			if (s->n_rules > 1)
 				why_add(&w, "%srules[%u]: ", k ? "; " : "", k);
 			why_rule(&s->rules[k], r, &w);
@@ -384,6 +442,12 @@ int fg_fc_request_from_json(json_t *obj, struct fg_fc_request *r, struct fg_str 
 	}
 	if (!r->verb.len)
 		r->verb = (struct fg_str){ "get", 3 };
+	json_t *untrusted = json_object_get(obj, "untrusted");
+	if (untrusted && !json_is_boolean(untrusted)) {
+		snprintf(err, errlen, "request.untrusted: must be true or false");
+		return -EINVAL;
+	}
+	r->claimed = json_is_true(untrusted);
 	json_t *gs = json_object_get(obj, "groups"), *g;
 	size_t i;
 	if (gs && !json_is_array(gs)) {

@@ -65,10 +65,12 @@ static void usage(FILE *f)
 		"                             the file is the whole configuration; --base: merged onto the live set\n"
 		"                             (asks the daemon), the bootstrap set or another file's configuration\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
-		"          [--resource R] [--subresource S] [--name N] [--path P] [--why] [-o table|json]\n"
-		"                             where a request goes; with -f offline on that file\n"
+		"          [--resource R] [--subresource S] [--name N] [--path P] [--untrusted] [--why]\n"
+		"          [-o table|json]    where a request goes; with -f offline on that file\n"
 		"                             (plus the mandatory objects), else the daemon's configuration\n"
-		"                             and the level's state now; --why: why each schema ahead did not match\n"
+		"                             and the level's state now; --why: why each schema ahead did not match;\n"
+		"                             --untrusted: from an untrusted source (--user/--group: the identity\n"
+		"                             trust assigns it; the rest are its claims)\n"
 		"  top [--interval SECONDS] [--count N]\n"
 		"                             a live view: levels (seats as bars), requests and rejects per\n"
 		"                             second, the busiest flows, workers; q quits; one line per\n"
@@ -859,7 +861,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		{ "resource", required_argument, 0, 'r' }, { "subresource", required_argument, 0, 's' },
 		{ "name", required_argument, 0, 'N' }, { "path", required_argument, 0, 'p' },
 		{ "output", required_argument, 0, 'o' }, { "why", no_argument, 0, 'W' },
-		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "untrusted", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	const char *file = NULL, *fmt = "table";
 	bool why = false;
 	json_t *rq = json_object(), *groups = json_array();
@@ -871,6 +873,7 @@ static int cmd_explain(const char *path, int argc, char **argv)
 		case 'f': file = optarg; break;
 		case 'o': fmt = optarg; break;
 		case 'W': why = true; break;
+		case 'T': json_object_set_new(rq, "untrusted", json_true()); break;
 		case 'g': json_array_append_new(groups, json_string(optarg)); break;
 		case 'u': key = "user"; break;
 		case 'n': key = "namespace"; break;

@@ -596,6 +596,7 @@ static bool classify_request(struct fg_worker *w, const struct fg_config *cfg, s
 		 * backend is told so. */
 		FG_STAT_ADD(w->stats.untrusted_requests, 1);
 		fg_trust_assign_identity(&cfg->trust, pkt->peer.ip, &fr);
+		fr.claimed = true;
 		fg_proto_add_flags(pkt->data, FG_FLAG_IDENTITY_UNVERIFIED);
 	}
 	fg_fc_classify(cfg->fc, &fr, match);

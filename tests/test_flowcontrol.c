@@ -43,6 +43,7 @@ static struct fg_fc_config *one_schema(const char *rules, const char *dist)
 
 struct req {
 	const char *user, *groups[3], *ns, *verb, *group, *resource, *sub, *path;
+	bool claimed; /* from an untrusted source: only user and groups are its own */
 };
 
 static const char *match_name(const struct fg_fc_config *c, const struct req *q, struct fg_fc_match *m)
@@ -58,6 +59,7 @@ static const char *match_name(const struct fg_fc_config *c, const struct req *q,
 		.verb = fg_str_of(q->verb ? q->verb : "get"), .api_group = fg_str_of(q->group ? q->group : ""),
 		.resource = fg_str_of(q->resource ? q->resource : ""), .subresource = fg_str_of(q->sub ? q->sub : ""),
 		.path = q->path ? fg_str_of(q->path) : (struct fg_str){ NULL, 0 }, .groups = groups, .n_groups = n,
+		.claimed = q->claimed,
 	};
 	fg_fc_classify(c, &r, m);
 	return c->schema_names[m->schema];
@@ -201,6 +203,111 @@ TEST(distinguisher_and_flow_hash)
 	match_name(c, &(struct req){ .user = "b", .ns = "n2" }, &m2);
 	CHECK(m.flow_hash == m2.flow_hash); /* no distinguisher: one flow */
 	fg_fc_config_free(c);
+}
+
+/* The trust rule (security.md §2): what an untrusted request claims never
+ * takes it to an Exempt level that its identity alone would not reach. */
+TEST(claims_do_not_reach_exempt_with_bootstrap)
+{
+	struct fg_fc_set *s = fg_fc_set_bootstrap();
+	struct fg_errors e = { .len = 0 };
+	struct fg_fc_config *c = fg_fc_compile(s, 600, &e);
+	struct fg_fc_match m;
+	const char *probe_paths[] = { "/healthz", "/readyz", "/livez", "/healthz/etcd", "/livez/ping" };
+	for (size_t i = 0; i < sizeof(probe_paths) / sizeof(probe_paths[0]); i++) {
+		struct req q = { .user = "system:anonymous", .groups = { "system:unauthenticated" }, .verb = "get",
+				 .path = probe_paths[i] };
+		CHECK_STR(match_name(c, &q, &m), "probes"); /* a trusted front tier's probe: exempt, as in Kubernetes */
+		q.claimed = true;
+		CHECK_STR(match_name(c, &q, &m), "global-default");
+		CHECK_STR(c->levels[m.level].name, "global-default");
+		q.groups[0] = "system:authenticated"; /* a sourceIdentities identity */
+		q.user = "batch";
+		CHECK_STR(match_name(c, &q, &m), "global-default");
+	}
+	/* An identity whose schema covers every request reaches exempt whatever it claims. */
+	struct req masters = { .user = "ops", .groups = { "system:masters" }, .verb = "get", .path = "/healthz",
+			       .claimed = true };
+	CHECK_STR(match_name(c, &masters, &m), "exempt");
+	masters.path = NULL;
+	masters.resource = "pods";
+	masters.ns = "default";
+	CHECK_STR(match_name(c, &masters, &m), "exempt");
+	/* Limited levels still follow claims as the rules say. */
+	struct req lease = { .user = "system:kube-scheduler", .verb = "update", .group = "coordination.k8s.io",
+			     .resource = "leases", .ns = "kube-system", .claimed = true };
+	CHECK_STR(match_name(c, &lease, &m), "system-leader-election");
+	fg_fc_config_free(c);
+	fg_fc_set_free(s);
+}
+
+/* Schemas to an Exempt level that need one claimed attribute each: an
+ * untrusted request passes over every one of them. */
+TEST(claims_do_not_reach_exempt_by_any_attribute)
+{
+	const char *fs = "{\"apiVersion\":\"flowcontrol.apiserver.k8s.io/v1\",\"kind\":\"FlowSchema\","
+			 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"priorityLevelConfiguration\":{\"name\":\"exempt\"},"
+			 "\"matchingPrecedence\":%d,\"rules\":[{\"subjects\":[{\"kind\":\"Group\",\"group\":{\"name\":\"*\"}}],%s}]}}";
+	const struct { const char *name, *rules; struct req q; } cases[] = {
+		{ "by-verb", "\"resourceRules\":[{\"verbs\":[\"watch\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+			     "\"clusterScope\":true,\"namespaces\":[\"*\"]}]," "\"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]",
+		  { .verb = "watch", .resource = "pods", .ns = "x" } },
+		{ "by-resource", "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"leases\"],"
+				 "\"clusterScope\":true,\"namespaces\":[\"*\"]}]",
+		  { .verb = "get", .resource = "leases", .ns = "x" } },
+		{ "by-group", "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"apps\"],\"resources\":[\"*\"],"
+			      "\"clusterScope\":true,\"namespaces\":[\"*\"]}]",
+		  { .verb = "get", .group = "apps", .resource = "deployments", .ns = "x" } },
+		{ "by-namespace", "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+				  "\"namespaces\":[\"kube-system\"]}]",
+		  { .verb = "get", .resource = "pods", .ns = "kube-system" } },
+		{ "by-cluster-scope", "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+				      "\"clusterScope\":true}]",
+		  { .verb = "get", .resource = "nodes" } },
+		/* Every resource request but no non-resource URL: whether a
+		 * request names a resource is a claim too. */
+		{ "by-kind", "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],"
+			     "\"clusterScope\":true,\"namespaces\":[\"*\"]}]",
+		  { .verb = "get", .resource = "pods", .ns = "x" } },
+		{ "by-path", "\"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"/metrics\"]}]",
+		  { .verb = "get", .path = "/metrics" } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[4096];
+		snprintf(text, sizeof(text), fs, cases[i].name, 100, cases[i].rules);
+		struct fg_errors e;
+		struct fg_fc_config *c = compile_text(text, &e);
+		CHECK(c);
+		if (!c) {
+			fprintf(stderr, "%s", e.text);
+			continue;
+		}
+		struct fg_fc_match m;
+		struct req q = cases[i].q;
+		q.user = "mallory";
+		q.groups[0] = "system:unauthenticated";
+		CHECK_STR(match_name(c, &q, &m), cases[i].name);
+		q.claimed = true;
+		CHECK_STR(match_name(c, &q, &m), "catch-all");
+		fg_fc_config_free(c);
+	}
+	/* Both halves in two rules: the identity alone matches. */
+	char text[4096];
+	snprintf(text, sizeof(text), fs, "all", 100,
+		 "\"resourceRules\":[{\"verbs\":[\"*\"],\"apiGroups\":[\"*\"],\"resources\":[\"*\"],\"clusterScope\":true,"
+		 "\"namespaces\":[\"*\"]}]}, {\"subjects\":[{\"kind\":\"User\",\"user\":{\"name\":\"mallory\"}}],"
+		 "\"nonResourceRules\":[{\"verbs\":[\"*\"],\"nonResourceURLs\":[\"*\"]}]");
+	struct fg_errors e;
+	struct fg_fc_config *c = compile_text(text, &e);
+	CHECK(c);
+	if (c) {
+		struct fg_fc_match m;
+		CHECK_STR(match_name(c, &(struct req){ .user = "mallory", .verb = "get", .path = "/x", .claimed = true }, &m),
+			  "all");
+		CHECK_STR(match_name(c, &(struct req){ .user = "eve", .verb = "get", .path = "/x", .claimed = true }, &m),
+			  "catch-all"); /* eve's identity matches the resource half only */
+		fg_fc_config_free(c);
+	}
 }
 
 TEST(bootstrap_derived_limits_for_600)
