@@ -75,31 +75,46 @@ static json_t *convert(yaml_document_t *doc, yaml_node_t *n, int depth, char *er
 	return NULL;
 }
 
-/* Aliases would let a small document expand without bound: refuse them. */
-static int has_alias(const uint8_t *buf, size_t len, char *err, size_t errlen)
+/*
+ * The first pass over the events, before any document is built: aliases
+ * would let a small document expand without bound, and libyaml's scanner
+ * spends time linear in the flow depth on every token (its simple-key
+ * stack), so a 64 000-deep "[[[[..." costs quadratic time in the loader.
+ * Both are refused here as the events stream by: the scanner never runs
+ * more than its short look-ahead past the first container too deep.
+ */
+static int refuse_early(const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
 	yaml_parser_t p;
 	yaml_event_t ev;
-	int found = 0, done = 0;
+	int refused = 0, done = 0, depth = 0;
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, buf, len);
 	while (!done) {
 		if (!yaml_parser_parse(&p, &ev))
 			break; /* the loader reports the syntax error with its position */
 		if (ev.type == YAML_ALIAS_EVENT) {
-			found = 1;
+			refused = 1;
 			snprintf(err, errlen, "YAML aliases are not supported (line %zu)", ev.start_mark.line + 1);
+		} else if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+			if (++depth > YAML_MAX_DEPTH) {
+				refused = 1;
+				snprintf(err, errlen, "YAML nested deeper than %d levels (line %zu column %zu)",
+					 YAML_MAX_DEPTH, ev.start_mark.line + 1, ev.start_mark.column + 1);
+			}
+		} else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+			depth--;
 		}
-		done = ev.type == YAML_STREAM_END_EVENT || found;
+		done = ev.type == YAML_STREAM_END_EVENT || refused;
 		yaml_event_delete(&ev);
 	}
 	yaml_parser_delete(&p);
-	return found;
+	return refused;
 }
 
 json_t *fg_yaml_load_all(const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
-	if (has_alias(buf, len, err, errlen))
+	if (refuse_early(buf, len, err, errlen))
 		return NULL;
 	yaml_parser_t p;
 	yaml_parser_initialize(&p);
