@@ -2,9 +2,11 @@
 """Helpers for fairgate's end-to-end tests: start real processes on loopback
 (or inside a network namespace the test creates), speak the wire protocol,
 read status through fairgatectl.  Every wait is bounded."""
+import atexit
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import struct
@@ -40,6 +42,8 @@ def _on_sigterm(signum, frame):
 
 
 signal.signal(signal.SIGTERM, _on_sigterm)
+# A test that dies of an exception still stops what it started.
+atexit.register(lambda: cleanup())
 
 
 def check(cond, what):
@@ -106,14 +110,11 @@ def executable_for_other_uid(path):
     if _reachable_by_others(path):
         return path
     if _copies_dir is None:
-        import atexit
-        import shutil
         _copies_dir = tempfile.mkdtemp(prefix="fgtest-bin-")
         os.chmod(_copies_dir, 0o755)
         atexit.register(shutil.rmtree, _copies_dir, True)
     copy = os.path.join(_copies_dir, os.path.basename(path))
     if not os.path.exists(copy):
-        import shutil
         shutil.copy(path, copy)
         os.chmod(copy, 0o755)
     return copy
