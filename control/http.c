@@ -24,10 +24,12 @@
 #include "metrics_apf.h"
 #include "sharingview.h"
 #include "http_debug.h"
+#include "httpguard.h"
 #include "proto.h"
 
 struct fg_http {
 	struct MHD_Daemon *mhd;
+	struct fg_httpguard *guard;
 	struct fg_http_view view;
 	char address[32];
 };
@@ -425,6 +427,23 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		change_metrics(e, v->changes);
 }
 
+/* What the endpoint's own guard cut (httpguard.h). */
+static void guard_metrics(struct fg_expfmt *e, const struct fg_httpguard *g)
+{
+	struct fg_httpguard_stats st;
+	fg_httpguard_stats(g, &st);
+	const char *name = "fairgate_http_connections_cut_total";
+	fg_expfmt_family(e, name, FG_EXPFMT_COUNTER,
+			 "HTTP connections the endpoint shut: a request past its deadline, the oldest request evicted "
+			 "for a new connection, a request line with too many query parameters (answered 400).");
+	const struct { const char *reason; uint64_t v; } rows[] = {
+		{ "deadline", st.deadline_cut }, { "evicted", st.evicted }, { "too-many-parameters", st.too_many_params } };
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct fg_expfmt_label l = { "reason", rows[i].reason };
+		fg_expfmt_u64(e, name, &l, 1, rows[i].v);
+	}
+}
+
 char *fg_http_metrics(const struct fg_http_view *v, size_t *len, int *err)
 {
 	struct fg_expfmt e;
@@ -438,6 +457,8 @@ char *fg_http_metrics(const struct fg_http_view *v, size_t *len, int *err)
 	fg_metrics_busy(&e, v->worker_stats, v->n_workers);
 	fg_metrics_virtual_time(&e, v->worker_stats, v->n_workers);
 	fg_metrics_flowcontrol(&e, v->worker_stats, v->n_workers);
+	if (v->guard)
+		guard_metrics(&e, v->guard);
 	return fg_expfmt_finish(&e, len, err);
 }
 
@@ -520,6 +541,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	(void)req;
 	if (*upload_data_size) /* a body is never read: the answer below is queued before it */
 		*upload_data_size = 0;
+	fg_httpguard_answering(h->guard, c);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed: only GET and HEAD\n", "GET, HEAD");
 	if (h->view.vis && fg_http_debug_route(url)) /* their own query parameters (http_debug.h) */
@@ -560,17 +582,27 @@ struct fg_http *fg_http_start(const struct fg_endpoint *ep, const struct fg_http
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = ep->ip, .sin_port = ep->port };
 	char want[32];
 	fg_endpoint_format(ep, want, sizeof(want));
+	h->guard = fg_httpguard_create(errbuf, errlen);
+	if (!h->guard) {
+		free(h);
+		return NULL;
+	}
+	h->view.guard = h->guard;
 	errno = 0;
 	/* No MHD_USE_ERROR_LOG: a hostile client must not be able to fill stderr. */
 	h->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
 				  (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-				  (unsigned int)FG_HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned int)FG_HTTP_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				  (size_t)FG_HTTP_CONNECTION_MEMORY, MHD_OPTION_THREAD_POOL_SIZE,
-				  (unsigned int)FG_HTTP_THREADS, MHD_OPTION_END);
+				  (unsigned int)(FG_HTTP_MAX_CONNECTIONS + FG_HTTP_SPARE_CONNECTIONS),
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)FG_HTTP_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)FG_HTTP_CONNECTION_MEMORY,
+				  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)FG_HTTP_THREADS,
+				  MHD_OPTION_NOTIFY_CONNECTION, fg_httpguard_on_connection, h->guard,
+				  MHD_OPTION_NOTIFY_COMPLETED, fg_httpguard_on_completed, h->guard,
+				  MHD_OPTION_URI_LOG_CALLBACK, fg_httpguard_on_uri, h->guard, MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(errbuf, errlen, "cannot serve HTTP on %s (httpListen): %s", want,
 			 errno ? strerror(errno) : "libmicrohttpd refused to start");
+		fg_httpguard_free(h->guard);
 		free(h);
 		return NULL;
 	}
@@ -589,5 +621,6 @@ void fg_http_stop(struct fg_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->mhd);
+	fg_httpguard_free(h->guard);
 	free(h);
 }

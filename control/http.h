@@ -6,11 +6,14 @@
  * internal polling threads (each serves its connections; any may run any
  * handler, so handlers keep no state between requests).
  *
- * Invariants: every input is bounded by libmicrohttpd's options —
- * FG_HTTP_MAX_CONNECTIONS connections at once, FG_HTTP_TIMEOUT_S without
- * progress closes a connection, FG_HTTP_CONNECTION_MEMORY bytes per connection
- * (a request line or headers beyond it get 414/431 and the connection is
- * closed).  Only GET and HEAD (405 with Allow), only the paths above (404), no
+ * Invariants: every input is bounded — by libmicrohttpd's options
+ * (FG_HTTP_TIMEOUT_S without progress closes a connection, FG_HTTP_CONNECTION_MEMORY bytes per
+ * connection: a request line or headers beyond it get 414/431 and the
+ * connection is closed) and by control/httpguard.h (FG_HTTP_MAX_PER_SOURCE
+ * connections from one address and FG_HTTP_MAX_CONNECTIONS in all kept, the
+ * oldest request evicted for a new connection, a deadline per
+ * request whatever trickles in, at most FG_HTTP_MAX_QUERY_PARAMS query
+ * parameters).  Only GET and HEAD (405 with Allow), only the paths above (404), no
  * query parameters (400 with the first unknown one, printable, cut short).
  * Answers are one line, or the exposition.  The label values are levels,
  * flow schemas, workers, backends and reasons — never flows or clients — so
@@ -42,10 +45,10 @@
 #include "borrower.h"
 #include "config.h"
 #include "endpoint.h"
+#include "httpguard.h"
 #include "stats.h"
 #include "visibility.h"
 
-#define FG_HTTP_MAX_CONNECTIONS 64u      /* at once; more wait in the listen backlog */
 #define FG_HTTP_TIMEOUT_S 5u             /* a connection idle this long is closed */
 #define FG_HTTP_CONNECTION_MEMORY 32768u /* bytes per connection: request line, headers, buffers */
 /* Threads serving connections: a snapshot query waiting on the workers (up
@@ -65,6 +68,7 @@ struct fg_http_view {
 	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
 	struct fg_vis *vis;                       /* worker snapshots (visibility.h); NULL: no debug paths */
 	struct fg_cluster *cluster;               /* cluster mode (cluster.h); NULL: off */
+	const struct fg_httpguard *guard;         /* set by fg_http_start; NULL: none (a view not served) */
 };
 
 struct fg_http;
