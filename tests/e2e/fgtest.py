@@ -6,6 +6,7 @@ import atexit
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -118,6 +119,34 @@ def executable_for_other_uid(path):
         shutil.copy(path, copy)
         os.chmod(copy, 0o755)
     return copy
+
+
+def http_raw(addr, raw, timeout=5.0, source=None):
+    """Send raw bytes to "HOST:PORT" on a new connection (from source's
+    address when given) and read until the server closes or the time is up:
+    (status or None, headers dict, body text, seconds)."""
+    host, port = addr.rsplit(":", 1)
+    data = b""
+    t0 = time.time()
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout,
+                                      source_address=(source, 0) if source else None) as s:
+            s.sendall(raw)
+            while time.time() - t0 < timeout:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"HTTP/1\.[01] (\d+)", lines[0]) if lines and lines[0] else None
+    headers = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return (int(m.group(1)) if m else None), headers, body.decode("utf-8", "replace"), time.time() - t0
 
 
 _HTTP_GET = r"""

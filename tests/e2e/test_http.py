@@ -14,29 +14,8 @@ import time
 import fgtest as t
 
 def request(addr, raw, timeout=5.0):
-    """Send raw bytes, read until the server closes or the time is up:
-    (status or None, headers dict, body)."""
-    host, port = addr.rsplit(":", 1)
-    data = b""
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout) as s:
-            s.sendall(raw)
-            deadline = time.time() + timeout
-            while time.time() < deadline:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-    except OSError:
-        pass
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    m = re.match(r"HTTP/1\.[01] (\d+)", lines[0]) if lines and lines[0] else None
-    headers = {}
-    for ln in lines[1:]:
-        k, _, v = ln.partition(":")
-        headers[k.strip().lower()] = v.strip()
-    return (int(m.group(1)) if m else None), headers, body.decode("utf-8", "replace")
+    """(status or None, headers dict, body) of raw bytes sent on a new connection."""
+    return t.http_raw(addr, raw, timeout)[:3]
 
 
 def get(addr, path, method="GET", extra=b""):

@@ -16,23 +16,10 @@ import fgtest as t
 DEADLINE_S = 10  # FG_HTTP_REQUEST_DEADLINE_NS (control/httpguard.h)
 
 
-def request(addr, raw, timeout=3.0, source="127.0.0.1"):
+def request(addr, raw, source="127.0.0.1"):
     """(status or None, body, seconds) of one request on a new connection."""
-    host, port = addr.rsplit(":", 1)
-    data = b""
-    t0 = time.time()
-    try:
-        with socket.create_connection((host, int(port)), timeout=timeout, source_address=(source, 0)) as s:
-            s.sendall(raw)
-            while time.time() - t0 < timeout:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-    except OSError:
-        pass
-    m = re.match(rb"HTTP/1\.[01] (\d+)", data)
-    return (int(m.group(1)) if m else None), data.partition(b"\r\n\r\n")[2].decode("utf-8", "replace"), time.time() - t0
+    st, _, body, dt = t.http_raw(addr, raw, timeout=3.0, source=source)
+    return st, body, dt
 
 
 def get(addr, path, source="127.0.0.1"):
