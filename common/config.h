@@ -58,6 +58,7 @@ struct fg_config {
 	struct fg_level_limits *limits; /* one worker: the levels' current limits; else NULL */
 	uint64_t max_extra_latency_ns;
 	bool flowcontrol_metrics;    /* workers count per (level, schema) (apfstats.h); fixed at start */
+	bool metrics_flow_labels;    /* /metrics names the busiest flows (settings metricsFlowLabels) */
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */
 	bool cluster;                /* cluster mode: limits are the cluster's caps (clustershare.h); fixed at start */
 };

@@ -242,6 +242,7 @@ struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_
 	c->cluster = s->cluster_etcd[0] != 0;
 	c->max_extra_latency_ns = (uint64_t)s->max_extra_latency_ns;
 	c->flowcontrol_metrics = s->flowcontrol_metrics;
+	c->metrics_flow_labels = s->metrics_flow_labels;
 	fg_trust_init(&c->trust, s);
 	if (c->n_workers > 1 && !(c->board = fg_board_new(fc, c->n_workers))) {
 		fg_config_free(c);

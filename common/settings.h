@@ -68,6 +68,7 @@ struct fg_settings {
 	int64_t borrowing_period_ns; /* how often the levels' current limits are recomputed */
 	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
 	bool flowcontrol_metrics;    /* per (level, schema) metrics (common/apfstats.h); restart-only */
+	bool metrics_flow_labels;    /* /metrics names the busiest flows (tenants); default off */
 	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
 	enum fg_addr_validation addr_validation;
 	/* Sources whose identity attributes are believed (trust boundary). */

@@ -93,6 +93,10 @@ const struct fg_setting fg_settings_table[] = {
 	{ "flowcontrolMetrics", "flowcontrol-metrics", FG_SET_BOOL, FIELD(flowcontrol_metrics), 0, 0, false,
 	  "workers count Kubernetes' APF metrics per priority level and flow schema (`fairgate_flowcontrol_*` "
 	  "counters, gauges and histograms, metrics.md); `false` saves their cost on the fast path" },
+	{ "metricsFlowLabels", "metrics-flow-labels", FG_SET_BOOL, FIELD(metrics_flow_labels), 0, 0, true,
+	  "`/metrics` also carries each level's busiest flows (`fairgate_fair_sharing_flow_*` with a `flow` label: "
+	  "tenants' user names or namespaces, at most 10 a level, so 5 series per flow, 50 per level); off, no label "
+	  "names a tenant (security.md)" },
 	{ "maxExtraLatency", "max-extra-latency", FG_SET_DURATION, FIELD(max_extra_latency_ns), 0,
 	  (int64_t)FG_MAX_MAX_EXTRA_LATENCY_NS, true,
 	  "the longest a request's final seats stay held after its answer, whatever it or its work hint asks "

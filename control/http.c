@@ -314,7 +314,7 @@ static void borrowing_metrics(struct fg_expfmt *e, const struct fg_borrower_view
  * and its busiest flows (at most FG_SHARING_TOP_FLOWS a level: a bounded
  * set of series whatever the number of tenants). */
 static void sharing_metrics(struct fg_expfmt *e, const struct fg_http_view *v, const struct fg_sharing_level *sl,
-			    unsigned n)
+			    unsigned n, bool flow_labels)
 {
 	json_t *sharing = fg_sharing_json(v->worker_stats, v->n_workers, sl, n, FG_SHARING_TOP_FLOWS);
 	static const struct {
@@ -343,7 +343,9 @@ static void sharing_metrics(struct fg_expfmt *e, const struct fg_http_view *v, c
 		json_t *lv = json_object_get(sharing, sl[i].name);
 		fg_expfmt_u64(e, a, &l, 1, (uint64_t)json_integer_value(json_object_get(lv, "activeFlows")));
 	}
-	for (size_t g = 0; g < sizeof(flow_gauges) / sizeof(flow_gauges[0]); g++) {
+	/* Flow names are tenants' (user names, namespaces): only when asked
+	 * (metricsFlowLabels). */
+	for (size_t g = 0; flow_labels && g < sizeof(flow_gauges) / sizeof(flow_gauges[0]); g++) {
 		fg_expfmt_family(e, flow_gauges[g].name, FG_EXPFMT_GAUGE, flow_gauges[g].help);
 		for (unsigned i = 0; i < n; i++) {
 			json_t *fl;
@@ -410,6 +412,7 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	/* The levels' fair sharing, read outside the read-side section. */
 	unsigned n_sl = cfg ? (cfg->fc->n_levels < FG_MAX_LEVELS ? cfg->fc->n_levels : FG_MAX_LEVELS) : 0;
 	struct fg_sharing_level *sl = n_sl ? calloc(n_sl, sizeof(*sl)) : NULL;
+	bool flow_labels = cfg && cfg->metrics_flow_labels;
 	for (unsigned i = 0; sl && i < n_sl; i++) {
 		const struct fg_fc_level *lv = &cfg->fc->levels[i];
 		snprintf(sl[i].name, sizeof(sl[i].name), "%s", lv->name);
@@ -419,7 +422,7 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	}
 	rcu_thread_offline();
 	if (sl)
-		sharing_metrics(e, v, sl, n_sl);
+		sharing_metrics(e, v, sl, n_sl, flow_labels);
 	free(sl);
 	borrowing_metrics(e, v->borrowing);
 	fg_cluster_metrics(v->cluster, e);

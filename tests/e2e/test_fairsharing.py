@@ -84,9 +84,20 @@ t.check(abs(flows["alice"]["deserved"] - 6) < 0.01 and abs(flows["bob"]["deserve
         f"status: deserved shares 6 and 2 of {SEATS} seats ({flows})")
 t.check(flows["alice"]["usage"] is None, "no usage on a MaxMin level")
 
-# /metrics: the same figures (the busiest flows of each level).
-with urllib.request.urlopen(f"http://{d.http_address()}/metrics", timeout=5) as resp:
-    metrics = resp.read().decode()
+# /metrics: no tenant's name by default (security.md); with
+# metricsFlowLabels (live), the same figures for the busiest flows of each level.
+def scrape():
+    with urllib.request.urlopen(f"http://{d.http_address()}/metrics", timeout=5) as resp:
+        return resp.read().decode()
+
+
+metrics = scrape()
+t.check("alice" not in metrics and 'flow="' not in metrics and "fairgate_fair_sharing_flow_" not in metrics,
+        "metrics: no flow label and no tenant's name by default")
+out = subprocess.run(ctl + ["apply", "-f", "-"], capture_output=True, text=True, timeout=10,
+                     input="apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {metricsFlowLabels: true}\n")
+t.check(out.returncode == 0, f"apply metricsFlowLabels: true ({out.stderr.strip()})")
+metrics = scrape()
 
 
 def sample(name, labels):
