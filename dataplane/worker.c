@@ -469,18 +469,28 @@ static uint64_t stats_key_of(const struct fg_config *cfg, const struct fg_fc_mat
 	return fg_flow_hash(schema, strlen(schema), match->distinguisher.ptr, match->distinguisher.len);
 }
 
-static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
-		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint32_t queue,
-		  uint64_t now)
+/* Count a classified request as received here: the totals, its flow's row
+ * (found or taken) and its level.  Returns the flow's row, which its answer
+ * is then charged to, so that each row's answers add up to its arrivals. */
+static uint32_t count_received(struct fg_worker *w, const struct fg_config *cfg, const struct fg_fc_match *match,
+			       uint64_t stats_key, uint16_t level)
 {
 	FG_STAT_ADD(w->stats.received, 1);
-	uint16_t level = w->level_of_cfg[match->level];
 	uint32_t flow = fg_stats_flow(&w->stats, stats_key, level, cfg->fc->schema_names[match->schema],
 				      match->distinguisher.ptr, match->distinguisher.len);
 	FG_STAT_ADD(w->stats.flows[flow].received, 1);
 	if (unlikely(w->stats.flows[flow].weight != match->weight))
 		FG_STAT_SET(w->stats.flows[flow].weight, match->weight);
 	FG_STAT_ADD(w->stats.levels[level].received, 1);
+	return flow;
+}
+
+static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
+		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint32_t queue,
+		  uint64_t now)
+{
+	uint16_t level = w->level_of_cfg[match->level];
+	uint32_t flow = count_received(w, cfg, match, stats_key, level);
 	uint16_t pair = apf_classified(w, match, work);
 
 	enum fg_reject_reason reason = FG_REJECT_NONE;
@@ -636,12 +646,11 @@ static void route_request(struct fg_worker *w, const struct fg_config *cfg, stru
 				return;
 			}
 			/* The owner is this far behind: answer now rather than lose it. */
-			FG_STAT_ADD(w->stats.received, 1);
-			FG_STAT_ADD(w->stats.levels[slot].received, 1);
+			uint32_t flow = count_received(w, cfg, match, stats_key, (uint16_t)slot);
 			uint16_t pair = apf_classified(w, match, work);
 			if (w->apf_metrics)
 				fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
-			reject_request(w, cfg, pkt, hdr->request_id, 0, slot, pair, FG_REJECT_QUEUE_FULL, now);
+			reject_request(w, cfg, pkt, hdr->request_id, flow, slot, pair, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
 	}

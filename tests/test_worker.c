@@ -1832,6 +1832,18 @@ TEST(mesh_full_handoff_rings_still_answer_everything)
 	CHECK(MESH_SUM(&r, rejected[FG_REJECT_QUEUE_FULL]) > 0);     /* requests refused at a full ring */
 	CHECK(MESH_SUM(&r, rejected[FG_REJECT_BACKEND_TIMEOUT]) > 0); /* answers dropped at a full ring */
 	CHECK_EQ(MESH_SUM(&r, received), N);
+	/* The flow rows add up: a request refused at a full ring is received
+	 * and rejected on its own flow's row, not charged to another. */
+	uint64_t row_received = 0, row_answered = 0;
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned f = 0; f < FG_FLOW_TABLE_SIZE; f++) {
+			const struct fg_flow_stats *fl = &r.w[k].stats.flows[f];
+			row_received += fl->received;
+			row_answered += fl->responded + fl->rejected;
+			CHECK(fl->responded + fl->rejected <= fl->received);
+		}
+	CHECK_EQ(row_received, N);
+	CHECK_EQ(row_answered, N);
 	mesh_fini(&r);
 }
 
