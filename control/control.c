@@ -390,7 +390,7 @@ static void warn_kept(const struct fg_fc_set *result, const struct fg_fc_set *in
 static char *apply_texts_ex(const struct fg_control_view *view, const struct apply_text *texts, unsigned n, bool strict,
 			    bool dry, enum apply_base base, const char *what, unsigned *failed)
 {
-	struct fg_fc_set *candidate = base == BASE_LIVE ? fg_fc_set_copy(view->objects) : fg_fc_set_new();
+	struct fg_fc_set *candidate = base == BASE_LIVE ? fg_fc_set_share(view->objects) : fg_fc_set_new();
 	struct fg_fc_set *input = fg_fc_set_new();
 	if (!candidate || !input) {
 		fg_fc_set_free(candidate);
@@ -475,7 +475,7 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 		return err;
 	if (!name)
 		return error_response("delete needs \"name\"");
-	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	struct fg_fc_set *candidate = fg_fc_set_share(view->objects);
 	if (!candidate)
 		return error_response("out of memory");
 	if (fg_fc_set_delete(candidate, (enum fg_fc_kind)kind, name)) {
@@ -540,7 +540,7 @@ static char *cmd_backend(const struct fg_control_view *view, json_t *req)
 		else
 			next.backends[at].admin = (uint8_t)act;
 	}
-	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	struct fg_fc_set *candidate = fg_fc_set_share(view->objects);
 	if (!candidate)
 		return error_response("out of memory");
 	char addr[64];
@@ -705,7 +705,7 @@ static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
 	json_t *ids = fg_fc_document_ids((const uint8_t *)json_string_value(data), json_string_length(data), &errs);
 	if (!ids)
 		return errs.count ? errors_response(&errs) : error_response("out of memory");
-	struct fg_fc_set *candidate = fg_fc_set_copy(view->objects);
+	struct fg_fc_set *candidate = fg_fc_set_share(view->objects);
 	json_t *not_found = json_array(), *restored = json_array(), *id;
 	if (!candidate || !not_found || !restored) {
 		fg_fc_set_free(candidate);
@@ -790,7 +790,7 @@ static char *cmd_rollback(const struct fg_control_view *view, json_t *req)
 				      (long long)json_integer_value(to), view->settings->config_history);
 	if (!e)
 		return error_response("no generation before %llu is kept to roll back to", (unsigned long long)gen);
-	struct fg_fc_set *candidate = fg_fc_set_copy(e->objects);
+	struct fg_fc_set *candidate = fg_fc_set_share(e->objects);
 	if (!candidate)
 		return error_response("out of memory");
 	struct fg_errors warnings = { .len = 0 };
