@@ -87,6 +87,7 @@ struct fg_cluster {
 	enum state state;
 	uint64_t exchanges, failures, conflicts;
 	char last_error[256];
+	struct fg_log_burst bad_records;   /* lines about records anyone with etcd access can write */
 
 	/* Status. */
 	pthread_mutex_t view_lock;
@@ -317,6 +318,16 @@ static bool is_old_lease(const struct fg_cluster *c, int64_t lease)
  * taken as room.  This member's own records must carry its lease (or an
  * earlier one of this process): any other lease means another process
  * runs under the same member id. */
+/* A bad record is read again at every exchange (several a second) until
+ * someone removes it: a few lines a window, the rest counted. */
+static void log_bad_record(struct fg_cluster *c, const char *msg, const char *key, const char *why)
+{
+	uint64_t suppressed;
+	if (fg_log_burst_allow(&c->bad_records, fg_now_ns(), &suppressed))
+		fg_log(FG_LOG_WARN, msg, FG_LOG_STR("key", key), FG_LOG_STR("reason", why),
+		       FG_LOG_UINT("suppressedBefore", suppressed));
+}
+
 static void read_members(struct fg_cluster *c, const struct fg_etcd_range *grants, const struct fg_etcd_range *demands)
 {
 	clear_members(c);
@@ -330,8 +341,8 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *grant
 		bool grant = i < grants->n;
 		if (kv->bad && grant) {
 			c->unknown_grants = true;
-			fg_log(FG_LOG_WARN, "cluster: an unreadable key or value in etcd, every grant counts as unknown",
-			       FG_LOG_STR("key", kv->key[0] ? kv->key : "(malformed)"));
+			log_bad_record(c, "cluster: an unreadable key or value in etcd, every grant counts as unknown",
+				       kv->key[0] ? kv->key : "(malformed)", "unreadable");
 			continue;
 		}
 		if (kv->bad || (!grant && strncmp(rest, "demand/", 7)))
@@ -357,8 +368,7 @@ static void read_members(struct fg_cluster *c, const struct fg_etcd_range *grant
 		bool ok = fg_cluster_parse_record(kv->value, kv->value_len, grant, rec, why, sizeof(why)) == 0;
 		if (!ok) {
 			fg_cluster_record_free(rec);
-			fg_log(FG_LOG_WARN, "cluster: a malformed record in etcd", FG_LOG_STR("key", kv->key),
-			       FG_LOG_STR("reason", why));
+			log_bad_record(c, "cluster: a malformed record in etcd", kv->key, why);
 		}
 		*(grant ? &m->has_grant : &m->has_demand) = ok;
 		if (grant)
@@ -750,6 +760,8 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 	snprintf(c->grant_key, sizeof(c->grant_key), "/fairgate/%s/grant/%s", c->name, c->member);
 	c->share = share;
 	c->started_ns = fg_now_ns();
+	c->bad_records = (struct fg_log_burst){ .window_ns = FG_CLUSTER_BAD_RECORD_LOG_WINDOW_NS,
+						.max = FG_CLUSTER_BAD_RECORD_LOG_MAX };
 	pthread_mutex_init(&c->view_lock, NULL);
 	c->members = calloc(FG_CLUSTER_MAX_MEMBERS, sizeof(*c->members));
 	c->view.members = calloc(FG_CLUSTER_MAX_MEMBERS, sizeof(*c->view.members));

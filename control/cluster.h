@@ -63,6 +63,9 @@ struct fg_expfmt;
 
 /* Per period, how much of the smoothed demand above the new average stays. */
 #define FG_CLUSTER_DEMAND_DECAY 0.7
+/* Lines about malformed records in etcd: at most this many per window, the rest counted. */
+#define FG_CLUSTER_BAD_RECORD_LOG_MAX 3u
+#define FG_CLUSTER_BAD_RECORD_LOG_WINDOW_NS 60000000000ull
 
 struct fg_cluster_opts {
 	const char *etcd;       /* clusterEtcd */

@@ -40,6 +40,8 @@ Scenarios:
               --cluster-expected-members), its fallback share is 0.
   junk-then-join  the same, m3 on the real etcd after a rogue 20 KiB
               value under the cluster's prefix (outside what members read).
+  bad-records malformed grant and demand records left in etcd for 8 s:
+              a few log lines per member, not one per record per exchange.
   drop-level  a rolling `fairgatectl apply` that removes the loaded level
               from one instance while the other still runs it and requests
               of the removed level are still executing: the pool bound.
@@ -156,6 +158,27 @@ try:
             t.check(c["state"] == "joined" and c["failures"] == before[n],
                     f"{n} keeps exchanging with etcd after a rogue key it does not read (state {c['state']})")
         t.check(backend_max() <= LIMIT, f"backend max {backend_max()} <= {LIMIT}")
+    elif SCENARIO == "bad-records":
+        # A rogue client writes malformed grant and demand records where the
+        # members read, and leaves them for 8 s (40 exchanges): each member
+        # logs at most FG_CLUSTER_BAD_RECORD_LOG_MAX (3) lines about them in
+        # the 60 s window (it was one line per record per exchange), the
+        # unreadable grant counts as unknown (no seat taken from the room).
+        a, b = start_daemon("m1"), start_daemon("m2")
+        la, lb = load(a, "a", 4), load(b, "b", 8)
+        time.sleep(2)
+        put("/fairgate/fairgate/grant/rogue", "{not json")
+        put("/fairgate/fairgate/demand/rogue2", '{"levels": 7}')
+        watch_pool({"m1": a, "m2": b}, 8, SCENARIO)
+        etcd.call("/v3/kv/deleterange", {"key": etcdtest.b64("/fairgate/fairgate/grant/rogue")})
+        etcd.call("/v3/kv/deleterange", {"key": etcdtest.b64("/fairgate/fairgate/demand/rogue2")})
+        watch_pool({"m1": a, "m2": b}, 2, "removed")
+        for n, d in (("m1", a), ("m2", b)):
+            lines = sum(1 for p in glob.glob(os.path.join(tmp, f"{n}-*.log")) for ln in open(p)
+                        if "malformed record" in ln or "unreadable key or value" in ln)
+            print(f"  {n}: {lines} lines about bad records, exchanges {cl(d)[0]['exchanges']}")
+            t.check(1 <= lines <= 3, f"{n} logs the bad records, at most 3 lines in the window ({lines})")
+        t.check(backend_max() <= LIMIT, f"bad records: backend max {backend_max()} <= {LIMIT}")
     elif SCENARIO == "wipe":
         a, b, c3 = start_daemon("m1"), start_daemon("m2"), start_daemon("m3")
         loads = [load(a, "a", 2, "25s"), load(b, "b", 8, "25s"), load(c3, "c", 16, "25s")]
