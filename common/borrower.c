@@ -126,6 +126,7 @@ static void publish_local(struct fg_borrower *b, const struct fg_config *cfg, st
 	fg_seq_write_begin(&lo->seq);
 	lo->generation = b->generation;
 	lo->sampled_ns = now;
+	lo->backend_timeout_ns = cfg->backend_timeout_ns;
 	lo->n = b->n;
 	/* Levels a worker still drains after they left the configuration: their
 	 * seats in use, summed by name. */
@@ -226,7 +227,7 @@ static void sample(struct fg_borrower *b, const struct fg_config *cfg, struct fg
 }
 
 /* Cluster mode: the caps as the levels' limits when they changed (or the
- * levels did), their fallbacks once they expired. */
+ * levels did); once they expired, the smaller of each cap and its fallback. */
 static void apply_caps(struct fg_borrower *b, const struct fg_config *cfg, bool fresh, uint64_t now)
 {
 	struct fg_clustershare *cs = b->cluster;
@@ -241,7 +242,10 @@ static void apply_caps(struct fg_borrower *b, const struct fg_config *cfg, bool 
 	for (uint32_t i = 0; i < b->n; i++)
 		if (!b->levels[i].exempt) {
 			const struct fg_cluster_cap *cap = fg_cluster_cap_of(caps, b->names[i]);
-			uint32_t limit = !cap ? 0 : expired ? cap->fallback : cap->cap;
+			/* Expired (the cluster thread is late, or this process was
+			 * paused past its lease): never more than the last cap until
+			 * an exchange has failed and the cluster thread says so. */
+			uint32_t limit = !cap ? 0 : expired && cap->fallback < cap->cap ? cap->fallback : cap->cap;
 			fg_config_set_level_limit(cfg, i, limit);
 		}
 	if (cfg->limits)

@@ -59,6 +59,7 @@ struct fg_cluster_local {
 	uint64_t seq;
 	uint64_t generation;    /* the configuration the levels are from (0: none yet) */
 	uint64_t sampled_ns;    /* when (the allotter thread's clock) */
+	uint64_t backend_timeout_ns; /* the configuration's backendTimeout: how long a request may run */
 	uint32_t n;             /* the configuration's levels, then the retiring ones */
 	struct fg_cluster_local_level levels[FG_MAX_LEVELS];
 };

@@ -126,8 +126,9 @@ const struct fg_setting fg_settings_table[] = {
 	  "and one range read each)" },
 	{ "clusterLeaseTTL", "cluster-lease-ttl", FG_SET_DURATION, FIELD(cluster_lease_ttl_ns),
 	  (int64_t)FG_MIN_CLUSTER_LEASE_TTL_NS, (int64_t)FG_MAX_CLUSTER_LEASE_TTL_NS, false,
-	  "whole seconds, at least 3 periods: a member that stops renewing its lease loses its share this long "
-	  "after; one that loses etcd keeps its share this long, then falls back" },
+	  "whole seconds, at least 3 periods: one that loses etcd keeps its share this long, then falls back; a "
+	  "member that stops renewing its lease loses its share this long after, or backendTimeout + a period "
+	  "when that is longer (its requests may run that long: scale-out.md)" },
 	{ "clusterExpectedMembers", "cluster-expected-members", FG_SET_U32, FIELD(cluster_expected_members), 0,
 	  FG_MAX_CLUSTER_EXPECTED_MEMBERS, false,
 	  "the members the fallback share divides a level's limit by while etcd cannot be reached; 0: the most "

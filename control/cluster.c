@@ -74,6 +74,7 @@ struct fg_cluster {
 	struct member *members;            /* [FG_CLUSTER_MAX_MEMBERS] */
 	uint32_t n_members, most_members;
 	int64_t lease;                     /* 0: none */
+	int64_t lease_ttl_s;               /* the TTL the current lease was granted with */
 	int64_t old_leases[OLD_LEASES];
 	uint64_t lease_deadline_ns;        /* the lease may be gone from here on (local clock) */
 	/* From the last read: */
@@ -94,7 +95,7 @@ struct fg_cluster {
 	struct {
 		enum state state;
 		uint64_t exchanges, failures, conflicts, last_ok_ns;
-		int64_t lease, revision;
+		int64_t lease, lease_ttl_s, revision;
 		char last_error[256];
 		uint32_t n_levels, n_members;
 		struct level levels[FG_MAX_LEVELS];
@@ -513,16 +514,34 @@ static void forget_lease(struct fg_cluster *c)
 	c->lease = 0;
 }
 
-/* The lease: a new one when there is none, else a keep-alive.  0 or -1. */
+/* The TTL this member's records live with: clusterLeaseTTL, or longer
+ * when requests may run longer.  A member that dies leaves requests running
+ * at the backends for up to its backendTimeout; its grant record, and so
+ * its seats, must outlive them, or the others would take those seats while
+ * they still run (scale-out.md "The invariant"). */
+static int64_t records_ttl_s(const struct fg_cluster *c)
+{
+	uint64_t ns = c->local.backend_timeout_ns + c->o.period_ns;
+	if (ns < c->o.lease_ttl_ns)
+		ns = c->o.lease_ttl_ns;
+	return (int64_t)((ns + FG_NS_PER_SEC - 1) / FG_NS_PER_SEC);
+}
+
+/* The lease: a new one when there is none (or the one held is shorter than
+ * the records now need: a longer backendTimeout), else a keep-alive.  0 or -1. */
 static int keep_lease(struct fg_cluster *c, uint64_t now)
 {
 	int64_t ttl = 0;
 	int rc;
+	if (c->lease && c->lease_ttl_s < records_ttl_s(c))
+		forget_lease(c); /* the records move to the new one at this exchange's write */
 	if (!c->lease) {
 		int64_t id = 0;
-		rc = fg_etcd_lease_grant(c->etcd_client, (int64_t)(c->o.lease_ttl_ns / FG_NS_PER_SEC), &id, &ttl);
-		if (!rc)
+		rc = fg_etcd_lease_grant(c->etcd_client, records_ttl_s(c), &id, &ttl);
+		if (!rc) {
 			c->lease = id;
+			c->lease_ttl_s = ttl;
+		}
 	} else {
 		rc = fg_etcd_lease_keepalive(c->etcd_client, c->lease, &ttl);
 		if (rc == -ENOENT) {
@@ -678,6 +697,7 @@ static void update_view(struct fg_cluster *c)
 	c->view.conflicts = c->conflicts;
 	c->view.last_ok_ns = c->last_ok_ns;
 	c->view.lease = c->lease;
+	c->view.lease_ttl_s = c->lease ? c->lease_ttl_s : 0;
 	memcpy(c->view.last_error, c->last_error, sizeof(c->view.last_error));
 	c->view.n_levels = c->n_levels;
 	memcpy(c->view.levels, c->levels, sizeof(c->levels[0]) * c->n_levels);
@@ -857,6 +877,8 @@ json_t *fg_cluster_status_json(struct fg_cluster *c)
 				c->view.last_ok_ns ? (json_int_t)((now - c->view.last_ok_ns) / FG_NS_PER_MS) : (json_int_t)-1, "lease",
 				c->view.lease ? lease : "", "revision", (json_int_t)c->view.revision, "last_error",
 				c->view.last_error, "members", members, "levels", levels);
+	/* The TTL of the held lease: clusterLeaseTTL, or backendTimeout + a period when longer. */
+	json_object_set_new(doc, "records_ttl_ms", json_integer((json_int_t)(c->view.lease_ttl_s * 1000)));
 	pthread_mutex_unlock(&c->view_lock);
 	return doc;
 }

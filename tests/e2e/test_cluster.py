@@ -73,7 +73,9 @@ def start_daemon(member):
     return t.Daemon([backend_addr], ["--seat-limit", str(LIMIT), "--queue-wait", QUEUE_WAIT,
                                      "--cluster-etcd", etcd.url, "--cluster-member", member,
                                      "--cluster-period", f"{int(PERIOD_S * 1000)}ms",
-                                     "--cluster-lease-ttl", f"{int(TTL_S)}s"],
+                                     "--cluster-lease-ttl", f"{int(TTL_S)}s",
+                                     # 100 ms requests: records live the TTL (backendTimeout + a period is less)
+                                     "--backend-timeout", "1s"],
                     log=os.path.join(tmp, f"{member}-{time.time():.0f}.log"))
 
 

@@ -40,6 +40,9 @@ Scenarios:
               --cluster-expected-members), its fallback share is 0.
   junk-then-join  the same, m3 on the real etcd after a rogue 20 KiB
               value under the cluster's prefix (outside what members read).
+  kill-inflight  m1 killed with 3 s requests in flight (backendTimeout 4 s,
+              TTL 2 s): its records outlive them, the pool bound holds.
+  pause       m1 stopped 3 s (past its TTL) and continued: the same.
   bad-records malformed grant and demand records left in etcd for 8 s:
               a few log lines per member, not one per record per exchange.
   drop-level  a rolling `fairgatectl apply` that removes the loaded level
@@ -78,6 +81,10 @@ def backend_max():
 
 
 def start_daemon(member, config="", extra=()):
+    """An instance; its backendTimeout 8 s unless extra sets one (its records
+    then live max(TTL, backendTimeout + period) = 9 s after it dies)."""
+    if "--backend-timeout" not in extra:
+        extra = ["--backend-timeout", "8s"] + list(extra)
     return t.Daemon([backend_addr], list(extra) + ["--seat-limit", str(LIMIT), "--queue-wait", "4s",
                                      "--cluster-etcd", etcd.url, "--cluster-member", member,
                                      "--cluster-period", PERIOD, "--cluster-lease-ttl", TTL],
@@ -179,6 +186,40 @@ try:
             print(f"  {n}: {lines} lines about bad records, exchanges {cl(d)[0]['exchanges']}")
             t.check(1 <= lines <= 3, f"{n} logs the bad records, at most 3 lines in the window ({lines})")
         t.check(backend_max() <= LIMIT, f"bad records: backend max {backend_max()} <= {LIMIT}")
+    elif SCENARIO in ("kill-inflight", "pause"):
+        # m1 runs 6 requests of 3 s, m2 floods 100 ms ones; L = 12, TTL 2 s,
+        # backendTimeout 4 s.  kill-inflight: m1 is killed (SIGKILL) with its
+        # 3 s requests in flight; they run on at the backend.  pause: m1 is
+        # stopped (SIGSTOP) for 3 s, past its 2 s TTL, then continued.
+        # Either way m1's records must outlive its requests (they live
+        # backendTimeout + a period = 5 s), so m2 cannot take m1's seats while
+        # they still run, and a resumed m1 runs at most its last cap until an
+        # exchange tells it otherwise.  Before: the records lived 2 s, and the
+        # backend ran more than L.
+        a = start_daemon("m1", extra=["--backend-timeout", "4s"])
+        b = start_daemon("m2", extra=["--backend-timeout", "4s"])
+        time.sleep(1)
+        st = a.status()["cluster"]
+        t.check(st.get("records_ttl_ms") == 5000 and st["lease_ttl_ms"] == 2000,
+                f"m1's records live backendTimeout + a period, rounded up: 5 s ({st.get('records_ttl_ms')} ms)")
+        la = load(a, "a", 6, "25s", service="3s")
+        lb = load(b, "b", 16, "25s")
+        watch_pool({"m1": a, "m2": b}, 3.5, "steady")
+        max_before = backend_max()
+        if SCENARIO == "kill-inflight":
+            a.proc.send_signal(signal.SIGKILL)
+            la.send_signal(signal.SIGINT)
+            watch_pool({"m2": b}, 8, "killed")
+            g = cl(b)[1].get("grant")
+            t.check(g == LIMIT, f"m2 takes all {LIMIT} seats once m1's records are gone (grant {g})")
+        else:
+            a.proc.send_signal(signal.SIGSTOP)
+            watch_pool({"m2": b}, 3, "m1 stopped")
+            a.proc.send_signal(signal.SIGCONT)
+            watch_pool({"m1": a, "m2": b}, 4, "m1 continued")
+            t.check(cl(a)[0]["state"] == "joined", f"m1 is joined again ({cl(a)[0]['state']})")
+        t.check(max_before <= LIMIT, f"before: backend max {max_before} <= {LIMIT}")
+        t.check(backend_max() <= LIMIT, f"{SCENARIO}: backend max {backend_max()} <= {LIMIT}")
     elif SCENARIO == "wipe":
         a, b, c3 = start_daemon("m1"), start_daemon("m2"), start_daemon("m3")
         loads = [load(a, "a", 2, "25s"), load(b, "b", 8, "25s"), load(c3, "c", 16, "25s")]
