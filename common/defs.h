@@ -74,6 +74,9 @@ _Static_assert(FG_BORROWING_SAMPLE_NS * 10 <= FG_MIN_BORROWING_PERIOD_NS, "a per
 #define FG_MAX_CLUSTER_LEASE_TTL_NS 600000000000ull /* 10 min */
 #define FG_CLUSTER_ETCD_MAX 512u                    /* clusterEtcd: the endpoints' text */
 #define FG_CLUSTER_MAX_ENDPOINTS 8u
+#define FG_CLUSTER_PATH_MAX 256u                    /* clusterEtcdCA, -Cert, -Key, -PasswordFile */
+#define FG_CLUSTER_USER_MAX 128u                    /* clusterEtcdUser, clusterEtcdServerName */
+#define FG_CLUSTER_PASSWORD_MAX 256u                /* bytes of the password file's first line */
 #define FG_CLUSTER_NAME_MAX 64u                     /* clusterName, with its terminator */
 #define FG_CLUSTER_MEMBER_MAX 128u                  /* clusterMember, with its terminator */
 #define FG_CLUSTER_MAX_MEMBERS 256u                 /* members a member takes into account */

@@ -104,23 +104,19 @@ int fg_mac_parse(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-/* One "http://HOST:PORT" of len bytes at u. */
+/* One "http(s)://HOST:PORT" of len bytes at u. */
 static int url_check(const char *u, size_t len, char *why, size_t whylen)
 {
-	static const char scheme[] = "http://";
 	if (len >= FG_URL_MAX) {
 		snprintf(why, whylen, "a URL is at most %u bytes", FG_URL_MAX - 1);
 		return -EINVAL;
 	}
-	if (len >= 8 && !strncmp(u, "https://", 8)) {
-		snprintf(why, whylen, "https is not supported (no TLS to etcd yet, scale-out.md): use http://");
+	size_t scheme = len >= 8 && !strncmp(u, "https://", 8) ? 8 : len >= 7 && !strncmp(u, "http://", 7) ? 7 : 0;
+	if (!scheme) {
+		snprintf(why, whylen, "\"%.*s\" must be http://HOST:PORT or https://HOST:PORT", (int)(len < 64 ? len : 64), u);
 		return -EINVAL;
 	}
-	if (len < sizeof(scheme) - 1 || strncmp(u, scheme, sizeof(scheme) - 1)) {
-		snprintf(why, whylen, "\"%.*s\" must be http://HOST:PORT", (int)(len < 64 ? len : 64), u);
-		return -EINVAL;
-	}
-	const char *host = u + sizeof(scheme) - 1, *end = u + len, *colon = host;
+	const char *host = u + scheme, *end = u + len, *colon = host;
 	while (colon < end && *colon != ':')
 		colon++;
 	size_t hlen = (size_t)(colon - host), ok = 0;

@@ -82,7 +82,7 @@ int fg_mac_parse(const char *s, uint8_t mac[6]);
 #define FG_URL_MAX 128u
 
 /*
- * A comma-separated list of "http://HOST:PORT" URLs (HOST: a name of
+ * A comma-separated list of "http://HOST:PORT" or "https://HOST:PORT" URLs (HOST: a name of
  * letters, digits, '.' and '-', or an IPv4 address; PORT 1..65535; nothing
  * after the port), at most max of them, each shorter than FG_URL_MAX.
  * Returns how many (0 for ""), or -EINVAL with the reason in why.  With out

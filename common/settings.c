@@ -189,6 +189,24 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.clusterLeaseTTL",
 			      "must be at least 3 clusterPeriods (a lease must outlive two missed renewals): period %.3fs, "
 			      "TTL %.3fs", (double)s->cluster_period_ns / 1e9, (double)s->cluster_lease_ttl_ns / 1e9);
+	bool https = !strncmp(s->cluster_etcd, "https://", 8), http = strstr(s->cluster_etcd, "http://") != NULL;
+	if (https && http)
+		fg_errors_add(errs, "spec.clusterEtcd", "all endpoints https:// or all http://, not both");
+	const struct { const char *path, *value; } tls[] = {
+		{ "spec.clusterEtcdCA", s->cluster_etcd_ca }, { "spec.clusterEtcdCert", s->cluster_etcd_cert },
+		{ "spec.clusterEtcdKey", s->cluster_etcd_key }, { "spec.clusterEtcdServerName", s->cluster_etcd_server_name } };
+	for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
+		if (tls[i].value[0] && !https)
+			fg_errors_add(errs, tls[i].path, "is for TLS: clusterEtcd must be https://");
+	if (!s->cluster_etcd_cert[0] != !s->cluster_etcd_key[0])
+		fg_errors_add(errs, s->cluster_etcd_cert[0] ? "spec.clusterEtcdKey" : "spec.clusterEtcdCert",
+			      "a client certificate needs both clusterEtcdCert and clusterEtcdKey");
+	if (!s->cluster_etcd_user[0] != !s->cluster_etcd_password_file[0])
+		fg_errors_add(errs, s->cluster_etcd_user[0] ? "spec.clusterEtcdPasswordFile" : "spec.clusterEtcdUser",
+			      "etcd authentication needs both clusterEtcdUser and clusterEtcdPasswordFile");
+	if (s->cluster_etcd_user[0] && !https)
+		fg_errors_add(errs, "spec.clusterEtcdUser",
+			      "needs https:// endpoints (over http:// the password would cross the network in clear)");
 	if (s->workers > 1 && s->io != FG_IO_DPDK)
 		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
 			      s->workers);

@@ -87,6 +87,12 @@ struct fg_settings {
 	char cluster_etcd[FG_CLUSTER_ETCD_MAX];   /* "http://HOST:PORT[,...]" */
 	char cluster_name[FG_CLUSTER_NAME_MAX];
 	char cluster_member[FG_CLUSTER_MEMBER_MAX]; /* "": <hostname>-<listen address> */
+	/* TLS and authentication to etcd ("": none). */
+	char cluster_etcd_ca[FG_CLUSTER_PATH_MAX], cluster_etcd_cert[FG_CLUSTER_PATH_MAX],
+		cluster_etcd_key[FG_CLUSTER_PATH_MAX];
+	char cluster_etcd_server_name[FG_CLUSTER_USER_MAX];
+	char cluster_etcd_user[FG_CLUSTER_USER_MAX];
+	char cluster_etcd_password_file[FG_CLUSTER_PATH_MAX];
 	int64_t cluster_period_ns;
 	int64_t cluster_lease_ttl_ns;
 	uint32_t cluster_expected_members;         /* 0: the most members seen at once */

@@ -37,7 +37,7 @@ const struct fg_setting fg_settings_table[] = {
 	  "capacity: at most N seats executing there at once, 1-1000000, at least the number of workers; none: no "
 	  "limit); at most 64, each address once; the flag is repeated, and flags replace the file's list; the list "
 	  "changes live (requests in flight at a removed backend are still answered by it; operations.md)" },
-	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 0, 0, false,
+	{ "controlSocket", "control-socket", FG_SET_PATH, FIELD(control_socket), 1, 0, false,
 	  "the control interface (control.md)" },
 	{ "controlSocketGroup", "control-socket-group", FG_SET_GROUP, FIELD(control_socket_group), 0, 0, false,
 	  "the group of the control socket file, a name or a numeric gid: with `controlSocketMode` it decides who "
@@ -114,8 +114,22 @@ const struct fg_setting fg_settings_table[] = {
 	  "configuration generations the daemon keeps (objects and settings) for `fairgatectl history` and "
 	  "`rollback`; fewer drops the oldest" },
 	{ "clusterEtcd", "cluster-etcd", FG_SET_URLS, FIELD(cluster_etcd), 0, FG_CLUSTER_MAX_ENDPOINTS, false,
-	  "`http://HOST:PORT[,...]`: etcd endpoints; set, this instance shares each level's seats with the other "
-	  "members of its cluster (scale-out.md); empty: cluster mode off" },
+	  "`http(s)://HOST:PORT[,...]`: etcd endpoints; set, this instance shares each level's seats with the "
+	  "other members of its cluster (scale-out.md); empty: cluster mode off" },
+	{ "clusterEtcdCA", "cluster-etcd-ca", FG_SET_PATH, FIELD(cluster_etcd_ca), 0, 0, false,
+	  "https: a PEM file of the CAs that sign etcd's server certificate; empty: the system's CAs" },
+	{ "clusterEtcdCert", "cluster-etcd-cert", FG_SET_PATH, FIELD(cluster_etcd_cert), 0, 0, false,
+	  "https: this member's client certificate (PEM), for etcd's --client-cert-auth; with clusterEtcdKey" },
+	{ "clusterEtcdKey", "cluster-etcd-key", FG_SET_PATH, FIELD(cluster_etcd_key), 0, 0, false,
+	  "https: the client certificate's private key (PEM, unencrypted); with clusterEtcdCert" },
+	{ "clusterEtcdServerName", "cluster-etcd-server-name", FG_SET_NAME, FIELD(cluster_etcd_server_name), 0, 0,
+	  false, "https: the name etcd's certificate must carry (and SNI), when the endpoints are addresses; empty: "
+	  "each endpoint's host" },
+	{ "clusterEtcdUser", "cluster-etcd-user", FG_SET_NAME, FIELD(cluster_etcd_user), 0, 0, false,
+	  "etcd user (etcd's `auth enable`), with clusterEtcdPasswordFile; https only: the password must not "
+	  "cross the network in clear" },
+	{ "clusterEtcdPasswordFile", "cluster-etcd-password-file", FG_SET_PATH, FIELD(cluster_etcd_password_file), 0,
+	  0, false, "a file whose first line is clusterEtcdUser's password (read at start; keep it 0600)" },
 	{ "clusterName", "cluster-name", FG_SET_NAME, FIELD(cluster_name), 1, 0, false,
 	  "the cluster this instance is a member of: its keys in etcd are under `/fairgate/<name>/`" },
 	{ "clusterMember", "cluster-member", FG_SET_NAME, FIELD(cluster_member), 0, 0, false,
@@ -247,8 +261,9 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 		return 0;
 	}
 	case FG_SET_PATH:
-		if (!*text || strlen(text) >= row->size)
-			return fg_reason(-EINVAL, why, whylen, "must be a path of 1..%zu bytes", row->size - 1);
+		if ((!*text && row->lo) || strlen(text) >= row->size)
+			return fg_reason(-EINVAL, why, whylen, "must be a path of %" PRId64 "..%zu bytes", row->lo,
+					 row->size - 1);
 		snprintf((char *)field(row, s), row->size, "%s", text);
 		return 0;
 	case FG_SET_BACKENDS: {

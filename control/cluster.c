@@ -793,7 +793,7 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 	}
 	if (!ok)
 		fg_reason(-EINVAL, why, whylen, "out of memory");
-	else if (!(c->etcd_client = fg_etcd_new(c->etcd, (long)call_timeout_ms(o), why, whylen)))
+	else if (!(c->etcd_client = fg_etcd_new(c->etcd, (long)call_timeout_ms(o), &o->tls, why, whylen)))
 		ok = false;
 	else if (pthread_create(&c->thread, NULL, cluster_main, c)) {
 		fg_reason(-EINVAL, why, whylen, "cannot start the cluster thread");

@@ -58,6 +58,7 @@
 
 #include "clustershare.h"
 #include "defs.h"
+#include "etcd.h"
 
 struct fg_expfmt;
 
@@ -71,6 +72,7 @@ struct fg_cluster_opts {
 	const char *etcd;       /* clusterEtcd */
 	const char *name;       /* clusterName */
 	const char *member;     /* clusterMember, already defaulted */
+	struct fg_etcd_opts tls; /* TLS and authentication to etcd (etcd.h) */
 	uint64_t period_ns, lease_ttl_ns;
 	uint32_t expected_members; /* 0: the most seen at once */
 };

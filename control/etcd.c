@@ -21,6 +21,14 @@
 struct fg_etcd {
 	CURL *curl;
 	char urls[FG_CLUSTER_MAX_ENDPOINTS][FG_URL_MAX];
+	/* With a server name: the URL asked for (its host the name) and where
+	 * curl connects instead (CURLOPT_CONNECT_TO "NAME:PORT:HOST:PORT"). */
+	char asked[FG_CLUSTER_MAX_ENDPOINTS][FG_URL_MAX + FG_CLUSTER_USER_MAX];
+	struct curl_slist *connect_to[FG_CLUSTER_MAX_ENDPOINTS];
+	bool https;
+	char ca[FG_CLUSTER_PATH_MAX], cert[FG_CLUSTER_PATH_MAX], key[FG_CLUSTER_PATH_MAX];
+	char user[FG_CLUSTER_USER_MAX], password[FG_CLUSTER_PASSWORD_MAX];
+	char token[1024];     /* etcd's auth token ("": none yet) */
 	unsigned n_urls, current;
 	long timeout_ms;
 	uint64_t deadline_ns;  /* calls give up here (0: no limit) */
@@ -36,13 +44,45 @@ static void curl_init_once(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t whylen)
+/* Copy an option that must fit. */
+static int copy_opt(char *dst, size_t cap, const char *src, const char *what, char *why, size_t whylen)
 {
+	if (src && strlen(src) >= cap)
+		return fg_reason(-EINVAL, why, whylen, "%s: at most %zu bytes", what, cap - 1);
+	snprintf(dst, cap, "%s", src ? src : "");
+	return 0;
+}
+
+/* With a server name, each endpoint is asked for under that name and
+ * reached at its own host. */
+static int set_server_name(struct fg_etcd *e, const char *name, char *why, size_t whylen)
+{
+	for (unsigned i = 0; i < e->n_urls; i++) {
+		const char *host = strstr(e->urls[i], "://") + 3, *port = strrchr(host, ':');
+		if (!name || !*name) {
+			memcpy(e->asked[i], e->urls[i], sizeof(e->urls[i]));
+			continue;
+		}
+		snprintf(e->asked[i], sizeof(e->asked[i]), "https://%s%s", name, port);
+		char rule[FG_URL_MAX + FG_CLUSTER_USER_MAX + 8];
+		snprintf(rule, sizeof(rule), "%s%s:%.*s%s", name, port, (int)(port - host), host, port);
+		if (!(e->connect_to[i] = curl_slist_append(NULL, rule)))
+			return fg_reason(-ENOMEM, why, whylen, "out of memory");
+	}
+	return 0;
+}
+
+struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, const struct fg_etcd_opts *opts, char *why,
+			    size_t whylen)
+{
+	static const struct fg_etcd_opts none;
 	struct fg_etcd *e = calloc(1, sizeof(*e));
 	if (!e) {
 		fg_reason(-ENOMEM, why, whylen, "out of memory");
 		return NULL;
 	}
+	if (!opts)
+		opts = &none;
 	int n = fg_urls_parse(urls, FG_CLUSTER_MAX_ENDPOINTS, e->urls, why, whylen);
 	if (n <= 0) {
 		if (n == 0)
@@ -51,11 +91,21 @@ struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t
 		return NULL;
 	}
 	e->n_urls = (unsigned)n;
+	e->https = !strncmp(e->urls[0], "https://", 8);
+	if (copy_opt(e->ca, sizeof(e->ca), opts->ca, "the CA file's path", why, whylen) ||
+	    copy_opt(e->cert, sizeof(e->cert), opts->cert, "the certificate's path", why, whylen) ||
+	    copy_opt(e->key, sizeof(e->key), opts->key, "the key's path", why, whylen) ||
+	    copy_opt(e->user, sizeof(e->user), opts->user, "the user", why, whylen) ||
+	    copy_opt(e->password, sizeof(e->password), opts->password, "the password", why, whylen) ||
+	    set_server_name(e, opts->server_name, why, whylen)) {
+		fg_etcd_free(e);
+		return NULL;
+	}
 	e->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
 	pthread_once(&curl_once, curl_init_once);
 	if (sodium_init() < 0 || !(e->curl = curl_easy_init())) {
 		fg_reason(-ENOMEM, why, whylen, "cannot start an HTTP client");
-		free(e);
+		fg_etcd_free(e);
 		return NULL;
 	}
 	return e;
@@ -65,7 +115,12 @@ void fg_etcd_free(struct fg_etcd *e)
 {
 	if (!e)
 		return;
-	curl_easy_cleanup(e->curl);
+	if (e->curl)
+		curl_easy_cleanup(e->curl);
+	for (unsigned i = 0; i < FG_CLUSTER_MAX_ENDPOINTS; i++)
+		curl_slist_free_all(e->connect_to[i]);
+	sodium_memzero(e->password, sizeof(e->password));
+	sodium_memzero(e->token, sizeof(e->token));
 	free(e->body);
 	free(e);
 }
@@ -112,9 +167,17 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 /* POST json to path at the current endpoint, then the others in turn.  On
  * 0, e->body/e->len hold the answer (HTTP 200, or an etcd error object with
  * a 4xx status). */
-static int post(struct fg_etcd *e, const char *path, const char *json)
+static int post(struct fg_etcd *e, const char *path, const char *json, bool with_token)
 {
 	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	if (with_token && e->token[0]) {
+		char auth[sizeof(e->token) + 32];
+		snprintf(auth, sizeof(auth), "Authorization: %s", e->token);
+		struct curl_slist *more = curl_slist_append(hdr, auth);
+		sodium_memzero(auth, sizeof(auth));
+		if (more)
+			hdr = more;
+	}
 	int rc = -EIO;
 	for (unsigned tries = 0; tries < e->n_urls; tries++) {
 		long timeout_ms = e->timeout_ms;
@@ -128,8 +191,8 @@ static int post(struct fg_etcd *e, const char *path, const char *json)
 			if (left_ms < (uint64_t)timeout_ms)
 				timeout_ms = (long)left_ms;
 		}
-		char url[FG_URL_MAX + 64];
-		snprintf(url, sizeof(url), "%s%s", e->urls[e->current], path);
+		char url[sizeof(e->asked[0]) + 64];
+		snprintf(url, sizeof(url), "%s%s", e->asked[e->current], path);
 		e->len = 0;
 		e->too_big = false;
 		curl_easy_reset(e->curl);
@@ -141,8 +204,22 @@ static int post(struct fg_etcd *e, const char *path, const char *json)
 		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
 		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
 		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);        /* a thread: no SIGALRM for timeouts */
-		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http"); /* no redirect elsewhere either */
+		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, e->https ? "https" : "http"); /* no redirect elsewhere */
 		curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+		char detail[CURL_ERROR_SIZE] = "";
+		curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, detail); /* TLS errors say more there */
+		if (e->https) { /* verification is curl's default; said here so that no change can drop it */
+			curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+			curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+			if (e->ca[0])
+				curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->ca);
+			if (e->cert[0]) {
+				curl_easy_setopt(e->curl, CURLOPT_SSLCERT, e->cert);
+				curl_easy_setopt(e->curl, CURLOPT_SSLKEY, e->key);
+			}
+			if (e->connect_to[e->current])
+				curl_easy_setopt(e->curl, CURLOPT_CONNECT_TO, e->connect_to[e->current]);
+		}
 		CURLcode cc = curl_easy_perform(e->curl);
 		long status = 0;
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -154,7 +231,7 @@ static int post(struct fg_etcd *e, const char *path, const char *json)
 		if (e->too_big)
 			snprintf(e->error, sizeof(e->error), "%s: an answer over %u bytes", url, FG_ETCD_MAX_BODY);
 		else if (cc != CURLE_OK)
-			snprintf(e->error, sizeof(e->error), "%s: %s", url, curl_easy_strerror(cc));
+			snprintf(e->error, sizeof(e->error), "%s: %s", url, detail[0] ? detail : curl_easy_strerror(cc));
 		else
 			snprintf(e->error, sizeof(e->error), "%s: HTTP %ld", url, status);
 		e->current = (e->current + 1) % e->n_urls;
@@ -345,15 +422,65 @@ static json_t *i64_json(int64_t v)
 	return json_string(s);
 }
 
+/* A user and password for a token (etcd's /v3/auth/authenticate). */
+static int authenticate(struct fg_etcd *e)
+{
+	json_t *req = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
+	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req); /* the text is wiped below; jansson's own copy is freed unwiped */
+	if (!text)
+		return fg_reason(-ENOMEM, e->error, sizeof(e->error), "out of memory");
+	int rc = post(e, "/v3/auth/authenticate", text, false);
+	sodium_memzero(text, strlen(text));
+	free(text);
+	if (rc)
+		return rc;
+	json_t *root;
+	char why[200];
+	rc = parse_answer(e->body, e->len, &root, why, sizeof(why));
+	if (rc)
+		return fg_reason(-EACCES, e->error, sizeof(e->error), "etcd refused user %s: %s", e->user, why);
+	json_t *token = json_object_get(root, "token");
+	if (!json_is_string(token) || !json_string_length(token) || json_string_length(token) >= sizeof(e->token)) {
+		json_decref(root);
+		return fg_reason(-EPROTO, e->error, sizeof(e->error), "etcd's authenticate answer has no usable token");
+	}
+	snprintf(e->token, sizeof(e->token), "%s", json_string_value(token));
+	json_decref(root);
+	return 0;
+}
+
+/* Whether the answer is etcd's "the token is not (or no longer) valid"
+ * (gRPC Unauthenticated, 16: an expired simple token, a restarted etcd). */
+static bool token_refused(const struct fg_etcd *e)
+{
+	json_t *root = json_loadb(e->body, e->len, 0, NULL);
+	json_t *code = json_object_get(root, "code");
+	bool refused = json_object_get(root, "error") && json_is_integer(code) && json_integer_value(code) == 16;
+	json_decref(root);
+	return refused;
+}
+
 /* Send a request object (consumed) and parse the answer with the parser's
- * shape; the error text goes to e->error. */
+ * shape; the error text goes to e->error.  With a user: a token first, and
+ * a new one once if etcd no longer takes it. */
 static int call(struct fg_etcd *e, const char *path, json_t *req)
 {
 	char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text)
 		return fg_reason(-ENOMEM, e->error, sizeof(e->error), "out of memory");
-	int rc = post(e, path, text);
+	int rc = 0;
+	if (e->user[0] && !e->token[0])
+		rc = authenticate(e);
+	if (!rc)
+		rc = post(e, path, text, true);
+	if (!rc && e->user[0] && token_refused(e)) {
+		e->token[0] = 0;
+		rc = authenticate(e);
+		if (!rc)
+			rc = post(e, path, text, true);
+	}
 	free(text);
 	return rc;
 }

@@ -14,9 +14,18 @@
  * A call that cannot reach an endpoint (transport error or HTTP 5xx) tries
  * the next one; the endpoint that answered is tried first next time.
  *
+ * TLS (https:// endpoints): the server's certificate is verified against
+ * the CA file (or the system's CAs) and the endpoint's host, or a server
+ * name given for endpoints that are addresses; a client certificate and key
+ * for etcd's --client-cert-auth.  Authentication (etcd's `auth enable`): a
+ * user and password exchanged for a token at the first call, sent with every
+ * call, and exchanged again once when etcd says the token is no longer
+ * valid (its TTL); https only (settings refuse it over http).
+ *
  * Errors: 0; -EIO (no endpoint answered: errmsg says why); -ENOENT (etcd
- * answered "not found": the lease is gone); -EPROTO (an answer that is not
- * what etcd sends, or another etcd error: errmsg has its message).
+ * answered "not found": the lease is gone); -EACCES (etcd refused the user
+ * and password); -EPROTO (an answer that is not what etcd sends, or another
+ * etcd error: errmsg has its message).
  *
  * Thread contract: one thread uses a client at a time (the cluster thread);
  * the parsers are pure and reentrant.
@@ -35,10 +44,19 @@
 
 struct fg_etcd;
 
-/* A client for the comma-separated "http://HOST:PORT" list urls (checked
+/* TLS and authentication; every field may be NULL or "" (none). */
+struct fg_etcd_opts {
+	const char *ca, *cert, *key; /* PEM files: the CAs of etcd's certificate; this client's certificate and key */
+	const char *server_name;     /* the name etcd's certificate must carry; "": each endpoint's host */
+	const char *user, *password; /* etcd's authentication */
+};
+
+/* A client for the comma-separated "http(s)://HOST:PORT" list urls (checked
  * with fg_urls_parse), each call bounded by timeout_ms.  NULL with the
- * reason in why. */
-struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, char *why, size_t whylen);
+ * reason in why.  The client keeps copies of opts' strings (the password
+ * wiped at free). */
+struct fg_etcd *fg_etcd_new(const char *urls, long timeout_ms, const struct fg_etcd_opts *opts, char *why,
+			    size_t whylen);
 void fg_etcd_free(struct fg_etcd *e);
 /* The last error's text ("" after a success). */
 const char *fg_etcd_errmsg(const struct fg_etcd *e);

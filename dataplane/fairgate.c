@@ -28,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -307,12 +309,42 @@ static void default_member(const struct fg_settings *s, char *out, size_t len)
 	snprintf(out, len, "%s-%s", host, fg_endpoint_format(&s->listen, ep, sizeof(ep)));
 }
 
+/* The first line of clusterEtcdPasswordFile, or "" without one.  0, or 1
+ * with the reason logged. */
+static int read_etcd_password(const char *path, char *out, size_t cap)
+{
+	out[0] = 0;
+	if (!path[0])
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fg_logf(FG_LOG_ERROR, "cluster mode: cannot read clusterEtcdPasswordFile %s: %s", path, strerror(errno));
+		return 1;
+	}
+	struct stat st;
+	if (!fstat(fileno(f), &st) && (st.st_mode & 0077))
+		fg_logf(FG_LOG_WARN, "cluster mode: clusterEtcdPasswordFile %s can be read by others (mode %04o): "
+			"chmod 600 it", path, (unsigned)(st.st_mode & 07777));
+	bool whole = fgets(out, (int)cap, f) && (strchr(out, '\n') || feof(f));
+	fclose(f);
+	out[strcspn(out, "\r\n")] = 0;
+	if (!whole || !out[0]) {
+		sodium_memzero(out, cap);
+		fg_logf(FG_LOG_ERROR, "cluster mode: clusterEtcdPasswordFile %s: its first line must be the password "
+			"(1-%zu bytes)", path, cap - 2);
+		return 1;
+	}
+	return 0;
+}
+
 /* Cluster mode's member thread (control/cluster.h), when clusterEtcd is set. */
 static int start_cluster(struct daemon *d)
 {
-	char why[256], member[FG_CLUSTER_MEMBER_MAX];
+	char why[256], member[FG_CLUSTER_MEMBER_MAX], password[FG_CLUSTER_PASSWORD_MAX];
 	if (!d->cluster_share)
 		return 0;
+	if (read_etcd_password(d->s->cluster_etcd_password_file, password, sizeof(password)))
+		return 1;
 	if (d->s->cluster_member[0])
 		snprintf(member, sizeof(member), "%s", d->s->cluster_member);
 	else
@@ -320,8 +352,13 @@ static int start_cluster(struct daemon *d)
 	struct fg_cluster_opts o = { .etcd = d->s->cluster_etcd, .name = d->s->cluster_name, .member = member,
 				     .period_ns = (uint64_t)d->s->cluster_period_ns,
 				     .lease_ttl_ns = (uint64_t)d->s->cluster_lease_ttl_ns,
-				     .expected_members = d->s->cluster_expected_members };
-	if (!(d->cluster = fg_cluster_start(&o, d->cluster_share, why, sizeof(why)))) {
+				     .expected_members = d->s->cluster_expected_members,
+				     .tls = { .ca = d->s->cluster_etcd_ca, .cert = d->s->cluster_etcd_cert,
+					      .key = d->s->cluster_etcd_key, .server_name = d->s->cluster_etcd_server_name,
+					      .user = d->s->cluster_etcd_user, .password = password } };
+	d->cluster = fg_cluster_start(&o, d->cluster_share, why, sizeof(why));
+	sodium_memzero(password, sizeof(password)); /* the client keeps its own copy */
+	if (!d->cluster) {
 		fg_logf(FG_LOG_ERROR, "cluster mode: %s", why);
 		return 1;
 	}

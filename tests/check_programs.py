@@ -32,7 +32,7 @@ PROGRAMS = {
     "meson": "meson", "ninja": "ninja-build", "clang": "clang", "gcc": "gcc", "gnuplot": "gnuplot-nox",
     "sleep": "coreutils", "kill": "procps", "pkill": "procps", "ps": "procps", "etcd": "etcd-server",
     "timeout": "coreutils", "env": "coreutils", "mktemp": "coreutils", "awk": "mawk", "grep": "grep",
-    "tail": "coreutils", "tee": "coreutils",
+    "tail": "coreutils", "tee": "coreutils", "openssl": "openssl",
 }
 # Debian 12's minbase: the Essential and Priority required packages that
 # debootstrap --variant=minbase installs (those the table above uses).

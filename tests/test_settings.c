@@ -583,7 +583,9 @@ TEST(cluster_settings)
 	const struct fg_setting *etcd = fg_setting_by_name("clusterEtcd"), *member = fg_setting_by_name("clusterMember");
 	CHECK_EQ(fg_setting_set_text(etcd, &s, "http://127.0.0.1:2379,http://etcd-2.example:12379", why, sizeof(why)), 0);
 	CHECK_STR(s.cluster_etcd, "http://127.0.0.1:2379,http://etcd-2.example:12379");
-	static const char *const bad[] = { "https://127.0.0.1:2379", "http://127.0.0.1", "http://:80", "http://a:0",
+	CHECK_EQ(fg_setting_set_text(etcd, &s, "https://127.0.0.1:2379", why, sizeof(why)), 0);
+	CHECK_EQ(fg_setting_set_text(etcd, &s, "http://127.0.0.1:2379,http://etcd-2.example:12379", why, sizeof(why)), 0);
+	static const char *const bad[] = { "ftp://127.0.0.1:2379", "http://127.0.0.1", "http://:80", "http://a:0",
 					   "http://a:65536", "http://a:80/v3", "http://a b:80", "127.0.0.1:2379",
 					   "http://a:1,", "http://-a:1",
 					   "http://a:1,http://a:2,http://a:3,http://a:4,http://a:5,http://a:6,http://a:7,http://a:8,http://a:9" };
@@ -621,6 +623,34 @@ TEST(cluster_settings)
 	s.cluster_lease_ttl_ns = 2500000000;
 	CHECK(fg_settings_validate(&s, &errs) < 0);
 	CHECK(strstr(errs.text, "whole seconds") != NULL);
+	/* TLS and authentication: each setting with what it needs. */
+	static const struct {
+		const char *etcd, *ca, *cert, *key, *user, *pass, *error; /* error NULL: valid */
+	} cases[] = {
+		{ "https://e:2379", "/ca.pem", "/c.pem", "/k.pem", "u", "/pw", NULL },
+		{ "https://e:2379", "", "", "", "", "", NULL },
+		{ "http://e:2379", "/ca.pem", "", "", "", "", "spec.clusterEtcdCA: is for TLS" },
+		{ "https://e:2379", "", "/c.pem", "", "", "", "spec.clusterEtcdKey: a client certificate needs both" },
+		{ "https://e:2379", "", "", "", "u", "", "spec.clusterEtcdPasswordFile: etcd authentication needs both" },
+		{ "http://e:2379", "", "", "", "u", "/pw", "spec.clusterEtcdUser: needs https://" },
+		{ "https://e:2379,http://f:2379", "", "", "", "", "", "spec.clusterEtcd: all endpoints https:// or" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fg_settings_defaults(&s);
+		memset(&errs, 0, sizeof(errs));
+		snprintf(s.cluster_etcd, sizeof(s.cluster_etcd), "%s", cases[i].etcd);
+		snprintf(s.cluster_etcd_ca, sizeof(s.cluster_etcd_ca), "%s", cases[i].ca);
+		snprintf(s.cluster_etcd_cert, sizeof(s.cluster_etcd_cert), "%s", cases[i].cert);
+		snprintf(s.cluster_etcd_key, sizeof(s.cluster_etcd_key), "%s", cases[i].key);
+		snprintf(s.cluster_etcd_user, sizeof(s.cluster_etcd_user), "%s", cases[i].user);
+		snprintf(s.cluster_etcd_password_file, sizeof(s.cluster_etcd_password_file), "%s", cases[i].pass);
+		int rc = fg_settings_validate(&s, &errs);
+		CHECK(cases[i].error ? rc < 0 && strstr(errs.text, cases[i].error) : rc == 0);
+		if (cases[i].error && !strstr(errs.text, cases[i].error))
+			fprintf(stderr, "  case %zu: %s\n", i, errs.text);
+	}
+	CHECK(fg_setting_set_text(fg_setting_by_name("controlSocket"), &s, "", why, sizeof(why)) < 0);
+	CHECK_EQ(fg_setting_set_text(fg_setting_by_name("clusterEtcdCA"), &s, "", why, sizeof(why)), 0);
 }
 
 TEST_MAIN

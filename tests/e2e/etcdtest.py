@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -51,19 +52,31 @@ def b64(text):
 
 
 class Etcd:
-    """One etcd member on 127.0.0.1; `url` is its client URL."""
+    """One etcd member on 127.0.0.1; `url` is its client URL.  With tls
+    ({ca, cert, key, client_cert, client_key}: PEM paths), it serves https
+    and requires client certificates (--client-cert-auth); this helper's own
+    calls present client_cert.  `token` (set after etcd's auth is enabled)
+    goes with every call of this helper."""
 
-    def __init__(self, name="fgtest"):
+    def __init__(self, name="fgtest", tls=None, extra=()):
         binary = ensure_installed()
         self.dir = tempfile.mkdtemp(prefix="fg-etcd-")
         self.client_port, peer_port = free_tcp_port(), free_tcp_port()
-        self.url = f"http://127.0.0.1:{self.client_port}"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.client_port}"
         peer = f"http://127.0.0.1:{peer_port}"
         self.log_path = os.path.join(self.dir, "etcd.log")
         self.args = [binary, "--name", name, "--data-dir", os.path.join(self.dir, "data"),
                      "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
                      "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                     "--initial-cluster", f"{name}={peer}", "--initial-cluster-state", "new"]
+                     "--initial-cluster", f"{name}={peer}", "--initial-cluster-state", "new"] + list(extra)
+        self.ctx = None
+        self.token = None
+        if tls:
+            self.args += ["--cert-file", tls["cert"], "--key-file", tls["key"], "--trusted-ca-file", tls["ca"],
+                          "--client-cert-auth"]
+            self.ctx = ssl.create_default_context(cafile=tls["ca"])
+            self.ctx.load_cert_chain(tls["client_cert"], tls["client_key"])
         self.proc = None
         atexit.register(self.remove)
         self.start()
@@ -84,17 +97,39 @@ class Etcd:
 
     def healthy(self):
         try:
-            with urllib.request.urlopen(self.url + "/health", timeout=HTTP_TIMEOUT_S) as r:
+            with urllib.request.urlopen(self.url + "/health", timeout=HTTP_TIMEOUT_S, context=self.ctx) as r:
                 return json.loads(r.read()).get("health") == "true"
         except (OSError, ValueError):
             return False
 
     def call(self, path, body):
         """A v3 JSON gateway call (`/v3/kv/range`, ...): the decoded answer."""
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as r:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = self.token
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), headers=headers)
+        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S, context=self.ctx) as r:
             return json.loads(r.read())
+
+    def enable_auth(self, users):
+        """etcd's authentication on, with root (password "root-pw") and, for
+        each {name: password}, a user whose role may read and write under
+        /fairgate/; then this helper calls as root."""
+        self.call("/v3/auth/user/add", {"name": "root", "password": "root-pw"})
+        self.call("/v3/auth/role/add", {"name": "root"})
+        self.call("/v3/auth/user/grant", {"user": "root", "role": "root"})
+        self.call("/v3/auth/role/add", {"name": "fairgate-members"})
+        self.call("/v3/auth/role/grant", {"name": "fairgate-members", "perm": {
+            "permType": "READWRITE", "key": b64("/fairgate/"), "range_end": b64("/fairgate0")}})
+        for name, password in users.items():
+            self.call("/v3/auth/user/add", {"name": name, "password": password})
+            self.call("/v3/auth/user/grant", {"user": name, "role": "fairgate-members"})
+        self.call("/v3/auth/enable", {})
+        self.login("root", "root-pw")
+
+    def login(self, name, password):
+        self.token = None
+        self.token = self.call("/v3/auth/authenticate", {"name": name, "password": password})["token"]
 
     def keys(self, prefix):
         """{key: value} of every key under prefix."""
