@@ -4,7 +4,7 @@
  * pair, as one worker counts it: dispatched and rejected requests, requests
  * and seats waiting and executing, and the histograms of queue wait,
  * execution time, queue length after enqueue and estimated seats, with
- * Kubernetes' bucket bounds (apf-facts.md §6.1).  docs/metrics.md says when
+ * Kubernetes' bucket bounds (docs/apf-facts.md §6.1).  docs/metrics.md says when
  * each figure moves.
  *
  * A pair is found or added by names when a worker follows a configuration

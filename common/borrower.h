@@ -52,7 +52,7 @@
 struct fg_borrower_level_view {
 	char name[FG_LEVEL_NAME_MAX];
 	bool exempt;
-	uint32_t nominal, min, max; /* the derived limits (apf-facts.md §1.3) */
+	uint32_t nominal, min, max; /* the derived limits (docs/apf-facts.md §1.3) */
 	uint32_t current;           /* the current limit in force */
 	uint32_t lower;             /* the last round's minCurrentCL */
 	double target;              /* the last round's target */

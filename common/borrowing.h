@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * borrowing — seats borrowed between priority levels (KEP-1040 "borrowing",
- * Kubernetes 1.26+; apf-facts.md §4): per-level seat-demand statistics, the
+ * Kubernetes 1.26+; docs/apf-facts.md §4): per-level seat-demand statistics, the
  * smoothed demand envelope, and the periodic round that sets each level's
  * current limit within [minCL, maxCL] with the bounded max-min allocator
  * (common/maxmin.h).  The daemon drives it through common/borrower.h.
@@ -13,7 +13,7 @@
  *     envelope = avg + stddev
  *     smoothed = max(envelope, A * smoothed + (1 - A) * envelope), A = 0.977
  * (not capped by the high watermark: Kubernetes does not cap it either).
- * The round (apf-facts.md §4.3-4.4), R = nominalCLSum - the exempt levels'
+ * The round (docs/apf-facts.md §4.3-4.4), R = nominalCLSum - the exempt levels'
  * current limits:
  *     exempt:     current = max(minCL, round(hwm))
  *     non-exempt: lower = max(minCL, min(nominalCL, round(hwm))),
@@ -87,7 +87,7 @@ struct fg_borrowing_stats {
 void fg_borrowing_stats_update(struct fg_borrowing_stats *s, const struct fg_borrowing_obs *obs);
 
 struct fg_borrowing_level {
-	/* Configuration: the derived limits of apf-facts.md §1.3
+	/* Configuration: the derived limits of docs/apf-facts.md §1.3
 	 * (struct fg_fc_level's nominal, min, max). */
 	bool exempt;
 	uint32_t nominal, min, max;

@@ -5,7 +5,7 @@
  * FairSharing objects (a level's fair-sharing policy and its flows' weights):
  * validation with the Kubernetes rules, the mandatory and bootstrap objects,
  * derived concurrency limits, and a compiled classifier that also gives each
- * request its flow's weight (docs/configuration.md, apf-facts.md §1, §7).
+ * request its flow's weight (docs/configuration.md, docs/apf-facts.md §1, §7).
  *
  * An fg_fc_set is a set of objects keyed by (kind, name), kept as JSON in
  * normalized form: decoded against the v1 types (unknown fields dropped, after
@@ -178,7 +178,7 @@ struct fg_fc_level {
 	uint32_t shares, lendable_percent;
 	int32_t borrowing_percent;          /* -1: unlimited */
 	uint32_t queues, hand_size, queue_length_limit;
-	/* Derived (apf-facts.md §1.3): */
+	/* Derived (docs/apf-facts.md §1.3): */
 	uint32_t nominal, lendable, borrowing, min, max;
 	uint32_t max_seats;                 /* per-request width cap: maxSeats (queue levels), min(limit, 10)
 					     * (reject levels), FG_EXEMPT_MAX_SEATS (exempt); workest.h */

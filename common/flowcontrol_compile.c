@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * flowcontrol_compile — a normalized object set into an immutable
- * fg_fc_config: levels with their derived limits (apf-facts.md §1.3) and
+ * fg_fc_config: levels with their derived limits (docs/apf-facts.md §1.3) and
  * their FairSharing policy, schemas in matching order with their rules and
  * their flows' weights (struct cweights), the subject index over the schemas
  * (struct fg_fc_index), all in one arena.  See flowcontrol.h.
@@ -224,7 +224,7 @@ static void compile_level(struct compiled *c, json_t *o, struct fg_fc_level *l)
 	}
 }
 
-/* apf-facts.md §1.3: the sums run over every level, exempt included. */
+/* docs/apf-facts.md §1.3: the sums run over every level, exempt included. */
 static void derive_limits(struct fg_fc_config *pub, uint32_t server_limit)
 {
 	uint64_t share_sum = 0;

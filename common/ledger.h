@@ -26,7 +26,8 @@
  *   t > g: the grant rises to max(g, min(t, room)), written only with a
  *          guard that no grant changed since the snapshot's revision (an
  *          etcd transaction, Compare MOD over the grants' prefix); the local
- *          limit rises only once that write succeeded (fg_ledger_committed).
+ *          limit rises only once that write succeeded (the decision's
+ *          limit_after, which the caller applies then).
  * Invariants (checked by tests/test_ledger.c's model of interleaved
  * members): the grants in the store sum to at most L at every revision;
  * a member's local limit never exceeds its grant in the store; hence the

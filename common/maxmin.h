@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * maxmin — one weighted max-min allocator with lower and upper bounds
- * (Kubernetes' computeConcurrencyAllocation, apf-facts.md §4.5), for
+ * (Kubernetes' computeConcurrencyAllocation, docs/apf-facts.md §4.5), for
  * borrowing between priority levels, Volcano-style deserved shares and,
  * where it fits, per-worker seat allotments.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * retryafter — one priority level's adaptive Retry-After, Kubernetes'
- * dropped-requests tracker (apf-facts §6.3): the hint starts at 1 s; on the
+ * dropped-requests tracker (docs/apf-facts.md §6.3): the hint starts at 1 s; on the
  * first drop of each new second it is recomputed from the drops of the last
  * `retry-after` seconds: doubled (at most FG_RETRY_AFTER_MAX_S) when they
  * are at least 3 × retry-after and retry-after seconds have passed since the

@@ -3,7 +3,7 @@
  * wheel — a hashed timing wheel of requests by release time (their
  * release_ns), linked through the request table's list links: O(1) to add,
  * O(1) per expiry plus one visit per slot per tick (ticks of
- * FG_WHEEL_TICK_NS, FG_WHEEL_SLOTS slots: a request due beyond one turn
+ * 2^FG_WHEEL_TICK_SHIFT ns, FG_WHEEL_SLOTS slots: a request due beyond one turn
  * (about 67 ms) stays in its slot and is passed over once per turn).
  * A request is released at the first expiry call after the tick that holds
  * its release time has passed: never early, at most one tick late.

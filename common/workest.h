@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workest — the server's estimate of a request's work: initial seats, final
- * seats and extra latency (KEP-1040 "Width of the request", apf-facts §5).
+ * seats and extra latency (KEP-1040 "Width of the request", docs/apf-facts.md §5).
  *
  * A client's header carries hints (seats, final seats, extra latency, and a
  * work hint: a LIST's object count or a mutating request's watcher count).

@@ -69,7 +69,7 @@ TEST(smoothing_constant)
 /*
  * TestUpdateBorrowing: the bootstrap levels exempt (shares 0), workload-high
  * (40, lend 50%), workload-low (100, lend 90%) and catch-all (5, lend 0%),
- * ServerCL = 6 x 145 = 870.  Derived (apf-facts.md §1.3):
+ * ServerCL = 6 x 145 = 870.  Derived (docs/apf-facts.md §1.3):
  *   exempt   nominal   0, min   0
  *   high     nominal 240, min 120, max 240 + 870 (no borrowing limit)
  *   mid      nominal 600, min  60, max 600 + 870
@@ -171,7 +171,7 @@ TEST(kubernetes_update_borrowing)
 }
 
 /*
- * TestBorrowing's configuration (apf-facts.md §4.7): ServerCL 24, two levels
+ * TestBorrowing's configuration (docs/apf-facts.md §4.7): ServerCL 24, two levels
  * of 100 shares (nominal 12 each) and catch-all (5 shares: nominal 1), so
  * nominalCLSum 25; steady demands 24 and 6.  Kubernetes expects flow 0 to
  * run ~16 seats in both cases: the allocator's current limits are 16 and 8.

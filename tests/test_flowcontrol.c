@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the flowcontrol model (common/flowcontrol.c): matching
  * tables for every rule and wildcard edge case, validation with the error
- * texts, JSON/YAML parity, bootstrap derived limits (apf-facts.md §7.1), and
+ * texts, JSON/YAML parity, bootstrap derived limits (docs/apf-facts.md §7.1), and
  * the subject index's classification against a linear walk (random sets). */
 #include <errno.h>
 #include <stdarg.h>

@@ -34,10 +34,10 @@ static const struct {
 	double alloc[MAX_ITEMS];
 	double prop;
 } cases[] = {
-	/* fair-sharing-facts.md §4, the seed: capacity 9, weights 2 and 4,
+	/* docs/fair-sharing-facts.md §4, the seed: capacity 9, weights 2 and 4,
 	 * requests 5 and 10 -> deserved 3 and 6. */
 	{ "volcano seed", 0, 9, 2, { { 2, 0, 5 }, { 4, 0, 10 } }, { 3, 6 }, 1.5 },
-	/* fair-sharing-facts.md §4, water-filling: 12 CPU, weights 1 1 2,
+	/* docs/fair-sharing-facts.md §4, water-filling: 12 CPU, weights 1 1 2,
 	 * requests 2 20 20 -> 2, 3.33, 6.67. */
 	{ "volcano water-filling",
 	  0,
@@ -51,7 +51,7 @@ static const struct {
 	{ "all at upper (no room)", 0, 6, 3, { { 1, 0, 1 }, { 1, 0, 2 }, { 1, 0, 3 } }, { 1, 2, 3 }, 3 },
 	{ "a lower bound binds", 0, 10, 2, { { 1, 6, INF }, { 1, 0, INF } }, { 6, 4 }, 4 },
 	{ "an upper bound binds", 0, 10, 3, { { 1, 0, 1 }, { 1, 0, INF }, { 1, 0, INF } }, { 1, 4.5, 4.5 }, 4.5 },
-	/* apf-facts.md §4.7 TestBorrowing, lendable-limited: ServerCL 24, two
+	/* docs/apf-facts.md §4.7 TestBorrowing, lendable-limited: ServerCL 24, two
 	 * levels nominal 12 (lend 50%/33%, borrow 67%/50%) and catch-all 1;
 	 * steady demands 24 and 6 -> 16 and 8 (flow 0 runs ~16). */
 	{ "TestBorrowing lendable-limited",

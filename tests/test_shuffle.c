@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the dealer (common/shuffle.c) against apf-facts.md §2.3. */
+/* Unit tests of the dealer (common/shuffle.c) against docs/apf-facts.md §2.3. */
 #include <errno.h>
 
 #include "flowhash.h"
@@ -113,7 +113,7 @@ TEST(invariant_division_matches_hardware_division)
 
 TEST(flow_hash_deals_like_the_reference)
 {
-	/* apf-facts.md §2.3 uses SHA-256 flow hashes; fairgate uses xxHash64, so
+	/* docs/apf-facts.md §2.3 uses SHA-256 flow hashes; fairgate uses xxHash64, so
 	 * only the dealing is shared.  Check the documented xxHash input layout. */
 	uint64_t a = fg_flow_hash("global-default", 14, "alice", 5);
 	uint64_t b = fg_flow_hash("global-default", 14, "alicf", 5);

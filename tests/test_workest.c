@@ -20,7 +20,7 @@ static struct fg_work est(const char *verb, uint32_t work_hint, uint32_t level_c
 	return w;
 }
 
-/* Kubernetes' estimators (apf-facts §5.4 count-based, §5.5), as a table. */
+/* Kubernetes' estimators (docs/apf-facts.md §5.4 count-based, §5.5), as a table. */
 TEST(kubernetes_estimates)
 {
 	static const struct {
