@@ -3,6 +3,7 @@
 #ifndef FG_BENCH_H
 #define FG_BENCH_H
 
+#include <signal.h>
 #include <stdint.h>
 
 /* Service-time convention between the load generator and the emulated
@@ -19,7 +20,7 @@ int fg_bench_fill(int argc, char **argv);
 int fg_bench_run(int argc, char **argv);
 
 /* Shared by the subcommands: a flag set by SIGINT/SIGTERM. */
-extern volatile int fg_bench_stop;
+extern volatile sig_atomic_t fg_bench_stop;
 void fg_bench_install_signals(void);
 /* Parse a duration flag value into ns (>= 0); exits 2 with a message if bad. */
 int64_t fg_bench_duration_arg(const char *flag, const char *value);

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 		}
 		fill(stats[w], w);
 	}
-	volatile int shutting_down = 0;
+	int shutting_down = 0;
 	struct fg_http_view view = { .config_ptr = &config, .worker_stats = stats, .n_workers = WORKERS,
 				     .shutting_down = &shutting_down };
 	rcu_register_thread();

@@ -68,7 +68,7 @@ struct harness {
 	uint16_t port;
 	struct rte_mempool *gen_pool;
 	struct dp_net net;
-	volatile int stop;
+	int stop;                  /* FG_READ_ONCE / FG_WRITE_ONCE */
 	/* worker side */
 	int full;                  /* 0: forward-only, 1: the fairgate worker */
 	struct dp_fairgate fg;
@@ -149,7 +149,7 @@ static void forward_only(struct harness *h, unsigned lane)
 {
 	struct rte_mbuf *rx[DP_BURST], *tx[DP_BURST];
 	unsigned next_backend = 0;
-	while (!h->stop) {
+	while (!FG_READ_ONCE(h->stop)) {
 		uint16_t n = rte_eth_rx_burst(h->port, (uint16_t)lane, rx, DP_BURST);
 		if (!n)
 			continue;
@@ -183,11 +183,11 @@ static void forward_only(struct harness *h, unsigned lane)
 	}
 }
 
-void dp_run_fairgate_lane(struct fg_worker *w, const struct fg_config *cfg, const volatile int *stop,
+void dp_run_fairgate_lane(struct fg_worker *w, const struct fg_config *cfg, const int *stop,
 			  const int *metrics_on, uint64_t *busy_cycles)
 {
 	rcu_register_thread();
-	while (!*stop) {
+	while (!FG_READ_ONCE(*stop)) {
 		rcu_quiescent_state();
 		w->apf_metrics = __atomic_load_n(metrics_on, __ATOMIC_RELAXED);
 		uint64_t t0 = rte_rdtsc(), before = w->stats.taken_over + w->stats.rx_datagrams;
@@ -245,7 +245,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds, struc
 {
 	struct phase ph = { 0 };
 	h->full = full;
-	h->stop = 0;
+	FG_WRITE_ONCE(h->stop, 0);
 	memset(h->busy_cycles, 0, sizeof(h->busy_cycles));
 	h->completions = h->rejects = 0;
 	struct lane_arg args[DP_MAX_WORKERS];
@@ -339,7 +339,7 @@ static struct phase run_phase(struct harness *h, int full, double seconds, struc
 	uint64_t stop_at = rte_rdtsc();
 	uint64_t done = h->completions - base_completions;
 	uint64_t busy = busy_sum(h) - base_busy;
-	h->stop = 1;
+	FG_WRITE_ONCE(h->stop, 1);
 	rte_eal_mp_wait_lcore();
 	/* Drain what is still in the rings. */
 	struct rte_mbuf *m;

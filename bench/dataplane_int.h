@@ -77,7 +77,7 @@ void dp_fairgate_destroy(struct dp_fairgate *fg);
 /* A worker lcore's loop until *stop: fg_worker_poll with metrics following
  * *metrics_on; *busy_cycles (relaxed stores, the main lcore reads them) adds
  * the polls that received datagrams or took hand-offs. */
-void dp_run_fairgate_lane(struct fg_worker *w, const struct fg_config *cfg, const volatile int *stop,
+void dp_run_fairgate_lane(struct fg_worker *w, const struct fg_config *cfg, const int *stop,
 			  const int *metrics_on, uint64_t *busy_cycles);
 
 /* Min and median of n figures (sorted in place); 0 for none. */

@@ -104,8 +104,8 @@ struct sc_rig {
 	 * burst's completions at a time (one atomic per burst), so that no
 	 * lane keeps a share it has no completions left to spend. */
 	int64_t budget __attribute__((aligned(FG_CACHE_LINE)));
-	volatile int go __attribute__((aligned(FG_CACHE_LINE)));
-	volatile int stop;
+	int go __attribute__((aligned(FG_CACHE_LINE))); /* FG_READ_ONCE; set with release */
+	int stop;                     /* FG_READ_ONCE / FG_WRITE_ONCE */
 	int metrics_on;               /* the daemon's default: on */
 };
 
@@ -223,7 +223,7 @@ static int lane_main(void *arg)
 {
 	struct sc_lane *l = arg;
 	struct sc_rig *r = l->rig;
-	while (!r->go && !r->stop)
+	while (!FG_READ_ONCE(r->go) && !FG_READ_ONCE(r->stop))
 		rte_pause();
 	uint64_t waited = runqueue_wait_ns();
 	dp_run_fairgate_lane(r->fg.ws.w[l->id], r->fg.cfg, &r->stop, &r->metrics_on, &l->busy_cycles);
@@ -347,7 +347,8 @@ static int rig_fill(struct sc_rig *r, uint64_t per_worker, bool answers_to_owner
 		}
 	}
 	r->budget = (int64_t)(per_worker - r->window) * r->n;
-	r->go = r->stop = 0;
+	FG_WRITE_ONCE(r->go, 0);
+	FG_WRITE_ONCE(r->stop, 0);
 	return 0;
 }
 
@@ -404,7 +405,7 @@ static int sc_run(struct sc_rig *const *g, unsigned n_rigs, uint64_t per_worker,
 		nanosleep(&nap, NULL);
 	}
 	for (unsigned j = 0; j < n_rigs; j++)
-		g[j]->stop = 1;
+		FG_WRITE_ONCE(g[j]->stop, 1);
 	rte_eal_mp_wait_lcore();
 	uint64_t end = start, busy = 0, reflect = 0, waited_ns = 0;
 	for (unsigned j = 0; j < n_rigs; j++)
@@ -467,8 +468,8 @@ struct sc_handoff_bench {
 	const uint8_t *template;
 	uint16_t template_len;
 	uint64_t send_cycles, take_cycles, bounce_cycles, checksum;
-	volatile uint64_t bounce __attribute__((aligned(FG_CACHE_LINE)));
-	volatile int go;
+	uint64_t bounce __attribute__((aligned(FG_CACHE_LINE))); /* FG_READ_ONCE / FG_WRITE_ONCE */
+	int go;
 };
 
 static void ho_send(struct sc_handoff_bench *b, uint64_t i)
@@ -497,7 +498,7 @@ static void ho_take(struct sc_handoff_bench *b, const struct fg_handoff *h)
 static int ho_sender(void *arg)
 {
 	struct sc_handoff_bench *b = arg;
-	while (!b->go)
+	while (!FG_READ_ONCE(b->go))
 		rte_pause();
 	for (uint64_t i = 0; i < SC_HO_ITEMS; i++) {
 		while (!ho_room(b)) /* waiting for the taker is not the hand-off's cost */
@@ -513,7 +514,7 @@ static int ho_taker(void *arg)
 {
 	struct sc_handoff_bench *b = arg;
 	struct fg_handoff hs[FG_RX_BURST];
-	while (!b->go)
+	while (!FG_READ_ONCE(b->go))
 		rte_pause();
 	for (uint64_t done = 0; done < SC_HO_ITEMS;) {
 		unsigned n = fg_spsc_pop(&b->ring, hs, FG_RX_BURST, sizeof(hs[0]));
@@ -555,9 +556,9 @@ static int ho_bounce_back(void *arg)
 {
 	struct sc_handoff_bench *b = arg;
 	for (uint64_t i = 1; i <= SC_HO_BOUNCES; i++) {
-		while (b->bounce != 2 * i - 1)
+		while (FG_READ_ONCE(b->bounce) != 2 * i - 1)
 			; /* no pause: it would add its own latency to the transfer's */
-		b->bounce = 2 * i;
+		FG_WRITE_ONCE(b->bounce, 2 * i);
 	}
 	return 0;
 }
@@ -567,8 +568,8 @@ static int ho_bounce_lead(void *arg)
 	struct sc_handoff_bench *b = arg;
 	uint64_t t0 = rte_rdtsc();
 	for (uint64_t i = 1; i <= SC_HO_BOUNCES; i++) {
-		b->bounce = 2 * i - 1;
-		while (b->bounce != 2 * i)
+		FG_WRITE_ONCE(b->bounce, 2 * i - 1);
+		while (FG_READ_ONCE(b->bounce) != 2 * i)
 			;
 	}
 	b->bounce_cycles = rte_rdtsc() - t0;
@@ -607,7 +608,7 @@ static int handoff_cost(const struct dp_net *net, struct sc_handoff_cost *c)
 	unsigned first = rte_get_next_lcore((unsigned)-1, 1, 0), second = rte_get_next_lcore(first, 1, 0);
 	rte_eal_remote_launch(ho_taker, &b, second);
 	rte_eal_remote_launch(ho_sender, &b, first);
-	b.go = 1;
+	FG_WRITE_ONCE(b.go, 1);
 	wait_lanes_asleep();
 	c->cross_send = (double)b.send_cycles / SC_HO_ITEMS;
 	c->cross_take = (double)b.take_cycles / SC_HO_ITEMS;

@@ -11,7 +11,7 @@
 #include "duration.h"
 #include "sim.h"
 
-volatile int fg_bench_stop;
+volatile sig_atomic_t fg_bench_stop; /* set by the signal handler */
 
 static void on_signal(int sig)
 {

@@ -6,8 +6,7 @@
 
 #define FG_VERSION "0.1.0"
 
-#define FG_CACHE_LINE 64u                    /* bytes; what structs shared between cores align to */
-#define FG_CACHE_ALIGN(n) (((n) + FG_CACHE_LINE - 1) / FG_CACHE_LINE * FG_CACHE_LINE)
+#include "compiler.h" /* FG_CACHE_LINE, FG_CACHE_ALIGN */
 
 #define FG_DEFAULT_LISTEN "127.0.0.1:7400"
 #define FG_DEFAULT_CONTROL_SOCKET "/run/fairgate/fairgate.sock"

@@ -12,6 +12,7 @@
 #define FG_NONCE_H
 
 #include <stdint.h>
+#include "compiler.h"
 
 #define FG_NONCE_BATCH 256u
 #define FG_NONCE_KEY_LEN 32u
@@ -31,7 +32,7 @@ void fg_nonces__refill(struct fg_nonces *n);
 
 static inline uint32_t fg_nonce_next(struct fg_nonces *n)
 {
-	if (__builtin_expect(n->next == FG_NONCE_BATCH, 0))
+	if (unlikely(n->next == FG_NONCE_BATCH))
 		fg_nonces__refill(n);
 	return n->buf[n->next++];
 }

@@ -72,7 +72,7 @@ static int demands_init(struct fg_qs_demands *d, const struct fg_qs_config *cfg)
 }
 
 /* A blocked head holds free seats (rare: only while a wide head waits). */
-static inline bool unlikely_held(const struct fg_queueset *qs) { return __builtin_expect(qs->held_for != NULL, 0); }
+static inline bool unlikely_held(const struct fg_queueset *qs) { return unlikely(qs->held_for != NULL); }
 
 static inline bool queue_active(const struct fg_qs_queue *q) { return q->n_waiting || q->n_executing; }
 

@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "compiler.h"
 
 #define FG_SKIP_MAX_LEVEL 12 /* p = 1/4: comfortable up to 4^12 = 16M items */
 #define FG_SKIP_NIL UINT32_MAX
@@ -50,7 +51,7 @@ struct fg_skipnode {
 	uint8_t level;
 	uint8_t list;              /* the list it is linked in */
 	bool linked;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(FG_CACHE_LINE)));
 
 struct fg_skiplist {
 	struct fg_skipnode *nodes; /* capacity + 2 * FG_SKIP_MAX_LISTS: then each list's head and tail sentinels */

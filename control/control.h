@@ -63,7 +63,7 @@ struct fg_control_view {
 	struct fg_worker_stats **worker_stats;
 	unsigned n_workers;
 	uint64_t start_ns;
-	volatile int *shutting_down;
+	const int *shutting_down;    /* read with FG_READ_ONCE */
 	struct fg_fc_set *objects;       /* the applied objects; the control thread's own */
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
 	const struct fg_borrower_view *borrowing; /* the levels' current limits (borrower.h); NULL: none */

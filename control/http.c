@@ -470,7 +470,7 @@ char *fg_http_metrics(const struct fg_http_view *v, size_t *len, int *err)
 /* Why the daemon is not ready, or NULL when it is. */
 static const char *not_ready(const struct fg_http_view *v, char *buf, size_t cap)
 {
-	if (*v->shutting_down)
+	if (FG_READ_ONCE(*v->shutting_down))
 		return "shutting down: draining";
 	rcu_thread_online();
 	bool published = rcu_dereference(*v->config_ptr) != NULL;

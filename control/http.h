@@ -64,7 +64,7 @@ struct fg_http_view {
 	unsigned n_workers;
 	const struct fg_allotter_stats *allotter; /* several workers; else NULL */
 	const struct fg_borrower_view *borrowing; /* the levels' current limits (borrower.h); NULL: none */
-	volatile int *shutting_down;              /* set by the workers at the first stop signal */
+	const int *shutting_down;                 /* set at the first stop signal; read with FG_READ_ONCE */
 	const struct fg_config_changes *changes;  /* the control thread's count; NULL: none */
 	struct fg_vis *vis;                       /* worker snapshots (visibility.h); NULL: no debug paths */
 	struct fg_cluster *cluster;               /* cluster mode (cluster.h); NULL: off */

@@ -122,7 +122,7 @@ bool fg_logwatch_poll(struct fg_logwatch *w, const struct fg_control_view *v, ui
 	w->next_ns = now + FG_LOGWATCH_PERIOD_NS;
 	watch_backends(w, v, false);
 	watch_workers(w, v, false);
-	bool stopping = !w->stopping && v->shutting_down && *v->shutting_down;
+	bool stopping = !w->stopping && v->shutting_down && FG_READ_ONCE(*v->shutting_down);
 	if (stopping) {
 		w->stopping = true;
 		fg_log(FG_LOG_INFO, "draining: new requests are answered shutting-down");

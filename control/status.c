@@ -309,7 +309,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 		"configGeneration", generation,
 		"serverConcurrencyLimit", server_limit,
 		"backends", n_backends,
-		"shuttingDown", *v->shutting_down ? 1 : 0,
+		"shuttingDown", FG_READ_ONCE(*v->shutting_down) ? 1 : 0,
 		"workers", workers_json(v),
 		"allotter", allotter_json(v),
 		"counters",

@@ -102,7 +102,7 @@ struct daemon {
 	struct fg_control *ctl;
 	struct fg_http *http;               /* NULL: httpListen off */
 	struct fg_vis *vis;                 /* worker snapshots for dumps and pending requests; outlives the workers' polls */
-	volatile int shutting_down;         /* the control thread reports it */
+	int shutting_down;                  /* the control thread reports it (FG_WRITE_ONCE / FG_READ_ONCE) */
 	struct fg_config_changes changes;   /* the control thread counts, /metrics shows */
 	unsigned workers_done;              /* workers past their own drain */
 	struct fg_allotter allotter;
@@ -112,7 +112,7 @@ struct daemon {
 	uint64_t drain_cut_until_ns;        /* a drain ended with requests executing: the latest of their
 					     * backend time-outs (0: none cut) */
 	pthread_t allotter_thread;
-	volatile int allotter_stop;
+	int allotter_stop;                  /* __atomic release/acquire */
 	bool allotter_running, lcores_launched, rcu_registered;
 };
 
@@ -136,7 +136,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 		uint64_t now = fg_now_ns();
 		FG_STAT_SET(w->stats.heartbeat_ns, now); /* /readyz: this worker polls */
 		if (stop_signal && !w->draining) {
-			d->shutting_down = 1;
+			FG_WRITE_ONCE(d->shutting_down, 1);
 			drain_deadline = now + (uint64_t)d->s->shutdown_grace_ns;
 			fg_worker_drain(w, cfg, now);
 		}

@@ -11,8 +11,7 @@
 
 #include "worker.h"
 
-#define unlikely(x) __builtin_expect(!!(x), 0)
-#define likely(x) __builtin_expect(!!(x), 1)
+#include "compiler.h"
 
 /* Several workers: a queue's load and the level's seat use on the board
  * (and the demand signal when the level's next request stops fitting). */

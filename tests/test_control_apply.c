@@ -19,7 +19,7 @@ struct rig {
 	struct fg_settings settings;
 	struct fg_config *config;
 	struct fg_worker_stats *stats[2];
-	volatile int shutting_down;
+	int shutting_down;
 	struct fg_control_view view;
 };
 

@@ -642,7 +642,7 @@ struct query_arg {
 	struct fg_vis *vis;
 	const char *level;
 	struct fg_vis_answer a;
-	volatile int done;
+	int done; /* __atomic release/acquire */
 };
 
 static void *query_thread(void *p)

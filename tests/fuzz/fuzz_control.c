@@ -11,7 +11,7 @@ static struct fg_settings settings;
 static struct fg_config *config;
 static struct fg_worker_stats stats;
 static struct fg_worker_stats *stats_list[1] = { &stats };
-static volatile int shutting_down;
+static int shutting_down;
 static struct fg_fc_set *objects;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
