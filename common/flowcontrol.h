@@ -245,8 +245,9 @@ struct fg_fc_match {
  * verb, API group, resource, namespace and cluster scope, and some rule
  * (the same or another) every verb and non-resource URL; a schema that
  * matches it only because of what it claims (the bootstrap `probes`:
- * `get /healthz`) is passed over as if it did not match.  Found — found through the subject index: the candidates of the request's
- * user, service-account namespace and groups merged in matching order, each
+ * `get /healthz`) is passed over as if it did not match.  The schema is
+ * found through the subject index: the candidates of the request's user,
+ * service-account namespace and groups merged in matching order, each
  * fully matched (a request with more than FG_PROTO_MAX_GROUPS groups, which
  * the protocol cannot carry, walks every schema instead).  The weight is the level's FairSharing entry for (schema,
  * distinguisher), else the schema's entry without a distinguisher, else

@@ -189,9 +189,22 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.clusterLeaseTTL",
 			      "must be at least 3 clusterPeriods (a lease must outlive two missed renewals): period %.3fs, "
 			      "TTL %.3fs", (double)s->cluster_period_ns / 1e9, (double)s->cluster_lease_ttl_ns / 1e9);
-	bool https = !strncmp(s->cluster_etcd, "https://", 8), http = strstr(s->cluster_etcd, "http://") != NULL;
-	if (https && http)
+	/* Each endpoint's scheme: the URLs are checked, so each starts with one. */
+	unsigned n_https = 0, n_urls = 0;
+	for (const char *u = s->cluster_etcd; *u; n_urls++) {
+		n_https += !strncmp(u, "https://", 8);
+		const char *comma = strchr(u, ',');
+		u = comma ? comma + 1 : u + strlen(u);
+	}
+	bool https = n_urls && n_https == n_urls;
+	if (n_https && n_https != n_urls)
 		fg_errors_add(errs, "spec.clusterEtcd", "all endpoints https:// or all http://, not both");
+	size_t name_ok = strspn(s->cluster_etcd_server_name,
+				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	if (s->cluster_etcd_server_name[name_ok] || s->cluster_etcd_server_name[0] == '-' ||
+	    s->cluster_etcd_server_name[0] == '.')
+		fg_errors_add(errs, "spec.clusterEtcdServerName", "must be a DNS name (letters, digits, '.' and '-'), got "
+			      "\"%.100s\"", s->cluster_etcd_server_name);
 	const struct { const char *path, *value; } tls[] = {
 		{ "spec.clusterEtcdCA", s->cluster_etcd_ca }, { "spec.clusterEtcdCert", s->cluster_etcd_cert },
 		{ "spec.clusterEtcdKey", s->cluster_etcd_key }, { "spec.clusterEtcdServerName", s->cluster_etcd_server_name } };

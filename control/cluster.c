@@ -75,6 +75,10 @@ struct fg_cluster {
 	uint32_t n_members, most_members;
 	int64_t lease;                     /* 0: none */
 	int64_t lease_ttl_s;               /* the TTL the current lease was granted with */
+	int64_t moving_from;               /* a shorter lease the records are still under until a write
+					    * under the current one succeeds (renewed meanwhile); 0: none */
+	uint64_t records_until_ns;         /* this member's records may stand until then (local clock) */
+	uint64_t joining_ns;               /* the last move to JOINING (start, or the lease found gone) */
 	int64_t old_leases[OLD_LEASES];
 	uint64_t lease_deadline_ns;        /* the lease may be gone from here on (local clock) */
 	/* From the last read: */
@@ -82,12 +86,12 @@ struct fg_cluster {
 	bool too_many_members;             /* more member ids than FG_CLUSTER_MAX_MEMBERS */
 	int64_t self_grant_mod;            /* grant/<self>'s mod_revision (0: absent) */
 	int64_t other_lease;               /* a record of this member id under a lease not this process's */
-	uint64_t started_ns, last_ok_ns;
+	uint64_t last_ok_ns;
 	uint64_t joined_ns;                /* the last move to JOINED */
 	uint64_t hold_until_ns;            /* stopping: keep the grants and the lease until then */
 	enum state state;
 	uint64_t exchanges, failures, conflicts;
-	char last_error[256];
+	char last_error[512];
 	struct fg_log_burst bad_records;   /* lines about records anyone with etcd access can write */
 
 	/* Status. */
@@ -96,7 +100,7 @@ struct fg_cluster {
 		enum state state;
 		uint64_t exchanges, failures, conflicts, last_ok_ns;
 		int64_t lease, lease_ttl_s, revision;
-		char last_error[256];
+		char last_error[512];
 		uint32_t n_levels, n_members;
 		struct level levels[FG_MAX_LEVELS];
 		struct view_member *members; /* [FG_CLUSTER_MAX_MEMBERS], arrays [FG_MAX_LEVELS] each */
@@ -527,14 +531,35 @@ static int64_t records_ttl_s(const struct fg_cluster *c)
 	return (int64_t)((ns + FG_NS_PER_SEC - 1) / FG_NS_PER_SEC);
 }
 
+/* etcd says the lease is gone, so are this member's records, and the
+ * others may have taken its seats: none until it has joined again (etcd is
+ * reachable: that is the next exchange; if it is not, the fallback applies
+ * after a TTL in JOINING). */
+static void lease_lost(struct fg_cluster *c)
+{
+	forget_lease(c);
+	c->records_until_ns = 0;
+	c->state = JOINING;
+	c->joining_ns = fg_now_ns();
+	for (uint32_t i = 0; i < c->n_levels; i++)
+		c->levels[i].cap = 0;
+	fail_exchange(c, "the lease expired");
+}
+
 /* The lease: a new one when there is none (or the one held is shorter than
- * the records now need: a longer backendTimeout), else a keep-alive.  0 or -1. */
+ * the records now need: a longer backendTimeout; the old one is renewed too
+ * until the records are written under the new one), else a keep-alive.
+ * 0 or -1. */
 static int keep_lease(struct fg_cluster *c, uint64_t now)
 {
 	int64_t ttl = 0;
 	int rc;
-	if (c->lease && c->lease_ttl_s < records_ttl_s(c))
-		forget_lease(c); /* the records move to the new one at this exchange's write */
+	if (c->lease && !c->moving_from && c->lease_ttl_s < records_ttl_s(c)) {
+		c->moving_from = c->lease; /* the records move at the next successful write */
+		forget_lease(c);
+	}
+	if (c->moving_from && fg_etcd_lease_keepalive(c->etcd_client, c->moving_from, &ttl) == -ENOENT)
+		c->moving_from = 0;
 	if (!c->lease) {
 		int64_t id = 0;
 		rc = fg_etcd_lease_grant(c->etcd_client, records_ttl_s(c), &id, &ttl);
@@ -545,8 +570,7 @@ static int keep_lease(struct fg_cluster *c, uint64_t now)
 	} else {
 		rc = fg_etcd_lease_keepalive(c->etcd_client, c->lease, &ttl);
 		if (rc == -ENOENT) {
-			forget_lease(c); /* expired: this member's records are gone; a new lease next time */
-			fail_exchange(c, "the lease expired");
+			lease_lost(c);
 			return -1;
 		}
 	}
@@ -556,6 +580,7 @@ static int keep_lease(struct fg_cluster *c, uint64_t now)
 	}
 	/* Measured from before the request was sent: etcd's clock started later. */
 	c->lease_deadline_ns = now + (uint64_t)ttl * FG_NS_PER_SEC - (c->o.period_ns < (uint64_t)ttl * FG_NS_PER_SEC ? c->o.period_ns : 0);
+	c->records_until_ns = now + (uint64_t)ttl * FG_NS_PER_SEC;
 	return 0;
 }
 
@@ -583,7 +608,8 @@ static void exchange(struct fg_cluster *c)
 			c->last_ok_ns = fg_now_ns();
 		return;
 	}
-	/* No call may outlast the time the caps are good for. */
+	/* No call may outlast the time the caps are good for (a member past
+	 * it has fallen back before this exchange: cluster_main). */
 	fg_etcd_set_deadline(c->etcd_client, c->state == JOINED ? caps_deadline(c) : 0);
 	if (keep_lease(c, now))
 		return;
@@ -640,10 +666,12 @@ static void exchange(struct fg_cluster *c)
 	if (rc || !ok) {
 		/* Lost a race, or unknown whether it was written: only lower
 		 * limits apply. */
+		if (rc == -ENOENT) {
+			lease_lost(c);
+			return;
+		}
 		if (rc) {
-			fail_exchange(c, rc == -ENOENT ? "the lease expired" : fg_etcd_errmsg(c->etcd_client));
-			if (rc == -ENOENT)
-				forget_lease(c);
+			fail_exchange(c, fg_etcd_errmsg(c->etcd_client));
 		} else {
 			c->conflicts++;
 		}
@@ -656,6 +684,10 @@ static void exchange(struct fg_cluster *c)
 		for (uint32_t i = 0; i < c->n_levels; i++) {
 			c->levels[i].cap = dec[i].limit_after;
 			c->levels[i].grant = dec[i].grant;
+		}
+		if (c->moving_from) { /* the records are under the current lease now */
+			fg_etcd_lease_revoke(c->etcd_client, c->moving_from);
+			c->moving_from = 0;
 		}
 	}
 	c->exchanges++;
@@ -682,8 +714,12 @@ static void fall_back(struct fg_cluster *c)
 		       FG_LOG_UINT("expected_members", expected), FG_LOG_STR("error", c->last_error));
 	c->state = FALLBACK;
 	forget_lease(c);
+	/* While this member's records may still stand, the others count its
+	 * grant, not its fallback share: no more than its last cap until then. */
+	bool records = fg_now_ns() < c->records_until_ns;
 	for (uint32_t i = 0; i < c->n_levels; i++) {
-		c->levels[i].cap = fallback_share(c, c->levels[i].limit);
+		uint32_t share = fallback_share(c, c->levels[i].limit);
+		c->levels[i].cap = records && c->levels[i].cap < share ? c->levels[i].cap : share;
 		c->levels[i].grant = 0;
 	}
 }
@@ -727,25 +763,39 @@ static void nap(uint64_t ns)
 /* Demand is sampled this many times a period (the allotter thread samples every 10 ms). */
 #define SAMPLES_PER_PERIOD 4
 
+/* Whether the caps can no longer be trusted: a joined member past its
+ * deadline (or without a lease), or one joining for a TTL without success. */
+static bool lost(const struct fg_cluster *c, uint64_t now)
+{
+	return c->state == JOINED ? now >= caps_deadline(c) || !c->lease
+				  : c->state == JOINING && now - c->joining_ns >= c->o.lease_ttl_ns;
+}
+
 static void *cluster_main(void *arg)
 {
 	struct fg_cluster *c = arg;
 	uint64_t next_exchange = fg_now_ns();
 	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
 		follow_local(c);
-		uint64_t now = fg_now_ns();
 		bool changed = false;
+		/* Before an exchange (its calls may take their whole time-out:
+		 * the fallback must not wait for them) and at every nap.  A member
+		 * paused past its deadline falls back here, to no more than its
+		 * last caps while its records may stand, before it tries etcd. */
+		if (lost(c, fg_now_ns())) {
+			fall_back(c);
+			publish_caps(c);
+			update_view(c);
+			changed = true;
+		}
+		uint64_t now = fg_now_ns();
 		if (now >= next_exchange && c->generation) {
 			next_exchange = now + c->o.period_ns;
 			smooth_demand(c);
 			exchange(c);
-			now = fg_now_ns();
 			changed = true;
 		}
-		/* Checked at every nap, not only after an exchange. */
-		bool lost = c->state == JOINED ? now >= caps_deadline(c) || !c->lease
-					       : c->state == JOINING && now - c->started_ns >= c->o.lease_ttl_ns;
-		if (lost || (changed && c->state == FALLBACK)) {
+		if (lost(c, fg_now_ns()) || (changed && c->state == FALLBACK)) {
 			fall_back(c);
 			changed = true;
 		}
@@ -767,6 +817,7 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 		return NULL;
 	}
 	c->o = *o;
+	c->o.tls = (struct fg_etcd_opts){ 0 }; /* the etcd client keeps its own copies; the caller wipes its password */
 	snprintf(c->etcd, sizeof(c->etcd), "%s", o->etcd);
 	snprintf(c->name, sizeof(c->name), "%s", o->name);
 	snprintf(c->member, sizeof(c->member), "%s", o->member);
@@ -779,7 +830,7 @@ struct fg_cluster *fg_cluster_start(const struct fg_cluster_opts *o, struct fg_c
 	snprintf(c->demand_key, sizeof(c->demand_key), "/fairgate/%s/demand/%s", c->name, c->member);
 	snprintf(c->grant_key, sizeof(c->grant_key), "/fairgate/%s/grant/%s", c->name, c->member);
 	c->share = share;
-	c->started_ns = fg_now_ns();
+	c->joining_ns = fg_now_ns();
 	c->bad_records = (struct fg_log_burst){ .window_ns = FG_CLUSTER_BAD_RECORD_LOG_WINDOW_NS,
 						.max = FG_CLUSTER_BAD_RECORD_LOG_MAX };
 	pthread_mutex_init(&c->view_lock, NULL);

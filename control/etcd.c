@@ -35,7 +35,9 @@ struct fg_etcd {
 	char *body;           /* the answer being read */
 	size_t len, cap;
 	bool too_big;
-	char error[256];
+	long status;          /* the last answer's HTTP status */
+	char detail[CURL_ERROR_SIZE]; /* curl's own words for the last failure (TLS says more there) */
+	char error[512];
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -206,8 +208,8 @@ static int post(struct fg_etcd *e, const char *path, const char *json, bool with
 		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);        /* a thread: no SIGALRM for timeouts */
 		curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, e->https ? "https" : "http"); /* no redirect elsewhere */
 		curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
-		char detail[CURL_ERROR_SIZE] = "";
-		curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, detail); /* TLS errors say more there */
+		e->detail[0] = 0;
+		curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->detail);
 		if (e->https) { /* verification is curl's default; said here so that no change can drop it */
 			curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, 1L);
 			curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -223,6 +225,7 @@ static int post(struct fg_etcd *e, const char *path, const char *json, bool with
 		CURLcode cc = curl_easy_perform(e->curl);
 		long status = 0;
 		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+		e->status = status;
 		if (cc == CURLE_OK && status >= 200 && status < 500) {
 			e->error[0] = 0;
 			rc = 0;
@@ -230,12 +233,26 @@ static int post(struct fg_etcd *e, const char *path, const char *json, bool with
 		}
 		if (e->too_big)
 			snprintf(e->error, sizeof(e->error), "%s: an answer over %u bytes", url, FG_ETCD_MAX_BODY);
-		else if (cc != CURLE_OK)
-			snprintf(e->error, sizeof(e->error), "%s: %s", url, detail[0] ? detail : curl_easy_strerror(cc));
+		else if (cc != CURLE_OK) {
+			/* A TLS server that wants a client certificate ends the
+			 * handshake in ways curl words differently each time. */
+			bool no_cert = e->https && !e->cert[0] &&
+				       (cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
+					cc == CURLE_GOT_NOTHING);
+			snprintf(e->error, sizeof(e->error), "%s: %s%s%s%s", url, curl_easy_strerror(cc),
+				 e->detail[0] ? " (" : "", e->detail, e->detail[0] ? ")" : "");
+			if (no_cert) {
+				size_t n = strlen(e->error);
+				snprintf(e->error + n, sizeof(e->error) - n, "; does etcd want a client certificate "
+					 "(clusterEtcdCert, clusterEtcdKey)?");
+			}
+		}
 		else
 			snprintf(e->error, sizeof(e->error), "%s: HTTP %ld", url, status);
 		e->current = (e->current + 1) % e->n_urls;
 	}
+	for (struct curl_slist *h = hdr; h; h = h->next) /* the token */
+		sodium_memzero(h->data, strlen(h->data));
 	curl_slist_free_all(hdr);
 	return rc;
 }
@@ -447,16 +464,24 @@ static int authenticate(struct fg_etcd *e)
 	}
 	snprintf(e->token, sizeof(e->token), "%s", json_string_value(token));
 	json_decref(root);
+	sodium_memzero(e->body, e->len); /* the token */
 	return 0;
 }
 
-/* Whether the answer is etcd's "the token is not (or no longer) valid"
- * (gRPC Unauthenticated, 16: an expired simple token, a restarted etcd). */
+/* Whether the answer is etcd's "the token is not (or no longer) valid":
+ * gRPC Unauthenticated (16: an expired simple token, a restarted etcd), or
+ * "revision of auth store is old" (3: users or roles changed since the
+ * token was issued; a JWT carries that revision until it expires).  etcd's
+ * own client authenticates again on both.  Only an error answer is read. */
 static bool token_refused(const struct fg_etcd *e)
 {
+	if (e->status < 400)
+		return false;
 	json_t *root = json_loadb(e->body, e->len, 0, NULL);
-	json_t *code = json_object_get(root, "code");
-	bool refused = json_object_get(root, "error") && json_is_integer(code) && json_integer_value(code) == 16;
+	json_t *code = json_object_get(root, "code"), *err = json_object_get(root, "error");
+	int64_t c = json_is_integer(code) ? json_integer_value(code) : -1;
+	bool refused = err && (c == 16 || (c == 3 && json_is_string(err) &&
+					   strstr(json_string_value(err), "auth store is old")));
 	json_decref(root);
 	return refused;
 }

@@ -16,9 +16,10 @@
  * parameters).  Only GET and HEAD (405 with Allow), only the paths above (404), no
  * query parameters (400 with the first unknown one, printable, cut short).
  * Answers are one line, or the exposition.  The label values are levels,
- * flow schemas, workers, backends and reasons — never flows or clients — so
- * a scrape's size is bounded by FG_MAX_LEVELS, FG_APF_PAIRS,
- * FG_MAX_WORKER_CORES and FG_MAX_BACKENDS (metrics_apf.h).
+ * flow schemas, workers, backends and reasons — never clients, and flows
+ * only with metricsFlowLabels (each level's 10 busiest) — so a scrape's size
+ * is bounded by FG_MAX_LEVELS, FG_APF_PAIRS, FG_MAX_WORKER_CORES,
+ * FG_MAX_BACKENDS (metrics_apf.h) and FG_SHARING_TOP_FLOWS.
  *
  * With a visibility object (view.vis), also the APF debug dumps and the
  * pendingrequests paths of control/http_debug.h, which take their own query

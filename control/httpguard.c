@@ -59,8 +59,8 @@ static void *sweeper_main(void *arg)
 	struct fg_httpguard *g = arg;
 	pthread_mutex_lock(&g->lock);
 	while (!g->stopping) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
+		struct timespec until; /* the condition variable waits on the monotonic clock */
+		clock_gettime(CLOCK_MONOTONIC, &until);
 		uint64_t ns = (uint64_t)until.tv_nsec + FG_HTTP_SWEEP_NS;
 		until.tv_sec += (time_t)(ns / 1000000000ull);
 		until.tv_nsec = (long)(ns % 1000000000ull);
@@ -79,7 +79,11 @@ struct fg_httpguard *fg_httpguard_create(char *err, size_t errlen)
 		return NULL;
 	}
 	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->wake, NULL);
+	pthread_condattr_t attr; /* a clock stepped back must not stop the sweeps */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->wake, &attr);
+	pthread_condattr_destroy(&attr);
 	int rc = pthread_create(&g->sweeper, NULL, sweeper_main, g);
 	if (rc) {
 		snprintf(err, errlen, "cannot start the HTTP sweeper thread: %s", strerror(rc));

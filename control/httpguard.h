@@ -16,9 +16,11 @@
  *    probe always gets in and is answered while every other slot is taken,
  *    even from the address of the client that holds them.
  *  - A request line with more than FG_HTTP_MAX_QUERY_PARAMS query
- *    parameters is answered 400 and closed before libmicrohttpd splits
- *    them: past a few hundred its per-connection memory runs out and it
- *    left the client without an answer until its idle timeout.
+ *    parameters is answered 400 on the socket and the connection shut from
+ *    libmicrohttpd's URI callback, which runs before it splits them (it
+ *    still does, within its per-connection memory, and then finds the
+ *    connection closed): past a few hundred parameters that memory runs out
+ *    and it left the client without an answer until its idle timeout.
  *
  * A connection is ended with shutdown(2) on its socket: libmicrohttpd sees
  * the end and closes it its usual way.  Invariant: a slot's socket is shut

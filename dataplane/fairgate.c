@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sodium.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <systemd/sd-daemon.h>
@@ -316,18 +317,21 @@ static int read_etcd_password(const char *path, char *out, size_t cap)
 	out[0] = 0;
 	if (!path[0])
 		return 0;
-	FILE *f = fopen(path, "r");
-	if (!f) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC); /* no stdio: its buffer would keep the password */
+	if (fd < 0) {
 		fg_logf(FG_LOG_ERROR, "cluster mode: cannot read clusterEtcdPasswordFile %s: %s", path, strerror(errno));
 		return 1;
 	}
 	struct stat st;
-	if (!fstat(fileno(f), &st) && (st.st_mode & 0077))
+	if (!fstat(fd, &st) && (st.st_mode & 0077))
 		fg_logf(FG_LOG_WARN, "cluster mode: clusterEtcdPasswordFile %s can be read by others (mode %04o): "
 			"chmod 600 it", path, (unsigned)(st.st_mode & 07777));
-	bool whole = fgets(out, (int)cap, f) && (strchr(out, '\n') || feof(f));
-	fclose(f);
-	out[strcspn(out, "\r\n")] = 0;
+	ssize_t n = read(fd, out, cap - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = 0;
+	size_t line = strcspn(out, "\r\n");
+	bool whole = n > 0 && (line < (size_t)n || (size_t)n < cap - 1); /* a line end, or the whole file */
+	sodium_memzero(out + line, cap - line);
 	if (!whole || !out[0]) {
 		sodium_memzero(out, cap);
 		fg_logf(FG_LOG_ERROR, "cluster mode: clusterEtcdPasswordFile %s: its first line must be the password "

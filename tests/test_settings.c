@@ -634,6 +634,7 @@ TEST(cluster_settings)
 		{ "https://e:2379", "", "", "", "u", "", "spec.clusterEtcdPasswordFile: etcd authentication needs both" },
 		{ "http://e:2379", "", "", "", "u", "/pw", "spec.clusterEtcdUser: needs https://" },
 		{ "https://e:2379,http://f:2379", "", "", "", "", "", "spec.clusterEtcd: all endpoints https:// or" },
+		{ "http://e:2379,https://f:2379", "", "", "", "", "", "spec.clusterEtcd: all endpoints https:// or" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		fg_settings_defaults(&s);
@@ -649,6 +650,11 @@ TEST(cluster_settings)
 		if (cases[i].error && !strstr(errs.text, cases[i].error))
 			fprintf(stderr, "  case %zu: %s\n", i, errs.text);
 	}
+	fg_settings_defaults(&s);
+	memset(&errs, 0, sizeof(errs));
+	snprintf(s.cluster_etcd, sizeof(s.cluster_etcd), "https://10.0.0.1:2379");
+	snprintf(s.cluster_etcd_server_name, sizeof(s.cluster_etcd_server_name), "etcd_1:2379");
+	CHECK(fg_settings_validate(&s, &errs) < 0 && strstr(errs.text, "spec.clusterEtcdServerName: must be a DNS name"));
 	CHECK(fg_setting_set_text(fg_setting_by_name("controlSocket"), &s, "", why, sizeof(why)) < 0);
 	CHECK_EQ(fg_setting_set_text(fg_setting_by_name("clusterEtcdCA"), &s, "", why, sizeof(why)), 0);
 }

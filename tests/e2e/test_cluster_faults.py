@@ -42,7 +42,9 @@ Scenarios:
               value under the cluster's prefix (outside what members read).
   kill-inflight  m1 killed with 3 s requests in flight (backendTimeout 4 s,
               TTL 2 s): its records outlive them, the pool bound holds.
-  pause       m1 stopped 3 s (past its TTL) and continued: the same.
+  pause       m1, its grant below its fallback share, stopped 3 s (past its
+              TTL) while a flood waits for it, and continued: it tries etcd
+              before any fallback, the pool bound holds.
   bad-records malformed grant and demand records left in etcd for 8 s:
               a few log lines per member, not one per record per exchange.
   drop-level  a rolling `fairgatectl apply` that removes the loaded level
@@ -213,7 +215,18 @@ try:
             g = cl(b)[1].get("grant")
             t.check(g == LIMIT, f"m2 takes all {LIMIT} seats once m1's records are gone (grant {g})")
         else:
+            # m1's load drops to one request, so its grant (and cap) falls
+            # below its fallback share (6); while it is stopped a flood
+            # waits for it.  Resumed, it must not run its fallback share
+            # before it has tried etcd (its records still stand: m2 runs 11).
+            la.send_signal(signal.SIGINT)
+            la2 = load(a, "a2", 1, "25s", service="3s")
+            watch_pool({"m1": a, "m2": b}, 4, "m1 light")
+            g1 = cl(a)[1].get("grant")
+            t.check(g1 is not None and g1 < LIMIT // 2, f"m1's grant is below its fallback share {LIMIT // 2} ({g1})")
+            max_before = backend_max()
             a.proc.send_signal(signal.SIGSTOP)
+            la3 = load(a, "a3", 16, "20s", service="3s")
             watch_pool({"m2": b}, 3, "m1 stopped")
             a.proc.send_signal(signal.SIGCONT)
             watch_pool({"m1": a, "m2": b}, 4, "m1 continued")
