@@ -197,6 +197,7 @@ static void count_change(const struct fg_control_view *view, bool ok)
 /* What a change is, for its answer and the history. */
 struct change {
 	const char *what;              /* "apply", "delete", "rollback", ...: the history's summary starts so */
+	int64_t uid;                   /* who asks: the peer's uid, -1 for the daemon (start-up, SIGHUP) */
 	const struct fg_fc_set *input; /* the objects the request named (unchanged ones are listed); may be NULL */
 	const char *removed;           /* the word for objects that go: "deleted", "pruned" */
 	int applied;                   /* objects in the request */
@@ -204,10 +205,6 @@ struct change {
 	bool force;                    /* publish even if objects and settings' texts are equal (a backend's
 					* administrative state) */
 };
-
-/* The peer of the command being run (fg_control_handle_line_as); the
- * control thread alone runs commands. */
-static int64_t current_uid = -1;
 
 /* The capacity relation changes only with the server limit or the backends. */
 static bool capacity_touched(const struct fg_settings *a, const struct fg_settings *b)
@@ -325,7 +322,7 @@ static char *commit_ex(const struct fg_control_view *view, struct fg_fc_set *can
 	if (view->history) {
 		char line[FG_HISTORY_SUMMARY_MAX];
 		change_summary(ch, diff, sdiff, line, sizeof(line));
-		if (fg_history_record(view->history, generation, time(NULL), current_uid, line, view->objects,
+		if (fg_history_record(view->history, generation, time(NULL), ch->uid, line, view->objects,
 				      view->settings, view->settings->config_history))
 			fg_errors_add(warnings, "history", "out of memory: generation %llu is not kept for rollback",
 				      (unsigned long long)generation);
@@ -388,7 +385,7 @@ static void warn_kept(const struct fg_fc_set *result, const struct fg_fc_set *in
  * (dry): one change, all or nothing.  A refusal's answer names the errors;
  * *failed is the text that had them. */
 static char *apply_texts_ex(const struct fg_control_view *view, const struct apply_text *texts, unsigned n, bool strict,
-			    bool dry, enum apply_base base, const char *what, unsigned *failed)
+			    bool dry, enum apply_base base, const char *what, int64_t uid, unsigned *failed)
 {
 	struct fg_fc_set *candidate = base == BASE_LIVE ? fg_fc_set_share(view->objects) : fg_fc_set_new();
 	struct fg_fc_set *input = fg_fc_set_new();
@@ -425,14 +422,14 @@ static char *apply_texts_ex(const struct fg_control_view *view, const struct app
 	}
 	if (base == BASE_LIVE)
 		warn_kept(candidate, input, &warnings);
-	struct change ch = { .what = what, .input = input, .removed = base == BASE_WHOLE ? "pruned" : "deleted",
-			     .applied = applied, .dry = dry };
+	struct change ch = { .what = what, .uid = uid, .input = input,
+			     .removed = base == BASE_WHOLE ? "pruned" : "deleted", .applied = applied, .dry = dry };
 	char *out = commit_ex(view, candidate, &settings, &ch, &warnings, NULL);
 	fg_fc_set_free(input);
 	return out;
 }
 
-static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry)
+static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry, int64_t uid)
 {
 	json_t *data = json_object_get(req, "data");
 	if (!json_is_string(data))
@@ -449,7 +446,7 @@ static char *cmd_apply(const struct fg_control_view *view, json_t *req, bool dry
 	unsigned failed;
 	enum apply_base base = json_is_true(prune) ? BASE_WHOLE : standalone ? BASE_EMPTY : BASE_LIVE;
 	return apply_texts_ex(view, &text, 1, json_is_true(strict), dry, base,
-			      json_is_true(prune) ? "apply --prune" : "apply", &failed);
+			      json_is_true(prune) ? "apply --prune" : "apply", uid, &failed);
 }
 
 static int kind_of(json_t *req, char **err)
@@ -462,12 +459,12 @@ static int kind_of(json_t *req, char **err)
 	return kind;
 }
 
-static char *cmd_delete_data(const struct fg_control_view *view, json_t *req);
+static char *cmd_delete_data(const struct fg_control_view *view, json_t *req, int64_t uid);
 
-static char *cmd_delete(const struct fg_control_view *view, json_t *req)
+static char *cmd_delete(const struct fg_control_view *view, json_t *req, int64_t uid)
 {
 	if (json_object_get(req, "data"))
-		return cmd_delete_data(view, req);
+		return cmd_delete_data(view, req, uid);
 	char *err = NULL;
 	int kind = kind_of(req, &err);
 	const char *name = json_string_value(json_object_get(req, "name"));
@@ -487,7 +484,7 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 	json_t *extra = json_pack("{s:b}", "restored", fg_fc_is_mandatory_object((enum fg_fc_kind)kind, name));
 	char what[160];
 	snprintf(what, sizeof(what), "delete %s/%.100s", fg_fc_kind_name((enum fg_fc_kind)kind), name);
-	struct change ch = { .what = what, .removed = "deleted", .applied = 1 };
+	struct change ch = { .what = what, .uid = uid, .removed = "deleted", .applied = 1 };
 	char *out = commit_ex(view, candidate, NULL, &ch, &warnings, extra);
 	json_decref(extra);
 	return out;
@@ -496,7 +493,7 @@ static char *cmd_delete(const struct fg_control_view *view, json_t *req)
 /* backend drain|disable|enable|remove ADDR:PORT, or add ADDR:PORT[@MAC][,seats=N]:
  * a change of the settings' backends list (or of one's administrative
  * state), published as the next generation like an apply. */
-static char *cmd_backend(const struct fg_control_view *view, json_t *req)
+static char *cmd_backend(const struct fg_control_view *view, json_t *req, int64_t uid)
 {
 	static const char *const actions[] = { "enable", "drain", "disable", NULL /* not an action */, "add",
 					       "remove" };
@@ -556,7 +553,7 @@ static char *cmd_backend(const struct fg_control_view *view, json_t *req)
 	snprintf(what, sizeof(what), "backend %s %s", actions[act], addr);
 	/* An administrative state is not a setting's text: the change is
 	 * published even when nothing else differs. */
-	struct change ch = { .what = what, .removed = "deleted", .force = true };
+	struct change ch = { .what = what, .uid = uid, .removed = "deleted", .force = true };
 	char *out = commit_ex(view, candidate, &next, &ch, &warnings, extra);
 	json_decref(extra);
 	return out;
@@ -696,7 +693,7 @@ static char *cmd_dump(const struct fg_control_view *view, json_t *req)
 /* delete with "data": every object the text names, as `kubectl delete -f`:
  * those in force go in one change (mandatory ones come back as their
  * built-in copies), the others are listed as not found. */
-static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
+static char *cmd_delete_data(const struct fg_control_view *view, json_t *req, int64_t uid)
 {
 	json_t *data = json_object_get(req, "data");
 	if (!json_is_string(data))
@@ -734,7 +731,7 @@ static char *cmd_delete_data(const struct fg_control_view *view, json_t *req)
 	}
 	json_decref(ids);
 	json_t *extra = json_pack("{s:o, s:o}", "notFound", not_found, "restored", restored);
-	struct change ch = { .what = "delete -f", .removed = "deleted", .applied = deleted };
+	struct change ch = { .what = "delete -f", .uid = uid, .removed = "deleted", .applied = deleted };
 	char *out = commit_ex(view, candidate, NULL, &ch, &warnings, extra);
 	json_decref(extra);
 	return out;
@@ -773,7 +770,7 @@ static char *cmd_history(const struct fg_control_view *view, json_t *req)
 
 /* rollback: make a kept generation's objects and settings the next one
  * (kubectl rollout undo: the previous one unless "to" names another). */
-static char *cmd_rollback(const struct fg_control_view *view, json_t *req)
+static char *cmd_rollback(const struct fg_control_view *view, json_t *req, int64_t uid)
 {
 	if (!view->history)
 		return error_response("no configuration history is kept here");
@@ -797,7 +794,7 @@ static char *cmd_rollback(const struct fg_control_view *view, json_t *req)
 	char what[64];
 	snprintf(what, sizeof(what), "rollback to %llu", (unsigned long long)e->generation);
 	json_t *extra = json_pack("{s:I}", "rolledBackTo", (json_int_t)e->generation);
-	struct change ch = { .what = what, .removed = "deleted" };
+	struct change ch = { .what = what, .uid = uid, .removed = "deleted" };
 	/* The kept settings, but this daemon's restart-only ones: they cannot
 	 * differ anyway, and configHistory stays as it is now. */
 	struct fg_settings settings = *e->settings;
@@ -809,19 +806,23 @@ static char *cmd_rollback(const struct fg_control_view *view, json_t *req)
 	return out;
 }
 
-static char *cmd_validate(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, true); }
-static char *cmd_apply_live(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, false); }
+static char *cmd_validate(const struct fg_control_view *view, json_t *req) { return cmd_apply(view, req, true, -1); }
+static char *cmd_apply_live(const struct fg_control_view *view, json_t *req, int64_t uid)
+{
+	return cmd_apply(view, req, false, uid);
+}
 
-/* The control commands; those that mutate need an admin peer. */
+/* The control commands: those that read, and those that change the
+ * configuration (an admin peer's, whose uid the history keeps). */
 static const struct command {
 	const char *name;
-	char *(*run)(const struct fg_control_view *view, json_t *req);
-	bool mutates;
+	char *(*read)(const struct fg_control_view *view, json_t *req);
+	char *(*change)(const struct fg_control_view *view, json_t *req, int64_t uid);
 } commands[] = {
-	{ "status", cmd_status, false },     { "version", cmd_version, false }, { "get", cmd_get, false },
-	{ "explain", cmd_explain, false },   { "validate", cmd_validate, false }, { "apply", cmd_apply_live, true },
-	{ "delete", cmd_delete, true },      { "pending", cmd_pending, false }, { "dump", cmd_dump, false },
-	{ "history", cmd_history, false },   { "rollback", cmd_rollback, true }, { "backend", cmd_backend, true },
+	{ "status", cmd_status, NULL },     { "version", cmd_version, NULL }, { "get", cmd_get, NULL },
+	{ "explain", cmd_explain, NULL },   { "validate", cmd_validate, NULL }, { "apply", NULL, cmd_apply_live },
+	{ "delete", NULL, cmd_delete },     { "pending", cmd_pending, NULL }, { "dump", cmd_dump, NULL },
+	{ "history", cmd_history, NULL },   { "rollback", NULL, cmd_rollback }, { "backend", NULL, cmd_backend },
 };
 
 /* logFormat and logLevel are live settings: a change takes effect at once. */
@@ -881,7 +882,6 @@ void fg_control_log_change(const char *command, const struct fg_control_peer *wh
 static char *handle_line(const struct fg_control_view *view, const uint8_t *line, size_t len, bool may_mutate,
 			 const struct fg_control_peer *who)
 {
-	current_uid = who && who->known ? (int64_t)who->uid : -1; /* the history records it */
 	json_error_t jerr;
 	json_t *req = json_loadb((const char *)line, len, 0, &jerr);
 	if (!req)
@@ -897,7 +897,7 @@ static char *handle_line(const struct fg_control_view *view, const uint8_t *line
 	else if (!cmd)
 		out = error_response("unknown command \"%.64s\" (known: apply, delete, get, validate, explain, status, "
 				     "version, pending, dump, history, rollback, backend)", c);
-	else if (cmd->mutates && !may_mutate) {
+	else if (cmd->change && !may_mutate) {
 		/* Any local peer can cause these: bounded, the rest counted (control thread only). */
 		static struct fg_log_burst denials = { .window_ns = FG_CONTROL_DENIAL_LOG_WINDOW_NS,
 						       .max = FG_CONTROL_DENIAL_LOG_MAX };
@@ -908,13 +908,12 @@ static char *handle_line(const struct fg_control_view *view, const uint8_t *line
 			       FG_LOG_INT("uid", who && who->known ? (int64_t)who->uid : -1),
 			       FG_LOG_INT("gid", who && who->known ? (int64_t)who->gid : -1),
 			       FG_LOG_UINT("suppressedBefore", suppressed));
+	} else if (!cmd->change) {
+		out = cmd->read(view, req);
 	} else {
-		out = cmd->run(view, req);
-		if (cmd->mutates) {
-			const char *name = json_string_value(json_object_get(req, "name"));
-			fg_control_log_change(c, who, out, name);
-			log_follow_settings(view->settings);
-		}
+		out = cmd->change(view, req, who && who->known ? (int64_t)who->uid : -1);
+		fg_control_log_change(c, who, out, json_string_value(json_object_get(req, "name")));
+		log_follow_settings(view->settings);
 	}
 	json_decref(req);
 	return out;
@@ -1239,8 +1238,7 @@ static void reload(struct fg_control *ctl)
 		}
 		texts[n].data = buf;
 	}
-	current_uid = -1; /* the daemon's own change */
-	char *resp = apply_texts_ex(v, texts, n, false, false, BASE_LIVE, "SIGHUP reload", &failed);
+	char *resp = apply_texts_ex(v, texts, n, false, false, BASE_LIVE, "SIGHUP reload", -1, &failed);
 	fg_control_log_change("reload", NULL, resp, NULL);
 	log_follow_settings(v->settings);
 	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
