@@ -77,7 +77,7 @@ int main(int argc, char **argv)
 	settings.n_backends = FG_MAX_BACKENDS;
 	struct fg_fc_set *objects = fg_fc_set_bootstrap();
 	struct fg_errors e = { .len = 0 };
-	struct fg_config *config = fg_settings_compile(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
+	struct fg_config *config = fg_config_build(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
 	fg_fc_set_free(objects);
 	struct fg_worker_stats *stats[WORKERS];
 	for (unsigned w = 0; w < WORKERS; w++) {

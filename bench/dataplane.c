@@ -484,7 +484,7 @@ int dp_fairgate_create(struct dp_fairgate *fg, const struct dp_net *net, uint16_
 	struct fg_errors e = { .len = 0 };
 	struct fg_fc_config *fc = fg_fc_compile(set, s.seat_limit, &e);
 	fg_fc_set_free(set);
-	fg->cfg = fg_settings_compile(&s, fc, 1);
+	fg->cfg = fg_config_build(&s, fc, 1);
 	char err[256];
 	fg->io = fg->cfg ? fg_dpdk_io_attach(port, &s, s.max_requests, workers, err, sizeof(err)) : NULL;
 	if (!fg->io) {

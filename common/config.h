@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * config — the compiled, immutable dispatch configuration the workers read.
+ * config — the compiled, immutable dispatch configuration the workers read:
+ * its one home (built from the settings and the compiled objects, published,
+ * the levels' current limits, freed).
  *
  * The control thread builds one fg_config, publishes it with liburcu QSBR
  * (rcu_xchg_pointer) and frees the previous one after a grace period, so a
@@ -70,5 +72,38 @@ struct fg_config_changes {
 	uint64_t succeeded, failed;
 	uint64_t last_success_s, last_failure_s; /* Unix time; 0: none yet */
 };
+
+/* Build the dispatch configuration workers read from the settings and the
+ * compiled objects, taking ownership of fc: the one way a configuration is
+ * made (the daemon, the control thread and the tests' rigs).  NULL on
+ * allocation failure (fc is freed). */
+struct fg_config *fg_config_build(const struct fg_settings *s, struct fg_fc_config *fc, uint64_t generation);
+/* Publish next in *slot (rcu_xchg_pointer) and free the previous one after a
+ * grace period (call_rcu): the control thread, or main before the workers run. */
+void fg_config_publish(struct fg_config **slot, struct fg_config *next);
+/* Give next's backends the slots they had in prev (the configuration in
+ * force): a backend keeps its slot while its address stays listed, so
+ * requests in flight keep naming it (backendpool.h); a backend no longer
+ * listed leaves its slot marked FG_BACKEND_REMOVED, so that the answers of
+ * requests in flight there are still taken; a new one takes a never used
+ * slot, else the lowest removed one (whose requests still in flight are
+ * then answered backend-timeout by the workers).  next->n_backends becomes
+ * the number of slots, removed ones included. */
+void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev);
+/* The levels' starting current limits in a configuration not yet published
+ * (prev: the one in force, or NULL): a level that stays keeps its current
+ * limit clamped to its new [min, max], a new one starts at nominal -
+ * lendable / 2, as Kubernetes does on a configuration change (in cluster
+ * mode at 0: the cluster grants its seats, clustershare.h).  Without
+ * this call every level starts at its nominal limit. */
+void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev);
+/* Level i's current limit (any thread: a relaxed read), and setting it (the
+ * thread that runs the borrowing rounds only; fg_level_limits.seq is the
+ * caller's to bump after). */
+uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i);
+void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit);
+/* Free a configuration built by fg_config_build (not yet published, or
+ * after its grace period). */
+void fg_config_free(struct fg_config *c);
 
 #endif

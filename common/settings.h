@@ -17,6 +17,7 @@
 
 #include "defs.h"
 #include "endpoint.h"
+#include "errors.h"
 
 struct fg_backend_cfg {
 	struct fg_endpoint ep;
@@ -98,16 +99,6 @@ struct fg_settings {
 	uint32_t cluster_expected_members;         /* 0: the most members seen at once */
 };
 
-/* Collected validation errors: "path: reason" lines. */
-struct fg_errors {
-	char text[4096];
-	size_t len;
-	unsigned count;
-};
-
-void fg_errors_add(struct fg_errors *e, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 void fg_settings_defaults(struct fg_settings *s);
 
 /*
@@ -138,35 +129,5 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
  * queues.  Returns how many.
  */
 unsigned fg_settings_warn_capacity(const struct fg_settings *s, struct fg_errors *warnings);
-
-struct fg_config;
-struct fg_fc_config;
-/* Build the dispatch configuration workers read, taking ownership of fc.
- * NULL on allocation failure (fc is freed). */
-struct fg_config *fg_settings_compile(const struct fg_settings *s, struct fg_fc_config *fc, uint64_t generation);
-/* Give next's backends the slots they had in prev (the configuration in
- * force): a backend keeps its slot while its address stays listed, so
- * requests in flight keep naming it (backendpool.h); a backend no longer
- * listed leaves its slot marked FG_BACKEND_REMOVED, so that the answers of
- * requests in flight there are still taken; a new one takes a never used
- * slot, else the lowest removed one (whose requests still in flight are
- * then answered backend-timeout by the workers).  next->n_backends becomes
- * the number of slots, removed ones included. */
-void fg_config_keep_backend_slots(struct fg_config *next, const struct fg_config *prev);
-/* The levels' starting current limits in a configuration not yet published
- * (prev: the one in force, or NULL): a level that stays keeps its current
- * limit clamped to its new [min, max], a new one starts at nominal -
- * lendable / 2, as Kubernetes does on a configuration change (in cluster
- * mode at 0: the cluster grants its seats, clustershare.h).  Without
- * this call every level starts at its nominal limit. */
-void fg_config_keep_level_limits(struct fg_config *next, const struct fg_config *prev);
-/* Level i's current limit (any thread: a relaxed read), and setting it (the
- * thread that runs the borrowing rounds only; fg_level_limits.seq is the
- * caller's to bump after). */
-uint32_t fg_config_level_limit(const struct fg_config *c, uint32_t i);
-void fg_config_set_level_limit(const struct fg_config *c, uint32_t i, uint32_t limit);
-/* Free a configuration built by fg_settings_compile (not yet published, or
- * after its grace period). */
-void fg_config_free(struct fg_config *c);
 
 #endif

@@ -64,18 +64,6 @@ struct fg_control {
 	struct fg_logwatch watch;  /* the workers' events, into the log */
 };
 
-static void free_config_cb(struct rcu_head *h)
-{
-	fg_config_free(caa_container_of(h, struct fg_config, rcu));
-}
-
-void fg_config_publish(struct fg_config **slot, struct fg_config *next)
-{
-	struct fg_config *old = rcu_xchg_pointer(slot, next);
-	if (old)
-		call_rcu(&old->rcu, free_config_cb);
-}
-
 static char *error_response(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *error_response(const char *fmt, ...)
 {
@@ -298,7 +286,7 @@ static char *commit_ex(const struct fg_control_view *view, struct fg_fc_set *can
 	}
 	rcu_thread_online();
 	uint64_t generation = rcu_dereference(*view->config_ptr)->generation + 1;
-	struct fg_config *next = fg_settings_compile(&settings, fc, generation);
+	struct fg_config *next = fg_config_build(&settings, fc, generation);
 	if (next) {
 		fg_config_keep_backend_slots(next, rcu_dereference(*view->config_ptr));
 		fg_config_keep_level_limits(next, rcu_dereference(*view->config_ptr));

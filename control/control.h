@@ -93,10 +93,6 @@ struct fg_control;
 struct fg_control *fg_control_start(const struct fg_control_view *view, char *errbuf, size_t errlen);
 void fg_control_stop(struct fg_control *c);
 
-/* Publish a new configuration (control thread or main before workers run);
- * the previous one is freed after a grace period. */
-void fg_config_publish(struct fg_config **slot, struct fg_config *next);
-
 /*
  * Handle one request line and return the response (a JSON object, no
  * newline), malloc'd.  Exposed for tests and the fuzz target.

@@ -520,7 +520,7 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	}
 	rcu_register_thread();
 	d->rcu_registered = true;
-	fg_config_publish(&d->published, fg_settings_compile(d->s, fc, 1)); /* owns fc, even on failure */
+	fg_config_publish(&d->published, fg_config_build(d->s, fc, 1)); /* owns fc, even on failure */
 	char err[160];
 	if (!d->published) {
 		fg_logf(FG_LOG_ERROR, "out of memory for the configuration");

@@ -45,7 +45,7 @@ static struct fg_config *config_of(struct fg_fc_config *fc, uint64_t generation,
 	struct fg_settings s;
 	fg_settings_defaults(&s);
 	s.borrowing_period_ns = (int64_t)period_ns;
-	struct fg_config *c = fg_settings_compile(&s, fc, generation);
+	struct fg_config *c = fg_config_build(&s, fc, generation);
 	CHECK(c && c->limits);
 	return c;
 }

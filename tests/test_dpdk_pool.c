@@ -37,7 +37,7 @@ TEST(owed_answers_survive_a_dry_mempool)
 	}
 	struct fg_fc_set *set = fg_fc_set_bootstrap();
 	struct fg_errors e = { .len = 0 };
-	struct fg_config *cfg = fg_settings_compile(&s, fg_fc_compile(set, s.seat_limit, &e), 1);
+	struct fg_config *cfg = fg_config_build(&s, fg_fc_compile(set, s.seat_limit, &e), 1);
 	fg_fc_set_free(set);
 	struct fg_io io = fg_dpdk_io_as_io(d);
 	struct fg_worker *w = calloc(1, sizeof(*w));

@@ -35,7 +35,7 @@ static void rig_init(struct rig *r)
 	CHECK_EQ(fg_settings_add_backend(&r->settings, "192.0.2.10:7501"), 0);
 	struct fg_fc_set *objects = fg_fc_set_bootstrap();
 	struct fg_errors e = { .len = 0 };
-	r->config = fg_settings_compile(&r->settings, fg_fc_compile(objects, r->settings.seat_limit, &e), 1);
+	r->config = fg_config_build(&r->settings, fg_fc_compile(objects, r->settings.seat_limit, &e), 1);
 	fg_fc_set_free(objects);
 	for (int i = 0; i < 2; i++) {
 		r->stats[i] = calloc(1, sizeof(*r->stats[i]));

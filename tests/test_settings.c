@@ -55,7 +55,7 @@ TEST(full_settings_object)
 	CHECK_EQ(s.retry_after_ms, 7);
 	CHECK_EQ(s.queue_wait_ns, 1500000000LL);
 	CHECK_EQ(s.backend_timeout_ns, 250000000LL);
-	struct fg_config *c = fg_settings_compile(&s, NULL, 4);
+	struct fg_config *c = fg_config_build(&s, NULL, 4);
 	CHECK(c && c->generation == 4 && c->n_backends == 2 && c->seat_limit == 10);
 	fg_config_free(c);
 }

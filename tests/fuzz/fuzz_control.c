@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fg_settings_defaults(&settings);
 		objects = fg_fc_set_bootstrap();
 		struct fg_errors e = { .len = 0 };
-		config = fg_settings_compile(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
+		config = fg_config_build(&settings, fg_fc_compile(objects, settings.seat_limit, &e), 1);
 		fg_stats_init(&stats);
 		stats.config_generation = UINT64_MAX; /* a worker that follows every configuration at once */
 		ready = 1;
