@@ -10,7 +10,7 @@
  *
  * Shapes: flow nesting "[[[[" and "{a: {a: ..." (libyaml's scanner spends
  * time linear in the flow depth per token: quadratic before the depth was
- * cut in the first pass, common/yamljson.h), compact block sequences
+ * cut in the first pass, common/objects/yamljson.h), compact block sequences
  * "- - - - x", indented block mappings, JSON nesting, many tiny YAML
  * documents, one mapping with many keys, one long scalar, and the largest
  * valid set (FG_FC_MAX_OBJECTS FlowSchemas).

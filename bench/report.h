@@ -4,7 +4,7 @@
  * fairness) turned into DIR/report.json, DIR/report.md and gnuplot plots
  * (DIR/plots/NAME.png and NAME.svg, FG_REPORT_PLOT_W x FG_REPORT_PLOT_H pixels),
  * with each flow's fair share per phase (max-min water-fill of its level's
- * seats over the flows' demands, common/maxmin), the fairness error, Jain's
+ * seats over the flows' demands, common/seats/maxmin), the fairness error, Jain's
  * index and a verdict per flow (docs/bench.md, "run").
  *
  * Thread contract: one thread; the series are only read.

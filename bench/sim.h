@@ -2,9 +2,9 @@
 /*
  * sim — the deterministic discrete-event simulator behind `fairgate-bench
  * sim` (docs/simulator.md): clients with closed-loop threads or open-loop
- * Poisson arrivals drive the real queue set (common/queueset), per-worker
- * allotments (common/seatshare) and borrowing between levels
- * (common/borrowing) on a virtual clock; results per client and
+ * Poisson arrivals drive the real queue set (common/fq/queueset), per-worker
+ * allotments (common/seats/seatshare) and borrowing between levels
+ * (common/seats/borrowing) on a virtual clock; results per client and
  * measurement window, and per level its limits.
  *
  * Thread contract: a scenario is used by one thread at a time.

@@ -12,14 +12,14 @@
  *      demand) — both under the member's lease, so a member that stops
  *      renewing it vanishes with its grants; nothing else under
  *      /fairgate/<cluster>/ is read;
- *   3. per non-exempt level: the targets (common/ledger.h) over the members
+ *   3. per non-exempt level: the targets (common/seats/ledger.h) over the members
  *      that run the level, and this member's decision (ledger.h); a level
  *      that left the configuration but still executes (retiring) gets no
  *      share, and its grant falls only as its seats end;
  *   4. one transaction: its demand and grant records, guarded by its own
  *      grant record as read and, when any grant rises, by "nothing under
  *      grant/ modified since R";
- *   5. publishes the local limits (caps, common/clustershare.h) the
+ *   5. publishes the local limits (caps, common/seats/clustershare.h) the
  *      allotter thread applies: after a successful write the decision's
  *      limit_after, else the lower of the caps in force and its
  *      local_limit.  The caps expire when the lease may have; the allotter

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log — the daemon's log: one line per event on stderr (journald takes it
- * under systemd), formatted by common/logfmt.h as text or JSON, filtered by
+ * under systemd), formatted by common/base/logfmt.h as text or JSON, filtered by
  * level (logFormat, logLevel).  Also a stdio stream that turns what a
  * library prints (DPDK's log, rte_openlog_stream) into such lines.
  *

@@ -15,7 +15,7 @@
  *
  * Thread contract: the control thread only, RCU-offline on entry and exit
  * (it goes online for the instant it reads the configuration's backends);
- * counters are read with relaxed loads (common/stats.h).
+ * counters are read with relaxed loads (common/req/stats.h).
  */
 #ifndef FG_LOGWATCH_H
 #define FG_LOGWATCH_H

@@ -2,7 +2,7 @@
 /*
  * metrics_apf — the /metrics families read from the workers' statistics
  * beyond the plain counters of http.c: Kubernetes' APF set per (priority
- * level, flow schema) (common/apfstats.h) summed over the workers, the queue
+ * level, flow schema) (common/req/apfstats.h) summed over the workers, the queue
  * sets' virtual time per level and worker, the workers' busy ratio, and the
  * backends.  docs/metrics.md lists every family and when it moves.
  *

@@ -5,7 +5,7 @@
  * policy, and its busiest flows (by seats in use, summed over workers) with
  * their weight, decayed usage (UsageBased), seats in use, demand (seats
  * executing + waiting) and deserved share — the weighted max-min allocation
- * of the level's current limit over every flow's demand (common/maxmin,
+ * of the level's current limit over every flow's demand (common/seats/maxmin,
  * Volcano's "deserved"), so a flow above it is served beyond its share and
  * one below it is short.
  *

@@ -2,7 +2,7 @@
 /*
  * visibility — the control side of pending-request visibility and of the APF
  * debug dumps (docs/visibility.md): it asks every worker for a snapshot
- * through the workers' boxes (common/pending.h), waits for them a bounded
+ * through the workers' boxes (common/req/pending.h), waits for them a bounded
  * time, and renders the answers — the pendingrequests JSON document, and the
  * three dump_* tables with Kubernetes' columns.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon_args — fairgate's command line: the flags of the settings table
- * (common/settings_table.h) plus --config, --check, --help, --help-settings
+ * (common/objects/settings_table.h) plus --config, --check, --help, --help-settings
  * and --version; the objects of --config files; what --check prints.
  *
  * Layers: defaults, then each --config file in order (its FairgateSettings

@@ -8,7 +8,7 @@
  * Threads: the workers (the main lcore runs worker 0), the control thread
  * (control/), libmicrohttpd's thread for the HTTP endpoint (control/http.h;
  * httpListen off: none), and the allotter thread (borrowing between levels,
- * common/borrower.h; with several workers the allotments, common/allotter.h).  The control side's threads run on the CPUs the
+ * common/runtime/borrower.h; with several workers the allotments, common/runtime/allotter.h).  The control side's threads run on the CPUs the
  * process started with minus the workers' lcores (DPDK mode pins main to
  * worker 0's lcore, and a thread inherits its creator's CPUs).  The
  * process-wide state is what the signal handlers set: the signal that stops
@@ -157,7 +157,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 			fg_worker_abort_executing(w, cfg, now);
 			break;
 		}
-		/* A snapshot under way (common/pending.h) is copied a piece per poll: no sleep meanwhile. */
+		/* A snapshot under way (common/req/pending.h) is copied a piece per poll: no sleep meanwhile. */
 		if (n == 0 && w->io.ops->wait && !(w->snap && fg_snap_box_pending(w->snap))) {
 			uint64_t next = fg_worker_next_deadline(w);
 			uint64_t sleep = next > now ? next - now : 0;
@@ -192,8 +192,8 @@ static int worker_lcore_main(void *arg)
 	return 0;
 }
 
-/* The allotter thread steps borrowing between levels (common/borrower.h)
- * and, with several workers, the allotment policy (common/allotter.h), and
+/* The allotter thread steps borrowing between levels (common/runtime/borrower.h)
+ * and, with several workers, the allotment policy (common/runtime/allotter.h), and
  * sleeps between steps, offline for RCU.  Borrowing runs here rather than on
  * the control thread: the board's level limits then change only between
  * this thread's own allotment rounds, and the control thread may wait on a

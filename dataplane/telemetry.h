@@ -16,7 +16,7 @@
  *
  * Thread contract: fg_telemetry_register from main after EAL init; the
  * callbacks run on DPDK's telemetry thread and read worker statistics with
- * relaxed loads, as every reader does (common/stats.h).
+ * relaxed loads, as every reader does (common/req/stats.h).
  */
 #ifndef FG_TELEMETRY_H
 #define FG_TELEMETRY_H

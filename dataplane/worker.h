@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker — the dispatcher logic of one worker: parse, classify, admit or
- * reject, queue with the fair-queuing core (common/queueset), dispatch under
+ * reject, queue with the fair-queuing core (common/fq/queueset), dispatch under
  * the seat limit, relay responses, hold seats for the extra latency, expire.
  *
  * It owns its request table, its queue set and its statistics; it reads the
@@ -64,7 +64,7 @@ struct fg_level_rt {
  * reads of the owners' figures) and, when another worker owns it, hands the
  * request over through the SPSC ring from itself to the owner.  Answers from
  * backends go to the worker their dispatch id names the same way.  Seats:
- * each worker dispatches within its allotment (common/seatshare.h).
+ * each worker dispatches within its allotment (common/seats/seatshare.h).
  */
 #define FG_HANDOFF_ANSWER UINT32_MAX /* cfg_level of a backend's answer */
 
@@ -79,14 +79,14 @@ struct fg_handoff {
 	uint32_t weight;              /* requests: the flow's weight (thousandths) */
 	uint16_t dist_off, dist_len;  /* the distinguisher, inside pkt.data ... */
 	bool dist_assigned;           /* ... or the user trust assigned to an untrusted source
-				       * (common/trust.h): the owner assigns it again */
+				       * (common/edge/trust.h): the owner assigns it again */
 };
 
 struct fg_mesh {
 	unsigned n_workers;
 	struct fg_spsc *rings;        /* rings[from * n_workers + to] */
 	/* Backends as all workers see them: timeouts counted over all of
-	 * them, an ejection by one applies to all (common/backendpool.h). */
+	 * them, an ejection by one applies to all (common/req/backendpool.h). */
 	struct fg_backend_shared backends[FG_MAX_BACKENDS];
 };
 

@@ -4,7 +4,7 @@
  * worker's side of the board (publishing its queues' loads and seat use,
  * following the allotter's grants, the hand's least loaded queue over all
  * workers), and a lone worker's side of the levels' current limits.  See
- * worker.h and common/seatshare.h.
+ * worker.h and common/seats/seatshare.h.
  */
 #include "worker.h"
 #include "worker_int.h"

@@ -3,7 +3,7 @@
  * worker_int — what the files of the worker module share and no one else
  * uses: worker.c (the request life cycle), worker_board.c (the mesh and the
  * board), worker_config.c (following configurations), worker_snapshot.c
- * (visibility snapshots, common/pending.h).  Same thread contract
+ * (visibility snapshots, common/req/pending.h).  Same thread contract
  * as worker.h: each function runs on the worker's own thread.
  */
 #ifndef FG_WORKER_INT_H
@@ -52,7 +52,7 @@ void fg_worker__end_at_backend(struct fg_worker *w, const struct fg_config *cfg,
 /* Free the slots of removed levels once nothing waits or holds seats there. */
 void fg_worker__retire_idle_levels(struct fg_worker *w);
 
-/* Visibility snapshots (common/pending.h, worker_snapshot.c): a bounded
+/* Visibility snapshots (common/req/pending.h, worker_snapshot.c): a bounded
  * piece of the asked copy; a relaxed load when nothing is asked. */
 void fg_worker__snapshot_step(struct fg_worker *w, uint64_t now);
 static inline void fg_worker__snapshot_poll(struct fg_worker *w, uint64_t now)

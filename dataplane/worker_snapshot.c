@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker_snapshot — the worker's side of a visibility snapshot
- * (common/pending.h): a bounded piece of the copy per poll, then done.
+ * (common/req/pending.h): a bounded piece of the copy per poll, then done.
  */
 #include <stddef.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of one worker's backend pool (common/backendpool.c). */
+/* Unit tests of one worker's backend pool (common/req/backendpool.c). */
 #include <string.h>
 
 #include "backendpool.h"

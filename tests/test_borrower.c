@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of borrowing wired to the workers' gauges and the configuration
- * (common/borrower.c) on a virtual clock: demand summed over workers by level
+ * (common/runtime/borrower.c) on a virtual clock: demand summed over workers by level
  * name, a round every borrowingPeriod publishing current limits, a
  * configuration change keeping a level's state, and the round's cost over
  * the most levels a configuration and a worker can hold. */

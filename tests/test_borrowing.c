@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of borrowing between priority levels (common/borrowing.c): the
+/* Unit tests of borrowing between priority levels (common/seats/borrowing.c): the
  * demand integrator, the 0.977 smoothing, Kubernetes' TestUpdateBorrowing
  * (borrowing_test.go, its three exempt scenarios) as a table of steps,
  * TestBorrowing's steady states, seats given back as the smoothing decays,

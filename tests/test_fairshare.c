@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the incremental max-min fair share (common/fairshare.c)
+/* Unit tests of the incremental max-min fair share (common/fq/fairshare.c)
  * against direct water-filling. */
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the flowcontrol model (common/flowcontrol.c): matching
+/* Unit tests of the flowcontrol model (common/objects/flowcontrol*.c): matching
  * tables for every rule and wildcard edge case, validation with the error
  * texts, JSON/YAML parity, bootstrap derived limits (docs/apf-facts.md §7.1), and
  * the subject index's classification against a linear walk (random sets). */

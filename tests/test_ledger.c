@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of a cluster member's share decisions (common/ledger.c): the
+/* Unit tests of a cluster member's share decisions (common/seats/ledger.c): the
  * targets' worked examples, each case of fg_ledger_decide, and a model of
  * members interleaving their reads, writes, workers and loads at random
  * against a store with revisions, which checks the ledger's invariants

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests: log lines (common/logfmt.h) — escaping, JSON validity, cutting,
+/* Unit tests: log lines (common/base/logfmt.h) — escaping, JSON validity, cutting,
  * levels — the per-interval tally that rate-limits drop lines and the
  * burst limit on refusal lines; the sink's level filter (control/log.h). */
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the bounded weighted max-min allocator (common/maxmin.c):
+/* Unit tests of the bounded weighted max-min allocator (common/seats/maxmin.c):
  * worked examples as a table, Kubernetes' error cases and messages, the
  * property test of Kubernetes' TestConcAlloc (conc_alloc_test.go: its three
  * generator styles and zero targets), a bisection oracle, huge N, rounding. */
@@ -458,10 +458,10 @@ TEST(rounding_to_whole_units)
 }
 
 /*
- * The per-worker seat split (common/seatshare.c) is the unweighted case:
+ * The per-worker seat split (common/seats/seatshare.c) is the unweighted case:
  * weights 1, upper = min(demand, C), FG_MAXMIN_SLACK.  Its water level is
  * the fair proportion; checked against the incremental one of
- * common/fairshare (Fenwick trees), which shares no code with the sweep.
+ * common/fq/fairshare (Fenwick trees), which shares no code with the sweep.
  */
 TEST(unweighted_matches_fairshare_level)
 {

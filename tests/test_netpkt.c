@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of Ethernet/IPv4/UDP/ARP parsing and building (common/netpkt.c). */
+/* Unit tests of Ethernet/IPv4/UDP/ARP parsing and building (common/wire/netpkt.c). */
 #include <arpa/inet.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the dispatch order (common/order.c) against a brute-force model. */
+/* Unit tests of the dispatch order (common/fq/order.c) against a brute-force model. */
 #include <stdlib.h>
 
 #include "order.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of pending visibility: the query parser and the dispatch-order
- * replay (common/pending), a worker's snapshot over polls against the order
+ * replay (common/req/pending), a worker's snapshot over polls against the order
  * it really dispatches in (dataplane/worker_snapshot.c), the hand-off's
  * time-out (control/visibility), and the 100k-request bench (docs/benchmarks.md). */
 #include <errno.h>

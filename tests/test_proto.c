@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the wire protocol codec (common/proto.c). */
+/* Unit tests of the wire protocol codec (common/wire/proto.c). */
 #include <errno.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Exact-behaviour unit tests of the queue set (common/queueset.c). */
+/* Exact-behaviour unit tests of the queue set (common/fq/queueset.c). */
 #include <errno.h>
 #include <string.h>
 

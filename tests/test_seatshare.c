@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the per-worker seat allotment rounds (common/seatshare.c). */
+/* Unit tests of the per-worker seat allotment rounds (common/seats/seatshare.c). */
 #include <stdbool.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of settings (common/settings.c), durations and endpoints. */
+/* Unit tests of settings (common/objects/settings.c), durations and endpoints. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>

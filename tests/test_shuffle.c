@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the dealer (common/shuffle.c) against docs/apf-facts.md §2.3. */
+/* Unit tests of the dealer (common/fq/shuffle.c) against docs/apf-facts.md §2.3. */
 #include <errno.h>
 
 #include "flowhash.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the skip list (common/skiplist.c) against a brute-force model. */
+/* Unit tests of the skip list (common/fq/skiplist.c) against a brute-force model. */
 #include <stdlib.h>
 
 #include "skiplist.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the SPSC hand-off ring (common/spsc.h): order, full/empty
+/* Unit tests of the SPSC hand-off ring (common/base/spsc.h): order, full/empty
  * edges, index wrap-around, and a two-thread run that checks every item
  * arrives once and in order (bounded count). */
 #include <pthread.h>

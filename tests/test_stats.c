@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the per-worker flow statistics table (common/stats.c). */
+/* Unit tests of the per-worker flow statistics table (common/req/stats.c). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the decayed per-flow usage (common/usage.c), with Kueue's
+/* Unit tests of the decayed per-flow usage (common/fq/usage.c), with Kueue's
  * admission-fair-sharing numbers (docs/fair-sharing-facts.md §1). */
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the weighted max-min fair share (common/wfairshare.c)
+/* Unit tests of the weighted max-min fair share (common/fq/wfairshare.c)
  * against direct weighted water-filling. */
 #include <math.h>
 #include <stdlib.h>

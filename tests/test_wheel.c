@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the timing wheel (common/wheel.c) against the rule it
+/* Unit tests of the timing wheel (common/req/wheel.c) against the rule it
  * promises: never early, at most one tick late, each request exactly once. */
 #include <stdlib.h>
 

@@ -2318,7 +2318,7 @@ TEST(backends_added_and_removed_under_random_load)
 	rig_fini(&r);
 }
 
-/* --- borrowing between levels (common/borrower.h) ------------------------ */
+/* --- borrowing between levels (common/runtime/borrower.h) ------------------------ */
 
 /* One worker: a new current limit published in the configuration is
  * followed at the next poll — more seats dispatch at once, fewer stop

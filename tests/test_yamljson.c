@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of yamljson (common/yamljson.h): scalar typing, aliases
+/* Unit tests of yamljson (common/objects/yamljson.h): scalar typing, aliases
  * refused, the nesting limit at 64 containers, and documents too deep for it
  * refused in the first pass, however deep (a 4 MiB "[[[[" took hours in
  * libyaml's loader before: issue 26), with the line and column named. */

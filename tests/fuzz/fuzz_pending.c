@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the pendingrequests query parser and the dispatch-order
- * replay (common/pending.h).  Input: a query string ("k=v&k"), a newline,
+ * replay (common/req/pending.h).  Input: a query string ("k=v&k"), a newline,
  * then 6-byte records of waiting requests (queue row, slot, finish, distinguisher). */
 #include <stdlib.h>
 #include <string.h>

@@ -32,16 +32,13 @@
 #include <stdint.h>
 
 #include "defs.h"
+#include "settings.h"
 
 #define FG_BACKEND_NONE UINT32_MAX
 
 enum fg_backend_state { FG_BACKEND_UP = 0, FG_BACKEND_EJECTED, FG_BACKEND_PROBING };
 
-/* What the operator wants of a backend (fairgatectl backend, control.md);
- * REMOVED marks the slot of a backend no longer listed, kept so that the
- * answers of requests in flight there are still taken. */
-enum fg_backend_admin { FG_BACKEND_ENABLED = 0, FG_BACKEND_DRAIN, FG_BACKEND_DISABLED, FG_BACKEND_REMOVED };
-#define FG_BACKEND_ADMIN__COUNT 4
+/* enum fg_backend_admin, what the operator wants of a backend: settings.h. */
 
 /* "enabled", "drain", "disabled", "removed" (status, metrics, control). */
 const char *fg_backend_admin_name(unsigned admin);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * skiplist — an ordered set of up to `capacity` items (named by index), keyed
- * by (key, tie): the queue set's order (common/order.h) keeps in it the
+ * by (key, tie): the queue set's order (common/fq/order.h) keeps in it the
  * queues whose head's virtual finish lies below its calendar's horizon (and
  * those beyond its ring), or every queue on a UsageBased level, with the
  * tie giving round-robin order among equal keys.
@@ -23,7 +23,7 @@
  *
  * Several lists (up to FG_SKIP_MAX_LISTS) may share one node array, each
  * item in at most one: the order is then the merge of the lists, its first
- * item the smallest of their first ones (common/order uses list 0 for near
+ * item the smallest of their first ones (common/fq/order uses list 0 for near
  * and list 1 for far).
  *
  * Thread contract: single owner; no internal locking.

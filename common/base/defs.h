@@ -18,7 +18,7 @@
 #define FG_DEFAULT_QUEUE_WAIT_NS 15000000000ull
 #define FG_DEFAULT_BACKEND_TIMEOUT_NS 30000000000ull
 #define FG_DEFAULT_SHUTDOWN_GRACE_NS 5000000000ull
-#define FG_DEFAULT_RETRY_AFTER_MS 0u         /* 0: adaptive per level (common/retryafter.h) */
+#define FG_DEFAULT_RETRY_AFTER_MS 0u         /* 0: adaptive per level (common/edge/retryafter.h) */
 #define FG_FALLBACK_RETRY_AFTER_MS 1000u     /* adaptive mode, a REJECT outside any level */
 #define FG_MAX_RETRY_AFTER_MS 3600000u      /* an hour */
 #define FG_DEFAULT_EJECT_AFTER 3u             /* consecutive backend timeouts */

@@ -8,7 +8,7 @@
  * one revision.
  *
  * Targets: the max-min split of the level's cluster-wide limit L over the
- * live members' demands (common/maxmin.h, whole seats, remainders to the
+ * live members' demands (common/seats/maxmin.h, whole seats, remainders to the
  * larger fractions, ties to the member listed first — every member sorts
  * the members by id, so all compute the same split from the same
  * snapshot); seats the demands leave over are split evenly (the first

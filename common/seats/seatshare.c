@@ -64,7 +64,7 @@ void fg_board_free(struct fg_board *b)
 
 /* Adds to each owner's share the (weighted) max-min allocation of `total`
  * seats over the queues idx[0..m) (idx NULL: queues 0..m-1), each demand
- * capped at `cap`: the shared allocator (common/maxmin), upper bounds the
+ * capped at `cap`: the shared allocator (common/seats/maxmin), upper bounds the
  * demands, weights the queues' flow weights (NULL: all 1). */
 static void add_maxmin_shares(double total, uint32_t cap, unsigned n_workers, const uint32_t *idx, uint32_t m,
 			      const uint32_t *demand, const uint32_t *weight, double *share)

@@ -17,7 +17,7 @@
  *   request starts at S = max(F_prev, R at its arrival) and finishes at
  *   F = S + cost, cost = initial_seats * guess + final_seats * extra_latency
  *   (seat-nanoseconds), priced when the request reaches the head.  Dispatch
- *   takes the smallest F (common/order: a calendar of finishes in front of a
+ *   takes the smallest F (common/fq/order: a calendar of finishes in front of a
  *   skip list; ties in round-robin order) while the head's seats fit; a head that does not fit
  *   blocks the level (nothing bypasses it); a head wider than the limit runs
  *   alone.  A queue using less than its share is bumped to R on arrival, so
@@ -38,15 +38,15 @@
  * - Weights (cfg.weighted): a request carries its flow's weight w; its cost
  *   is divided by w, and R advances at the weighted fair share of one unit
  *   of weight (a waiting queue of demand d takes min(d, w * rate); w is its
- *   head's): common/wfairshare.  Without cfg.weighted every weight is 1 and
- *   the exact common/fairshare is used.
+ *   head's): common/fq/wfairshare.  Without cfg.weighted every weight is 1 and
+ *   the exact common/fq/fairshare is used.
  * - UsageBased (cfg.usage_based): queues are ordered by their head's flow's
- *   decayed usage / weight (common/usage.h), ties by arrival, instead of by
+ *   decayed usage / weight (common/fq/usage.h), ties by arrival, instead of by
  *   virtual finish; everything else above holds.  The usage table outlives
  *   a switch back to MaxMin (requests refer to it).
  *
  * Costs: per arrival, dispatch, completion and removal an order insertion
- * or removal, O(1) into the calendar's ring (common/order.h; O(log N) where
+ * or removal, O(1) into the calendar's ring (common/fq/order.h; O(log N) where
  * a key lands in near or far, and on UsageBased levels: N = queues with
  * waiting requests), plus O(hand^2) for the deal and O(log C) for the fair
  * share (weighted: O(1) per change, plus the crossing's moves).  UsageBased
@@ -103,14 +103,14 @@ struct fg_qs_config {
 	bool weighted;               /* requests may carry weights other than 1: weighted max-min
 				      * (wfairshare); without it every weight counts as 1 */
 	bool usage_based;            /* UsageBased: dispatch by the head's flow's decayed usage /
-				      * weight (common/usage.h), ties by arrival, instead of by
+				      * weight (common/fq/usage.h), ties by arrival, instead of by
 				      * virtual finish */
 	struct fg_usage_params usage; /* UsageBased: half-life, sampling interval, reset period */
 	uint32_t usage_flows;        /* UsageBased: flows tracked; 0: 4 per queue within [1024, 65536] */
 	uint64_t seed;               /* the order's skip-list levels */
 };
 
-/* The ordering rule, shared with the pending-order replay (common/pending.h)
+/* The ordering rule, shared with the pending-order replay (common/req/pending.h)
  * so that both agree: the later of two wrapping virtual times, a request's
  * cost (priced with the guess current when it reaches the head; a weighted
  * request's is divided by its weight, fg_qs_weighted) and its virtual finish

@@ -183,7 +183,7 @@ struct fg_fc_level {
 	uint32_t max_seats;                 /* per-request width cap: maxSeats (queue levels), min(limit, 10)
 					     * (reject levels), FG_EXEMPT_MAX_SEATS (exempt); workest.h */
 	uint32_t limit;                     /* nominal; the limit in force moves with borrowing
-					     * (fg_config_level_limit, common/borrower.h) */
+					     * (fg_config_level_limit, common/runtime/borrower.h) */
 	/* Fair sharing (the level's FairSharing object; defaults without one): */
 	enum fg_fc_policy policy;
 	bool weighted;                      /* some flow of the level has a weight other than 1 */
@@ -222,7 +222,7 @@ struct fg_fc_config *fg_fc_compile(const struct fg_fc_set *s, uint32_t server_li
 void fg_fc_config_free(struct fg_fc_config *c);
 
 /* A request as classification sees it.  `claimed`: it came from an
- * untrusted source (common/trust.h), so its user and groups were assigned
+ * untrusted source (common/edge/trust.h), so its user and groups were assigned
  * by trust and every other attribute is the client's claim. */
 struct fg_fc_request {
 	struct fg_str user, ns, verb, api_group, resource, subresource, path;

@@ -8,7 +8,7 @@
  * (rcu_xchg_pointer) and frees the previous one after a grace period, so a
  * worker that took a pointer with rcu_dereference at the top of its loop
  * iteration may use it until its next quiescent state.  Nothing in it changes
- * after publication, except the seat board it points to (common/seatshare.h:
+ * after publication, except the seat board it points to (common/seats/seatshare.h:
  * shared, single-writer fields with their own protocol) and the levels'
  * current limits (struct fg_level_limits), which live and die with their
  * configuration.
@@ -28,7 +28,7 @@ struct fg_fc_config;
 struct fg_board;
 
 /*
- * The levels' current limits (borrowing between levels, common/borrower.h),
+ * The levels' current limits (borrowing between levels, common/runtime/borrower.h),
  * one per configuration level in its order: with one worker, the second
  * mutable part of a configuration.  Written by the thread that runs the
  * borrowing rounds (relaxed stores of current[], then seq with release); the

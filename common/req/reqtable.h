@@ -5,7 +5,7 @@
  * dispatch order: with uniform limits the heads expire first).
  *
  * A dispatch id is (worker 8 bits, slot 24 bits, nonce 32 bits): the nonce
- * is drawn from the worker's unpredictable stream (common/nonce.h) each time
+ * is drawn from the worker's unpredictable stream (common/edge/nonce.h) each time
  * a request is sent to a backend, and slots are reused first in, first out,
  * so a stale, late or forged answer matches a later request only by
  * guessing 32 random bits, and an answer whose request has timed out or been

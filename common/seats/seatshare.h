@@ -16,7 +16,7 @@
  * Per level it has the queues' loads (written by each queue's owner, read by
  * every worker for the shortest-queue choice and by the allotter for the
  * demands) and one cache line per worker with its seat share.  When rounds
- * run is common/allotter.h's policy.
+ * run is common/runtime/allotter.h's policy.
  *
  * Grant protocol (keeps sum over workers of executing seats <= C):
  *   - a worker dispatches only while its seats in use fit its applied
@@ -156,7 +156,7 @@ struct fg_seatshare_view {
  * queue q owned by worker q % W):
  *   - shares: the weighted max-min allocation of C over the queues'
  *     demands (each capped at C; weights in thousandths, NULL: all 1;
- *     common/maxmin), summed per owner — real numbers; on a UsageBased
+ *     common/seats/maxmin), summed per owner — real numbers; on a UsageBased
  *     level (usage_key not NULL) the queues' demands are met in the order
  *     of their keys instead (smallest first, equal keys max-min among
  *     themselves), as one worker would dispatch them;

@@ -4,7 +4,7 @@
  * Kubernetes 1.26+; docs/apf-facts.md §4): per-level seat-demand statistics, the
  * smoothed demand envelope, and the periodic round that sets each level's
  * current limit within [minCL, maxCL] with the bounded max-min allocator
- * (common/maxmin.h).  The daemon drives it through common/borrower.h.
+ * (common/seats/maxmin.h).  The daemon drives it through common/runtime/borrower.h.
  *
  * Per level, the demand is seats in use + seats of waiting requests; it is
  * fed to an integrator (Kubernetes' fq.Integrator) on every change, and at
@@ -32,7 +32,7 @@
  *
  * Thread contract: pure computation over caller memory with time passed in
  * (monotonic nanoseconds, non-decreasing per integrator); one owner (in the
- * daemon the allotter thread, common/borrower.h); no locks, no threads.
+ * daemon the allotter thread, common/runtime/borrower.h); no locks, no threads.
  */
 #ifndef FG_BORROWING_H
 #define FG_BORROWING_H

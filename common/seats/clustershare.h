@@ -2,7 +2,7 @@
 /*
  * clustershare — what passes between the cluster thread (control/cluster.h,
  * which talks to etcd) and the allotter thread (which owns the levels'
- * current limits, common/borrower.h) in cluster mode (docs/scale-out.md).
+ * current limits, common/runtime/borrower.h) in cluster mode (docs/scale-out.md).
  *
  * Two snapshots, each with one writer and a sequence lock (seqlock.h):
  *   - local: the allotter thread's per-level figures at every demand sample

@@ -2,7 +2,7 @@
 /*
  * borrower — borrowing between priority levels in the running daemon: the
  * levels' seat demand sampled from the workers' gauges into the borrowing
- * integrators (common/borrowing.h), a borrowing round every borrowingPeriod,
+ * integrators (common/seats/borrowing.h), a borrowing round every borrowingPeriod,
  * and each level's new current limit published to the configuration in
  * force (fg_config_set_level_limit: one worker follows it at its next poll,
  * several through the board's level limits and the allotter's grants).
@@ -24,7 +24,7 @@
  * to the configuration they were computed for (no index is shared between
  * generations).
  *
- * Cluster mode (b->cluster set, common/clustershare.h): the levels' limits
+ * Cluster mode (b->cluster set, common/seats/clustershare.h): the levels' limits
  * are the cluster's caps instead of borrowing's (rounds still run and keep
  * the demand statistics that status shows); each sample also publishes the
  * levels' local figures for the cluster thread, and caps that changed are

@@ -3,7 +3,6 @@
 #include "settings.h"
 #include "settings_table.h"
 
-#include "backendpool.h" /* the backends' administrative states */
 #include "clock.h"
 
 #include <ctype.h>

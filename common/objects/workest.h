@@ -14,7 +14,7 @@
  *     and never more than FG_WORK_MAX_SEATS;
  *   - extra latency is at most max_extra_latency_ns (setting
  *     maxExtraLatency) and is never stretched.
- * Requests from untrusted sources (common/trust.h) carry claims nobody
+ * Requests from untrusted sources (common/edge/trust.h) carry claims nobody
  * vouches for, work hint included: they take one seat, no final seats.  So a
  * header from a trusted source costs at most cap seats for (service time +
  * maxExtraLatency), and one from anywhere else a single seat.

@@ -2,7 +2,7 @@
 /*
  * order — the queue set's dispatch order: up to `capacity` items (queues
  * with a waiting head, named by index) keyed by (key, tie), smallest first.
- * The same order as one skip list (common/skiplist.h) of all of them: keys
+ * The same order as one skip list (common/fq/skiplist.h) of all of them: keys
  * compare by signed difference (live keys within 2^63 of each other), equal
  * keys by tie, equal (key, tie) pairs newest insertion first.
  *

@@ -72,7 +72,7 @@ struct fg_flow_stats {
 	uint32_t seats_waiting, seats_executing;
 	uint32_t weight;               /* the flow's weight (thousandths) as last classified */
 	uint64_t usage_us;             /* UsageBased levels: decayed usage at this worker, seat-us per
-					* sampling interval (common/usage.h), as of its last dispatch or answer */
+					* sampling interval (common/fq/usage.h), as of its last dispatch or answer */
 	uint64_t rejected_by[FG_REJECT__COUNT]; /* rejected, by reason ("why was I rejected") */
 };
 
@@ -100,12 +100,12 @@ struct fg_level_stats {
 	uint64_t rejected_by[FG_REJECT__COUNT];
 	uint32_t waiting, executing, seats_in_use;
 	uint32_t seats_waiting;        /* seats the waiting requests ask: with seats_in_use, the demand
-				        * borrowing integrates (common/borrower.h) */
+				        * borrowing integrates (common/runtime/borrower.h) */
 	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
 	 * at the last dispatch, and how often it wrapped (flowcontrolMetrics). */
 	uint64_t current_r, dispatch_r, r_wraps;
 	/* UsageBased: arrivals of flows the usage table had no room for
-	 * (common/usage.h), published periodically. */
+	 * (common/fq/usage.h), published periodically. */
 	uint64_t usage_overflowed;
 };
 

@@ -19,10 +19,16 @@
 #include "endpoint.h"
 #include "errors.h"
 
+/* What the operator wants of a backend (fairgatectl backend, control.md);
+ * REMOVED marks the slot of a backend no longer listed, kept so that the
+ * answers of requests in flight there are still taken. */
+enum fg_backend_admin { FG_BACKEND_ENABLED = 0, FG_BACKEND_DRAIN, FG_BACKEND_DISABLED, FG_BACKEND_REMOVED };
+#define FG_BACKEND_ADMIN__COUNT 4
+
 struct fg_backend_cfg {
 	struct fg_endpoint ep;
 	bool static_mac; /* DPDK mode: ep.mac given; otherwise resolved by ARP */
-	uint8_t admin;   /* enum fg_backend_admin (backendpool.h): set by `fairgatectl backend`, not by files;
+	uint8_t admin;   /* enum fg_backend_admin (above): set by `fairgatectl backend`, not by files;
 			  * kept by address across changes (fg_settings_keep_backend_admin) */
 	uint32_t seats;  /* capacity: the most seats executing there at once (0: no limit) */
 };
@@ -53,7 +59,7 @@ struct fg_settings {
 	char control_socket[108];
 	char control_socket_group[FG_GROUP_NAME_MAX]; /* group name or gid of the socket file; "": the daemon's */
 	uint32_t control_socket_mode; /* permission bits of the socket file, within FG_CONTROL_SOCKET_MODE_MASK */
-	int log_format;              /* enum fg_log_format (common/logfmt.h) */
+	int log_format;              /* enum fg_log_format (common/base/logfmt.h) */
 	int log_level;               /* enum fg_log_level: lines below it are not written */
 	struct fg_opt_listen http;   /* the HTTP endpoint (control/http.h); restart-only */
 	uint32_t seat_limit;
@@ -68,7 +74,7 @@ struct fg_settings {
 	int64_t allotment_period_ns; /* how often seats are re-split between workers */
 	int64_t borrowing_period_ns; /* how often the levels' current limits are recomputed */
 	bool strict_fields;          /* unknown fields in objects are errors, not warnings */
-	bool flowcontrol_metrics;    /* per (level, schema) metrics (common/apfstats.h); restart-only */
+	bool flowcontrol_metrics;    /* per (level, schema) metrics (common/req/apfstats.h); restart-only */
 	bool metrics_flow_labels;    /* /metrics names the busiest flows (tenants); default off */
 	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
 	enum fg_addr_validation addr_validation;

@@ -5,7 +5,7 @@ import sys
 
 data = open(sys.argv[1], "rb").read()
 with open(sys.argv[2], "w") as out:
-    out.write("/* Generated from %s by common/embed.py; do not edit. */\n" % sys.argv[1].split("/")[-1])
+    out.write("/* Generated from %s by common/objects/embed.py; do not edit. */\n" % sys.argv[1].split("/")[-1])
     out.write("const char %s[] =\n" % sys.argv[3])
     for line in data.decode().splitlines():
         out.write('\t"%s\\n"\n' % line.replace("\\", "\\\\").replace('"', '\\"'))
