@@ -29,8 +29,9 @@
 #include "settings_table.h"
 #include "statusview.h"
 #include "top.h"
+#include "cli.h"
 
-static void usage(FILE *f)
+void ctl_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: fairgatectl [--socket PATH] COMMAND [options]\n"
@@ -96,7 +97,7 @@ static void usage(FILE *f)
 		FG_DEFAULT_CONTROL_SOCKET);
 }
 
-static int read_all(const char *path, char **out, size_t *len)
+int ctl_read_all(const char *path, char **out, size_t *len)
 {
 	int rc = fg_read_file(path, out, len);
 	if (rc)
@@ -110,18 +111,17 @@ static int read_all(const char *path, char **out, size_t *len)
 	return rc;
 }
 
-static long long geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
+long long ctl_geti(json_t *o, const char *k) { return (long long)json_integer_value(json_object_get(o, k)); }
 
 /* --- YAML output (block style; strings JSON-quoted, which YAML accepts) --- */
 
-static void yaml_scalar(json_t *v)
+void ctl_yaml_scalar(json_t *v)
 {
 	char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | FG_FC_JSON_REALS);
 	printf("%s", t ? t : "null");
 	free(t);
 }
 
-static void yaml_value(json_t *v, int indent, int in_list);
 
 static void yaml_object(json_t *o, int indent, int first_inline)
 {
@@ -135,7 +135,7 @@ static void yaml_object(json_t *o, int indent, int first_inline)
 		printf("%s:", k);
 		if ((json_is_object(v) && json_object_size(v)) || (json_is_array(v) && json_array_size(v))) {
 			printf("\n");
-			yaml_value(v, indent + 2, 0);
+			ctl_yaml_value(v, indent + 2, 0);
 		} else {
 			printf(" ");
 			if (json_is_object(v))
@@ -143,13 +143,13 @@ static void yaml_object(json_t *o, int indent, int first_inline)
 			else if (json_is_array(v))
 				printf("[]");
 			else
-				yaml_scalar(v);
+				ctl_yaml_scalar(v);
 			printf("\n");
 		}
 	}
 }
 
-static void yaml_value(json_t *v, int indent, int in_list)
+void ctl_yaml_value(json_t *v, int indent, int in_list)
 {
 	(void)in_list;
 	if (json_is_object(v)) {
@@ -162,20 +162,20 @@ static void yaml_value(json_t *v, int indent, int in_list)
 			if (json_is_object(e) && json_object_size(e))
 				yaml_object(e, indent + 2, 1);
 			else {
-				yaml_scalar(e);
+				ctl_yaml_scalar(e);
 				printf("\n");
 			}
 		}
 	} else {
 		printf("%*s", indent, "");
-		yaml_scalar(v);
+		ctl_yaml_scalar(v);
 		printf("\n");
 	}
 }
 
 /* --- commands ------------------------------------------------------------ */
 
-static const char *opt_file(int argc, char **argv)
+const char *ctl_opt_file(int argc, char **argv)
 {
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--filename"))
@@ -183,7 +183,7 @@ static const char *opt_file(int argc, char **argv)
 	return NULL;
 }
 
-static bool has_flag(int argc, char **argv, const char *flag)
+bool ctl_has_flag(int argc, char **argv, const char *flag)
 {
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], flag))
@@ -192,7 +192,7 @@ static bool has_flag(int argc, char **argv, const char *flag)
 }
 
 /* Warnings the daemon sent with an answer, as kubectl prints them. */
-static void print_warnings(json_t *r)
+void ctl_print_warnings(json_t *r)
 {
 	size_t i;
 	json_t *w;
@@ -202,9 +202,7 @@ static void print_warnings(json_t *r)
 
 /* --- what a change does: apply, diff, delete -f, rollback, validate --base --- */
 
-static const char *output_format(int argc, char **argv, const char *dflt);
 static bool decimal(const char *s, long long *out);
-static bool print_json(const char *fmt, json_t *r);
 
 /* kubectl's name for a kind's objects. */
 static const char *resource_of(const char *kind)
@@ -218,7 +216,7 @@ static const char *resource_of(const char *kind)
 static void limit_cell(json_t *before, json_t *after, const char *key)
 {
 	char cell[48];
-	long long b = geti(before, key), a = geti(after, key);
+	long long b = ctl_geti(before, key), a = ctl_geti(after, key);
 	if (json_is_null(before))
 		snprintf(cell, sizeof(cell), "- -> %lld", a);
 	else if (json_is_null(after))
@@ -237,7 +235,7 @@ static void limit_cell(json_t *before, json_t *after, const char *key)
  * level's seat limits before -> after.  only_changed: diff's view, without
  * unchanged objects and levels.  Returns whether anything changes.
  */
-static bool print_change(json_t *r, const char *suffix, bool only_changed)
+bool ctl_print_change(json_t *r, const char *suffix, bool only_changed)
 {
 	json_t *ch = json_object_get(r, "changes"), *o, *f;
 	size_t i, k;
@@ -250,8 +248,8 @@ static bool print_change(json_t *r, const char *suffix, bool only_changed)
 		json_array_foreach(json_object_get(o, "fields"), k, f)
 			printf("    %s\n", json_string_value(f));
 	}
-	if (geti(ch, "more"))
-		printf("... and %lld more object(s)\n", geti(ch, "more"));
+	if (ctl_geti(ch, "more"))
+		printf("... and %lld more object(s)\n", ctl_geti(ch, "more"));
 	json_t *settings = json_object_get(r, "settings");
 	if (json_array_size(settings)) {
 		printf("fairgatesettings configured%s\n", suffix);
@@ -282,7 +280,7 @@ static bool print_change(json_t *r, const char *suffix, bool only_changed)
 }
 
 /* The value of "--name VALUE" or "--name=VALUE"; NULL when absent. */
-static const char *opt_value(int argc, char **argv, const char *name)
+const char *ctl_opt_value(int argc, char **argv, const char *name)
 {
 	size_t n = strlen(name);
 	for (int i = 1; i < argc; i++) {
@@ -328,17 +326,17 @@ static bool known_args_from(int first, int argc, char **argv, const char *const 
 	return true;
 }
 
-static bool known_args(int argc, char **argv, const char *const *with_value, const char *const *bare)
+bool ctl_known_args(int argc, char **argv, const char *const *with_value, const char *const *bare)
 {
 	return known_args_from(1, argc, argv, with_value, bare);
 }
 
 /* Send a file as "data" with the command's flags; the result or NULL. */
-static json_t *send_file(const char *path, const char *command, const char *file, json_t *req, json_t **resp)
+json_t *ctl_send_file(const char *path, const char *command, const char *file, json_t *req, json_t **resp)
 {
 	char *text;
 	size_t len;
-	if (read_all(file, &text, &len)) {
+	if (ctl_read_all(file, &text, &len)) {
 		json_decref(req);
 		*resp = NULL;
 		return NULL;
@@ -353,11 +351,11 @@ static int cmd_apply(const char *path, int argc, char **argv)
 {
 	static const char *const with_value[] = { "-f", "--filename", NULL };
 	static const char *const bare[] = { "--strict", "--prune", "--dry-run", "--dry-run=", NULL };
-	const char *file = opt_file(argc, argv), *dry = has_flag(argc, argv, "--dry-run") ? "server" : NULL;
+	const char *file = ctl_opt_file(argc, argv), *dry = ctl_has_flag(argc, argv, "--dry-run") ? "server" : NULL;
 	for (int i = 1; i < argc; i++)
 		if (!strncmp(argv[i], "--dry-run=", 10))
 			dry = argv[i] + 10;
-	if (!known_args(argc, argv, with_value, bare))
+	if (!ctl_known_args(argc, argv, with_value, bare))
 		return 2;
 	if (!file) {
 		fprintf(stderr, "fairgatectl apply: need -f FILE (or - for stdin)\n");
@@ -368,19 +366,19 @@ static int cmd_apply(const char *path, int argc, char **argv)
 		return 2;
 	}
 	bool is_dry = dry && strcmp(dry, "none");
-	json_t *resp, *r = send_file(path, is_dry ? "validate" : "apply", file,
-				     json_pack("{s:b, s:b}", "strict", has_flag(argc, argv, "--strict"), "prune",
-					       has_flag(argc, argv, "--prune")), &resp);
+	json_t *resp, *r = ctl_send_file(path, is_dry ? "validate" : "apply", file,
+				     json_pack("{s:b, s:b}", "strict", ctl_has_flag(argc, argv, "--strict"), "prune",
+					       ctl_has_flag(argc, argv, "--prune")), &resp);
 	if (!r)
 		return 1;
-	print_warnings(r);
-	bool changed = print_change(r, is_dry ? " (dry run)" : "", false);
+	ctl_print_warnings(r);
+	bool changed = ctl_print_change(r, is_dry ? " (dry run)" : "", false);
 	if (is_dry)
 		printf("dry run: nothing was changed; %lld priority levels, %lld flow schemas would be in force\n",
-		       geti(r, "priorityLevels"), geti(r, "flowSchemas"));
+		       ctl_geti(r, "priorityLevels"), ctl_geti(r, "flowSchemas"));
 	else
 		printf("applied %lld object(s): %lld priority levels, %lld flow schemas in force (configuration generation %lld%s)\n",
-		       geti(r, "objects"), geti(r, "priorityLevels"), geti(r, "flowSchemas"), geti(r, "generation"),
+		       ctl_geti(r, "objects"), ctl_geti(r, "priorityLevels"), ctl_geti(r, "flowSchemas"), ctl_geti(r, "generation"),
 		       changed ? "" : ", unchanged: nothing to publish");
 	json_decref(resp);
 	return 0;
@@ -392,20 +390,20 @@ static int cmd_diff(const char *path, int argc, char **argv)
 {
 	static const char *const with_value[] = { "-f", "--filename", NULL };
 	static const char *const bare[] = { "--strict", "--prune", NULL };
-	const char *file = opt_file(argc, argv);
-	if (!known_args(argc, argv, with_value, bare))
+	const char *file = ctl_opt_file(argc, argv);
+	if (!ctl_known_args(argc, argv, with_value, bare))
 		return 2;
 	if (!file) {
 		fprintf(stderr, "fairgatectl diff: need -f FILE (or - for stdin)\n");
 		return 2;
 	}
-	json_t *resp, *r = send_file(path, "validate", file,
-				     json_pack("{s:b, s:b}", "strict", has_flag(argc, argv, "--strict"), "prune",
-					       has_flag(argc, argv, "--prune")), &resp);
+	json_t *resp, *r = ctl_send_file(path, "validate", file,
+				     json_pack("{s:b, s:b}", "strict", ctl_has_flag(argc, argv, "--strict"), "prune",
+					       ctl_has_flag(argc, argv, "--prune")), &resp);
 	if (!r)
 		return 2;
-	print_warnings(r);
-	bool changed = print_change(r, "", true);
+	ctl_print_warnings(r);
+	bool changed = ctl_print_change(r, "", true);
 	if (!changed)
 		printf("no differences: %s matches what is in force\n", file);
 	json_decref(resp);
@@ -417,25 +415,25 @@ static int cmd_delete_file(const char *path, int argc, char **argv)
 {
 	static const char *const with_value[] = { "-f", "--filename", NULL };
 	static const char *const bare[] = { "--ignore-not-found", NULL };
-	if (!known_args(argc, argv, with_value, bare))
+	if (!ctl_known_args(argc, argv, with_value, bare))
 		return 2;
-	json_t *resp, *r = send_file(path, "delete", opt_file(argc, argv), json_object(), &resp);
+	json_t *resp, *r = ctl_send_file(path, "delete", ctl_opt_file(argc, argv), json_object(), &resp);
 	if (!r)
 		return 1;
-	print_warnings(r);
-	print_change(r, "", true);
+	ctl_print_warnings(r);
+	ctl_print_change(r, "", true);
 	json_t *o;
 	size_t i;
 	json_array_foreach(json_object_get(r, "restored"), i, o)
 		printf("%s/%s restored: a mandatory object comes back as its built-in copy\n",
 		       resource_of(json_string_value(json_object_get(o, "kind"))), json_string_value(json_object_get(o, "name")));
-	bool quiet = has_flag(argc, argv, "--ignore-not-found");
+	bool quiet = ctl_has_flag(argc, argv, "--ignore-not-found");
 	json_array_foreach(json_object_get(r, "notFound"), i, o)
 		if (!quiet)
 			fprintf(stderr, "Error from server (NotFound): %s \"%s\" not found\n",
 				resource_of(json_string_value(json_object_get(o, "kind"))),
 				json_string_value(json_object_get(o, "name")));
-	printf("configuration generation %lld%s\n", geti(r, "generation"),
+	printf("configuration generation %lld%s\n", ctl_geti(r, "generation"),
 	       json_is_true(json_object_get(r, "changed")) ? "" : " (unchanged)");
 	int rc = json_array_size(json_object_get(r, "notFound")) && !quiet ? 1 : 0;
 	json_decref(resp);
@@ -444,26 +442,26 @@ static int cmd_delete_file(const char *path, int argc, char **argv)
 
 static int cmd_history(const char *path, int argc, char **argv)
 {
-	const char *fmt = output_format(argc, argv, "table");
+	const char *fmt = ctl_output_format(argc, argv, "table");
 	static const char *const with_value[] = { "-o", "--output", NULL };
 	static const char *const bare[] = { NULL };
-	if (!known_args(argc, argv, with_value, bare) || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
+	if (!ctl_known_args(argc, argv, with_value, bare) || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
 		fprintf(stderr, "usage: fairgatectl history [-o table|json]\n");
 		return 2;
 	}
 	json_t *resp, *r = fg_ctl_request(path, json_pack("{s:s}", "command", "history"), &resp);
 	if (!r)
 		return 1;
-	if (!print_json(fmt, r)) {
+	if (!ctl_print_json(fmt, r)) {
 		json_t *e;
 		size_t i;
 		printf("%-10s %-20s %-6s %s\n", "GENERATION", "TIME", "UID", "SUMMARY");
 		json_array_foreach(json_object_get(r, "items"), i, e) {
 			char uid[24];
-			snprintf(uid, sizeof(uid), geti(e, "uid") < 0 ? "-" : "%lld", geti(e, "uid"));
-			printf("%-10lld %-20s %-6s %s%s\n", geti(e, "generation"), json_string_value(json_object_get(e, "time")),
+			snprintf(uid, sizeof(uid), ctl_geti(e, "uid") < 0 ? "-" : "%lld", ctl_geti(e, "uid"));
+			printf("%-10lld %-20s %-6s %s%s\n", ctl_geti(e, "generation"), json_string_value(json_object_get(e, "time")),
 			       uid, json_string_value(json_object_get(e, "summary")),
-			       geti(e, "generation") == geti(r, "generation") ? "  (in force)" : "");
+			       ctl_geti(e, "generation") == ctl_geti(r, "generation") ? "  (in force)" : "");
 		}
 	}
 	json_decref(resp);
@@ -474,9 +472,9 @@ static int cmd_rollback(const char *path, int argc, char **argv)
 {
 	static const char *const with_value[] = { "--to", NULL };
 	static const char *const bare[] = { NULL };
-	const char *to = opt_value(argc, argv, "--to");
+	const char *to = ctl_opt_value(argc, argv, "--to");
 	long long gen = 0;
-	if (!known_args(argc, argv, with_value, bare))
+	if (!ctl_known_args(argc, argv, with_value, bare))
 		return 2;
 	if (to && (!decimal(to, &gen) || gen < 1)) {
 		fprintf(stderr, "fairgatectl rollback: --to must be a generation number (fairgatectl history lists "
@@ -489,20 +487,20 @@ static int cmd_rollback(const char *path, int argc, char **argv)
 	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
-	print_warnings(r);
-	if (print_change(r, "", true))
-		printf("rolled back to generation %lld: configuration generation %lld\n", geti(r, "rolledBackTo"),
-		       geti(r, "generation"));
+	ctl_print_warnings(r);
+	if (ctl_print_change(r, "", true))
+		printf("rolled back to generation %lld: configuration generation %lld\n", ctl_geti(r, "rolledBackTo"),
+		       ctl_geti(r, "generation"));
 	else
 		printf("generation %lld is what is in force: nothing changed (configuration generation %lld)\n",
-		       geti(r, "rolledBackTo"), geti(r, "generation"));
+		       ctl_geti(r, "rolledBackTo"), ctl_geti(r, "generation"));
 	json_decref(resp);
 	return 0;
 }
 
 static int cmd_delete(const char *path, int argc, char **argv)
 {
-	if (opt_file(argc, argv))
+	if (ctl_opt_file(argc, argv))
 		return cmd_delete_file(path, argc, argv);
 	if (argc != 3 || fg_fc_kind_parse(argv[1]) < 0) {
 		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration|fairsharing NAME\n");
@@ -512,7 +510,7 @@ static int cmd_delete(const char *path, int argc, char **argv)
 				   &resp);
 	if (!r)
 		return 1;
-	print_warnings(r);
+	ctl_print_warnings(r);
 	printf("%s %s %s (configuration generation %lld)\n",
 	       json_is_true(json_object_get(r, "restored")) ? "restored the built-in copy of mandatory" : "deleted",
 	       fg_fc_kind_name((enum fg_fc_kind)fg_fc_kind_parse(argv[1])), argv[2],
@@ -521,7 +519,7 @@ static int cmd_delete(const char *path, int argc, char **argv)
 	return 0;
 }
 
-static const char *output_format(int argc, char **argv, const char *dflt)
+const char *ctl_output_format(int argc, char **argv, const char *dflt)
 {
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))
@@ -562,7 +560,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 		return cmd_get_all(path, argc, argv);
 	int kind = argc >= 2 ? fg_fc_kind_parse(argv[1]) : -1;
 	const char *name = argc >= 3 && argv[2][0] != '-' ? argv[2] : NULL;
-	const char *fmt = output_format(argc, argv, "table");
+	const char *fmt = ctl_output_format(argc, argv, "table");
 	bool wide = !strcmp(fmt, "wide") && (kind == FG_FC_PRIORITYLEVEL || kind == FG_FC_FAIRSHARING);
 	if (wide)
 		fmt = "table";
@@ -593,7 +591,7 @@ static int cmd_get(const char *path, int argc, char **argv)
 		json_dumpf(name ? json_array_get(items, 0) : r, stdout, JSON_INDENT(2) | FG_FC_JSON_REALS);
 		printf("\n");
 	} else if (!strcmp(fmt, "yaml")) {
-		yaml_value(name ? json_array_get(items, 0) : r, 0, 0);
+		ctl_yaml_value(name ? json_array_get(items, 0) : r, 0, 0);
 	} else if (kind == FG_FC_FLOWSCHEMA) {
 		/* kubectl's columns for flowschemas */
 		printf("%-36s %-24s %10s %-14s %-8s\n", "NAME", "PRIORITYLEVEL", "PRECEDENCE", "DISTINGUISHER", "MISSINGPL");
@@ -650,7 +648,7 @@ static int cmd_get(const char *path, int argc, char **argv)
  * kind and name, then the settings as --check prints them. */
 static int cmd_get_all(const char *path, int argc, char **argv)
 {
-	const char *fmt = output_format(argc, argv, "table");
+	const char *fmt = ctl_output_format(argc, argv, "table");
 	static const char *const with_value[] = { "-o", "--output", NULL };
 	static const char *const bare[] = { NULL };
 	if (!known_args_from(2, argc, argv, with_value, bare) ||
@@ -662,8 +660,8 @@ static int cmd_get_all(const char *path, int argc, char **argv)
 	if (!r)
 		return 1;
 	if (!strcmp(fmt, "yaml")) {
-		yaml_value(r, 0, 0);
-	} else if (!print_json(fmt, r)) {
+		ctl_yaml_value(r, 0, 0);
+	} else if (!ctl_print_json(fmt, r)) {
 		json_t *items = json_object_get(r, "items"), *o, *settings = items ? NULL : r;
 		size_t i;
 		json_array_foreach(items, i, o) {
@@ -682,278 +680,6 @@ static int cmd_get_all(const char *path, int argc, char **argv)
 			free(t);
 		}
 	}
-	json_decref(resp);
-	return 0;
-}
-
-static void print_error_lines(const struct fg_errors *w, const char *prefix)
-{
-	for (const char *p = w->text; *p;) {
-		const char *nl = strchr(p, '\n');
-		fprintf(stderr, "%s%.*s\n", prefix, (int)(nl ? nl - p : (long)strlen(p)), p);
-		p = nl ? nl + 1 : p + strlen(p);
-	}
-}
-
-/* Apply a file onto a set and settings (the file's FairgateSettings over
- * them); input, when not NULL, receives the file's objects.  The number of
- * objects, or -1 after printing the errors (warnings are printed too). */
-static int apply_file(const char *file, bool strict, struct fg_fc_set *set, struct fg_settings *settings,
-		      struct fg_fc_set *input)
-{
-	char *text;
-	size_t len;
-	if (read_all(file, &text, &len))
-		return -1;
-	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	struct fg_fc_apply_opts opts = { .strict = strict, .warnings = &warnings, .input = input };
-	int n = fg_fc_set_apply_opts(set, (const uint8_t *)text, len, settings, &opts, &errs);
-	free(text);
-	print_error_lines(&warnings, "Warning: ");
-	if (n < 0)
-		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
-	return n < 0 ? -1 : n;
-}
-
-/* A file's one meaning (configuration.md): its objects, or the bootstrap set
- * when it has none, with its settings over the defaults. */
-static int whole_set(const char *file, bool strict, struct fg_fc_set **set_out, struct fg_settings *settings)
-{
-	fg_settings_defaults(settings);
-	struct fg_fc_set *set = fg_fc_set_new();
-	int n = set ? apply_file(file, strict, set, settings, NULL) : -1;
-	if (n >= 0 && fg_fc_set_or_bootstrap(set))
-		n = -1;
-	if (n < 0 || !set) {
-		fg_fc_set_free(set);
-		return -1;
-	}
-	*set_out = set;
-	return n;
-}
-
-/* Offline: the file's whole meaning compiled with its server limit. */
-static struct fg_fc_config *compile_file(const char *file, bool strict, struct fg_fc_set **set_out, int *n_objects)
-{
-	struct fg_settings settings;
-	struct fg_fc_set *set;
-	int n = whole_set(file, strict, &set, &settings);
-	if (n < 0)
-		return NULL;
-	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	fg_fc_set_warn_dangling(set, &warnings);
-	print_error_lines(&warnings, "Warning: ");
-	struct fg_fc_config *fc = fg_fc_compile(set, settings.seat_limit, &errs);
-	if (!fc) {
-		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
-		fg_fc_set_free(set);
-		return NULL;
-	}
-	*n_objects = n;
-	*set_out = set;
-	return fc;
-}
-
-/* validate --base bootstrap|FILE, offline: the file applied (merged, as
- * `apply -f` does) onto that base, with what it changes there. */
-static int validate_offline_base(const char *file, const char *base, bool strict)
-{
-	struct fg_fc_set *bset = NULL, *cset = NULL, *input = fg_fc_set_new();
-	struct fg_settings bs, cs;
-	struct fg_errors errs = { .len = 0 }, warnings = { .len = 0 };
-	int rc = 1, n = -1;
-	if (!strcmp(base, "bootstrap")) {
-		fg_settings_defaults(&bs);
-		bset = fg_fc_set_bootstrap();
-	} else if (whole_set(base, strict, &bset, &bs) < 0) {
-		fprintf(stderr, "fairgatectl validate: --base %s is not a valid configuration\n", base);
-		goto out;
-	}
-	fg_fc_set_add_mandatory(bset);
-	cs = bs;
-	cset = bset ? fg_fc_set_copy(bset) : NULL;
-	if (!cset || !input || (n = apply_file(file, strict, cset, &cs, input)) < 0)
-		goto out;
-	fg_fc_set_add_mandatory(cset);
-	fg_fc_set_warn_dangling(cset, &warnings);
-	fg_settings_validate(&cs, &errs);
-	struct fg_fc_config *before = fg_fc_compile(bset, bs.seat_limit, &warnings);
-	struct fg_fc_config *after = errs.count ? NULL : fg_fc_compile(cset, cs.seat_limit, &errs);
-	print_error_lines(&warnings, "Warning: ");
-	if (after) {
-		json_t *sdiff = fg_settings_diff(&bs, &cs);
-		json_t *r = json_pack("{s:o, s:o, s:o, s:b}", "changes", fg_fc_set_diff(bset, cset, input, "deleted"),
-				      "levels", fg_fc_levels_diff(before, after), "settings", sdiff, "changed",
-				      !fg_fc_set_equal(bset, cset) || json_array_size(sdiff));
-		print_change(r, "", false);
-		json_decref(r);
-		printf("%s: valid, %d object(s); applied onto %s%s (merged, as `fairgatectl apply -f` does): %u priority "
-		       "levels, %u flow schemas (server limit %u)\n", file, n, base,
-		       strcmp(base, "bootstrap") ? "'s configuration" : " set", after->n_levels, after->n_schemas,
-		       after->server_limit);
-		rc = 0;
-	} else {
-		fprintf(stderr, "%s: invalid, %u error(s):\n%s", file, errs.count, errs.text);
-	}
-	fg_fc_config_free(before);
-	fg_fc_config_free(after);
-out:
-	fg_fc_set_free(bset);
-	fg_fc_set_free(cset);
-	fg_fc_set_free(input);
-	return rc;
-}
-
-/* validate --base live: the daemon's dry run of `apply -f`. */
-static int validate_live(const char *path, const char *file, bool strict)
-{
-	json_t *resp, *r = send_file(path, "validate", file, json_pack("{s:b}", "strict", strict), &resp);
-	if (!r)
-		return 1;
-	print_warnings(r);
-	print_change(r, " (dry run)", false);
-	printf("%s: valid; applied onto the live set (merged, as `fairgatectl apply -f` does): %lld priority levels, "
-	       "%lld flow schemas would be in force\n", file, geti(r, "priorityLevels"), geti(r, "flowSchemas"));
-	json_decref(resp);
-	return 0;
-}
-
-static int cmd_validate(const char *path, int argc, char **argv)
-{
-	static const char *const with_value[] = { "-f", "--filename", "--base", NULL };
-	static const char *const bare[] = { "--strict", NULL };
-	const char *file = opt_file(argc, argv), *base = opt_value(argc, argv, "--base");
-	bool strict = has_flag(argc, argv, "--strict");
-	if (!known_args(argc, argv, with_value, bare))
-		return 2;
-	if (!file) {
-		fprintf(stderr, "fairgatectl validate: need -f FILE (or - for stdin)\n");
-		return 2;
-	}
-	if (base && !strcmp(base, "live"))
-		return validate_live(path, file, strict);
-	if (base && strcmp(base, "none"))
-		return validate_offline_base(file, base, strict);
-	struct fg_fc_set *set;
-	int n;
-	struct fg_fc_config *fc = compile_file(file, strict, &set, &n);
-	if (!fc)
-		return 1;
-	printf("%s: valid, %d object(s); in force with the mandatory objects: %u priority levels, %u flow schemas "
-	       "(server limit %u)\n", file, n, fc->n_levels, fc->n_schemas, fc->server_limit);
-	for (uint32_t i = 0; i < fc->n_levels; i++) {
-		const struct fg_fc_level *l = &fc->levels[i];
-		printf("  %-28s nominal %5u  min %5u  max %5u\n", l->name, l->nominal, l->min, l->max);
-	}
-	printf("(the file as the whole configuration, as `fairgate --config` and `fairgatectl apply --prune -f` take "
-	       "it; `fairgatectl apply -f` merges it into the live set instead: `--base live` shows that result)\n");
-	fg_fc_config_free(fc);
-	fg_fc_set_free(set);
-	return 0;
-}
-
-static int cmd_explain(const char *path, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "filename", required_argument, 0, 'f' }, { "user", required_argument, 0, 'u' },
-		{ "group", required_argument, 0, 'g' }, { "namespace", required_argument, 0, 'n' },
-		{ "verb", required_argument, 0, 'v' }, { "api-group", required_argument, 0, 'a' },
-		{ "resource", required_argument, 0, 'r' }, { "subresource", required_argument, 0, 's' },
-		{ "name", required_argument, 0, 'N' }, { "path", required_argument, 0, 'p' },
-		{ "output", required_argument, 0, 'o' }, { "why", no_argument, 0, 'W' },
-		{ "untrusted", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
-	const char *file = NULL, *fmt = "table";
-	bool why = false;
-	json_t *rq = json_object(), *groups = json_array();
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "f:o:", opts, NULL)) != -1) {
-		const char *key = NULL;
-		switch (opt) {
-		case 'f': file = optarg; break;
-		case 'o': fmt = optarg; break;
-		case 'W': why = true; break;
-		case 'T': json_object_set_new(rq, "untrusted", json_true()); break;
-		case 'g': json_array_append_new(groups, json_string(optarg)); break;
-		case 'u': key = "user"; break;
-		case 'n': key = "namespace"; break;
-		case 'v': key = "verb"; break;
-		case 'a': key = "apiGroup"; break;
-		case 'r': key = "resource"; break;
-		case 's': key = "subresource"; break;
-		case 'N': key = "name"; break;
-		case 'p': key = "path"; break;
-		case 'h': usage(stdout); json_decref(rq); json_decref(groups); return 0;
-		default: usage(stderr); json_decref(rq); json_decref(groups); return 2;
-		}
-		if (key)
-			json_object_set_new(rq, key, json_string(optarg));
-	}
-	json_object_set_new(rq, "groups", groups);
-	if (!json_object_get(rq, "user") || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
-		fprintf(stderr, "fairgatectl explain: need --user (and -o table|json)\n");
-		json_decref(rq);
-		return 2;
-	}
-	json_t *result = NULL, *resp = NULL;
-	if (file) {
-		struct fg_fc_set *set;
-		int n;
-		struct fg_fc_config *fc = compile_file(file, has_flag(argc, argv, "--strict"), &set, &n);
-		if (fc) {
-			struct fg_fc_request r;
-			struct fg_str *gs = NULL;
-			char msg[160];
-			if (fg_fc_request_from_json_alloc(rq, &r, &gs, msg, sizeof(msg)))
-				fprintf(stderr, "fairgatectl explain: %s\n", msg);
-			else {
-				result = fg_fc_explain(fc, &r);
-				if (why)
-					json_object_set_new(result, "why", fg_fc_explain_why(fc, &r));
-			}
-			free(gs);
-			fg_fc_config_free(fc);
-			fg_fc_set_free(set);
-		}
-		json_decref(rq);
-	} else {
-		json_t *r = fg_ctl_request(path, json_pack("{s:s, s:o, s:b}", "command", "explain", "request", rq, "why", why),
-					   &resp);
-		result = json_incref(r);
-	}
-	if (!result) {
-		json_decref(resp);
-		return 1;
-	}
-	if (!strcmp(fmt, "json")) {
-		char *t = json_dumps(result, JSON_COMPACT | JSON_PRESERVE_ORDER | FG_FC_JSON_REALS);
-		printf("%s\n", t);
-		free(t);
-	} else {
-		const char *k;
-		json_t *v;
-		json_object_foreach(result, k, v) {
-			if (!strcmp(k, "why") || !strcmp(k, "priorityLevelState"))
-				continue;
-			printf("%-17s ", k);
-			yaml_scalar(v);
-			printf("\n");
-		}
-		json_t *state = json_object_get(result, "priorityLevelState");
-		if (state) /* the daemon's: the level as it runs now */
-			printf("%-17s seats %lld/%lld in use, %lld waiting, %lld executing\n", "priorityLevelState",
-			       geti(state, "seatsInUse"), geti(state, "seatLimit"), geti(state, "waiting"),
-			       geti(state, "executing"));
-		size_t i;
-		json_array_foreach(json_object_get(result, "why"), i, v) {
-			if (!i)
-				printf("schemas ahead of the match, and why each did not match:\n");
-			printf("  %s (%s): %s\n", json_string_value(json_object_get(v, "flowSchema")),
-			       json_string_value(json_object_get(v, "priorityLevel")),
-			       json_string_value(json_object_get(v, "reason")));
-		}
-	}
-	json_decref(result);
 	json_decref(resp);
 	return 0;
 }
@@ -984,7 +710,7 @@ static int cmd_top(const char *path, int argc, char **argv)
 			}
 			break;
 		default:
-			usage(opt == 'h' ? stdout : stderr);
+			ctl_usage(opt == 'h' ? stdout : stderr);
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -1008,15 +734,11 @@ static int cmd_version(const char *path, int argc, char **argv)
 		return 1;
 	}
 	printf("fairgatectl %s, fairgate %s (protocol %lld)\n", FG_VERSION, json_string_value(json_object_get(r, "version")),
-	       geti(r, "protocol"));
+	       ctl_geti(r, "protocol"));
 	json_decref(resp);
 	return 0;
 }
 
-static int cmd_validate_offline(const char *path, int argc, char **argv)
-{
-	return cmd_validate(path, argc, argv); /* offline unless --base live */
-}
 
 /* A plain decimal for --limit/--offset; the daemon checks the range. */
 static bool decimal(const char *s, long long *out)
@@ -1028,7 +750,7 @@ static bool decimal(const char *s, long long *out)
 }
 
 /* -o json: the result as the daemon sent it, indented; false for a table. */
-static bool print_json(const char *fmt, json_t *r)
+bool ctl_print_json(const char *fmt, json_t *r)
 {
 	if (strcmp(fmt, "json"))
 		return false;
@@ -1039,7 +761,7 @@ static bool print_json(const char *fmt, json_t *r)
 
 static int cmd_pending(const char *path, int argc, char **argv)
 {
-	const char *fmt = output_format(argc, argv, "table");
+	const char *fmt = ctl_output_format(argc, argv, "table");
 	json_t *req = json_pack("{s:s}", "command", "pending");
 	const char *level = NULL;
 	bool ok = !strcmp(fmt, "table") || !strcmp(fmt, "json");
@@ -1069,20 +791,20 @@ static int cmd_pending(const char *path, int argc, char **argv)
 	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
-	if (!print_json(fmt, r)) {
+	if (!ctl_print_json(fmt, r)) {
 		json_t *md = json_object_get(r, "metadata"), *it;
 		size_t i;
 		printf("priority level %s: %lld waiting, %lld matched%s\n",
-		       json_string_value(json_object_get(md, "priorityLevel")), geti(md, "waiting"), geti(md, "matched"),
+		       json_string_value(json_object_get(md, "priorityLevel")), ctl_geti(md, "waiting"), ctl_geti(md, "matched"),
 		       json_is_true(json_object_get(md, "complete")) ? "" : " (incomplete: a buffer filled up)");
 		printf("%8s %6s %6s %-28s %-24s %5s %9s %20s %s\n", "POSITION", "QUEUE", "INQ", "FLOWSCHEMA",
 		       "DISTINGUISHER", "SEATS", "WAITED", "REQUEST-ID", "CLIENT");
 		json_array_foreach(json_object_get(r, "items"), i, it)
 			printf("%8lld %6lld %6lld %-28.28s %-24.24s %5lld %8.3fs %20lld %s\n",
-			       geti(it, "positionInPriorityLevel"), geti(it, "queue"), geti(it, "positionInQueue"),
+			       ctl_geti(it, "positionInPriorityLevel"), ctl_geti(it, "queue"), ctl_geti(it, "positionInQueue"),
 			       json_string_value(json_object_get(it, "flowSchema")),
-			       json_string_value(json_object_get(it, "distinguisher")), geti(it, "initialSeats"),
-			       json_real_value(json_object_get(it, "waitedSeconds")), geti(it, "requestId"),
+			       json_string_value(json_object_get(it, "distinguisher")), ctl_geti(it, "initialSeats"),
+			       json_real_value(json_object_get(it, "waitedSeconds")), ctl_geti(it, "requestId"),
 			       json_string_value(json_object_get(it, "client")));
 	}
 	json_decref(resp);
@@ -1091,7 +813,7 @@ static int cmd_pending(const char *path, int argc, char **argv)
 
 static int cmd_dump(const char *path, int argc, char **argv)
 {
-	const char *fmt = output_format(argc, argv, "table");
+	const char *fmt = ctl_output_format(argc, argv, "table");
 	const char *what = argc >= 2 ? argv[1] : "";
 	bool details = false, ok = !strcmp(fmt, "table") || !strcmp(fmt, "json");
 	for (int i = 2; i < argc && ok; i++) {
@@ -1111,7 +833,7 @@ static int cmd_dump(const char *path, int argc, char **argv)
 	json_t *resp, *r = fg_ctl_request(path, req, &resp);
 	if (!r)
 		return 1;
-	if (!print_json(fmt, r))
+	if (!ctl_print_json(fmt, r))
 		fputs(json_string_value(json_object_get(r, "table")), stdout);
 	json_decref(resp);
 	return 0;
@@ -1123,7 +845,7 @@ static int cmd_backend(const char *path, int argc, char **argv)
 	static const char *const actions[] = { "drain", "disable", "enable", "add", "remove" };
 	const char *act = argc >= 2 ? argv[1] : "";
 	if (!strcmp(act, "list")) {
-		const char *fmt = output_format(argc, argv, "table");
+		const char *fmt = ctl_output_format(argc, argv, "table");
 		bool ok = (argc == 2 || (argc == 4 && (!strcmp(argv[2], "-o") || !strcmp(argv[2], "--output")))) &&
 			  (!strcmp(fmt, "table") || !strcmp(fmt, "json"));
 		if (!ok) {
@@ -1134,7 +856,7 @@ static int cmd_backend(const char *path, int argc, char **argv)
 		if (!r)
 			return 1;
 		if (!strcmp(fmt, "json"))
-			print_json(fmt, json_object_get(r, "backendPool"));
+			ctl_print_json(fmt, json_object_get(r, "backendPool"));
 		else
 			fg_ctl_print_backends(r);
 		json_decref(resp);
@@ -1153,7 +875,7 @@ static int cmd_backend(const char *path, int argc, char **argv)
 							 "address", argv[2]), &resp);
 	if (!r)
 		return 1;
-	print_warnings(r);
+	ctl_print_warnings(r);
 	const char *name = json_string_value(json_object_get(r, "backend"));
 	printf("backend %s: %s (configuration generation %lld)\n", name ? name : argv[2], act,
 	       (long long)json_integer_value(json_object_get(r, "generation")));
@@ -1183,7 +905,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			path = argv[++i];
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
+			ctl_usage(stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("fairgatectl %s (protocol 1)\n", FG_VERSION);
@@ -1191,24 +913,24 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "fairgatectl: unknown option \"%s\"%s\n", argv[i],
 				!strcmp(argv[i], "--socket") ? " (it needs a PATH)" : "");
-			usage(stderr);
+			ctl_usage(stderr);
 			return 2;
 		}
 	}
 	if (i == argc) {
-		usage(stderr);
+		ctl_usage(stderr);
 		return 2;
 	}
 	const char *cmd = argv[i];
 	for (int k = i + 1; k < argc; k++)
 		if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
-			usage(stdout);
+			ctl_usage(stdout);
 			return 0;
 		}
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
 		if (!strcmp(cmd, commands[k].name))
 			return commands[k].run(path, argc - i, argv + i);
 	fprintf(stderr, "fairgatectl: unknown command \"%s\"\n", cmd);
-	usage(stderr);
+	ctl_usage(stderr);
 	return 2;
 }
