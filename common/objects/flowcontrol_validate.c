@@ -11,6 +11,7 @@
  * fairgate's own (docs/configuration.md, "FairSharing").
  */
 #include "flowcontrol_int.h"
+#include "flowcontrol_check.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -26,18 +27,10 @@
 
 /* --- field errors -------------------------------------------------------- */
 
-struct vctx {
-	struct fg_errors *errs, *warnings;
-	const char *where; /* "document 1 FlowSchema/x" */
-	bool strict;
-};
 
-#define PATH_MAX_LEN 320
-
-static void field_error(struct vctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void field_error(struct vctx *c, const char *path, const char *fmt, ...)
+void fg_fc__field_error(struct fg_fc_vctx *c, const char *path, const char *fmt, ...)
 {
-	char full[PATH_MAX_LEN + 160], msg[600];
+	char full[FG_FC_PATH_MAX + 160], msg[600];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -49,7 +42,7 @@ static void field_error(struct vctx *c, const char *path, const char *fmt, ...)
 /* A value as Kubernetes quotes it in "Invalid value: ...": compact JSON,
  * cut short, printable ASCII only (values are the client's bytes); an absent
  * value (NULL) shows as Go's zero string. */
-static const char *show(json_t *v, char *buf, size_t cap)
+const char *fg_fc__show(json_t *v, char *buf, size_t cap)
 {
 	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | FG_FC_JSON_REALS) : NULL;
 	snprintf(buf, cap, "%s", s ? s : "\"\""); /* absent: Go's zero value, the empty string */
@@ -63,46 +56,46 @@ static const char *show(json_t *v, char *buf, size_t cap)
 	return buf;
 }
 
-static void required(struct vctx *c, const char *path, const char *detail)
+void fg_fc__required(struct fg_fc_vctx *c, const char *path, const char *detail)
 {
 	if (*detail)
-		field_error(c, path, "Required value: %s", detail);
+		fg_fc__field_error(c, path, "Required value: %s", detail);
 	else
-		field_error(c, path, "Required value");
+		fg_fc__field_error(c, path, "Required value");
 }
 
-static void invalid(struct vctx *c, const char *path, json_t *value, const char *detail)
+void fg_fc__invalid(struct fg_fc_vctx *c, const char *path, json_t *value, const char *detail)
 {
 	char v[160];
-	field_error(c, path, "Invalid value: %s: %s", show(value, v, sizeof(v)), detail);
+	fg_fc__field_error(c, path, "Invalid value: %s: %s", fg_fc__show(value, v, sizeof(v)), detail);
 }
 
-static void invalid_int(struct vctx *c, const char *path, json_int_t value, const char *detail)
+void fg_fc__invalid_int(struct fg_fc_vctx *c, const char *path, json_int_t value, const char *detail)
 {
-	field_error(c, path, "Invalid value: %lld: %s", (long long)value, detail);
+	fg_fc__field_error(c, path, "Invalid value: %lld: %s", (long long)value, detail);
 }
 
-static void forbidden(struct vctx *c, const char *path, const char *detail)
+void fg_fc__forbidden(struct fg_fc_vctx *c, const char *path, const char *detail)
 {
-	field_error(c, path, "Forbidden: %s", detail);
+	fg_fc__field_error(c, path, "Forbidden: %s", detail);
 }
 
-static void not_supported(struct vctx *c, const char *path, json_t *value, const char *supported)
+void fg_fc__not_supported(struct fg_fc_vctx *c, const char *path, json_t *value, const char *supported)
 {
 	char v[160];
-	field_error(c, path, "Unsupported value: %s: supported values: %s", show(value, v, sizeof(v)), supported);
+	fg_fc__field_error(c, path, "Unsupported value: %s: supported values: %s", fg_fc__show(value, v, sizeof(v)), supported);
 }
 
 /* path + "." + key, or path + "[i]". */
-static const char *child(char *buf, const char *path, const char *key)
+const char *fg_fc__child(char *buf, const char *path, const char *key)
 {
-	snprintf(buf, PATH_MAX_LEN, "%s%s%s", path, *path ? "." : "", key);
+	snprintf(buf, FG_FC_PATH_MAX, "%s%s%s", path, *path ? "." : "", key);
 	return buf;
 }
 
-static const char *index_of(char *buf, const char *path, size_t i)
+const char *fg_fc__index_of(char *buf, const char *path, size_t i)
 {
-	snprintf(buf, PATH_MAX_LEN, "%s[%zu]", path, i);
+	snprintf(buf, FG_FC_PATH_MAX, "%s[%zu]", path, i);
 	return buf;
 }
 
@@ -205,11 +198,11 @@ static const char *safe_key(const char *k, char *buf, size_t cap)
 	return buf;
 }
 
-static json_t *decode(struct vctx *c, json_t *in, const struct fdef *defs, const char *path, unsigned *bad);
+static json_t *decode(struct fg_fc_vctx *c, json_t *in, const struct fdef *defs, const char *path, unsigned *bad);
 
-static json_t *decode_value(struct vctx *c, json_t *v, const struct fdef *d, const char *path, unsigned *bad)
+static json_t *decode_value(struct fg_fc_vctx *c, json_t *v, const struct fdef *d, const char *path, unsigned *bad)
 {
-	char p[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX];
 	size_t i;
 	json_t *e;
 	switch (d->type) {
@@ -218,38 +211,38 @@ static json_t *decode_value(struct vctx *c, json_t *v, const struct fdef *d, con
 	case T_STR:
 		if (json_is_string(v))
 			return json_incref(v);
-		invalid(c, path, v, "must be a string");
+		fg_fc__invalid(c, path, v, "must be a string");
 		break;
 	case T_BOOL:
 		if (json_is_boolean(v))
 			return json_incref(v);
-		invalid(c, path, v, "must be a boolean");
+		fg_fc__invalid(c, path, v, "must be a boolean");
 		break;
 	case T_INT32:
 		if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX)
 			return json_incref(v);
-		invalid(c, path, v, "must be a 32-bit integer");
+		fg_fc__invalid(c, path, v, "must be a 32-bit integer");
 		break;
 	case T_NUM:
 		if (json_is_number(v))
 			return json_incref(v);
-		invalid(c, path, v, "must be a number");
+		fg_fc__invalid(c, path, v, "must be a number");
 		break;
 	case T_OBJ:
 		if (json_is_object(v))
 			return decode(c, v, d->sub, path, bad);
-		invalid(c, path, v, "must be an object");
+		fg_fc__invalid(c, path, v, "must be an object");
 		break;
 	case T_STRLIST:
 	case T_OBJLIST:
 		if (!json_is_array(v)) {
-			invalid(c, path, v, d->type == T_STRLIST ? "must be a list of strings" : "must be a list of objects");
+			fg_fc__invalid(c, path, v, d->type == T_STRLIST ? "must be a list of strings" : "must be a list of objects");
 			break;
 		} else {
 			json_t *out = json_array();
 			const struct fdef elem = { d->name, d->type == T_STRLIST ? T_STR : T_OBJ, d->sub, false };
 			json_array_foreach(v, i, e) {
-				json_t *x = decode_value(c, e, &elem, index_of(p, path, i), bad);
+				json_t *x = decode_value(c, e, &elem, fg_fc__index_of(p, path, i), bad);
 				json_array_append_new(out, x ? x : json_null());
 			}
 			return out;
@@ -261,16 +254,16 @@ static json_t *decode_value(struct vctx *c, json_t *v, const struct fdef *d, con
 
 /* The known, non-null fields of `in`, type-checked; unknown fields are
  * warnings (errors when strict), as kubectl's field validation does. */
-static json_t *decode(struct vctx *c, json_t *in, const struct fdef *defs, const char *path, unsigned *bad)
+static json_t *decode(struct fg_fc_vctx *c, json_t *in, const struct fdef *defs, const char *path, unsigned *bad)
 {
 	json_t *out = json_object(), *v;
 	const char *key;
-	char p[PATH_MAX_LEN], k[80];
+	char p[FG_FC_PATH_MAX], k[80];
 	json_object_foreach(in, key, v) {
 		const struct fdef *d = defs;
 		while (d->name && strcmp(d->name, key))
 			d++;
-		child(p, path, safe_key(key, k, sizeof(k)));
+		fg_fc__child(p, path, safe_key(key, k, sizeof(k)));
 		if (!d->name) {
 			if (c->strict) {
 				fg_errors_add(c->errs, c->where, "strict decoding error: unknown field \"%s\"", p);
@@ -386,20 +379,20 @@ static bool dns_label(const char *s)
 }
 
 /* Kubernetes' messages for a name that is not a DNS-1123 subdomain / label. */
-static void invalid_subdomain(struct vctx *c, const char *path, json_t *v, const char *intro)
+void fg_fc__invalid_subdomain(struct fg_fc_vctx *c, const char *path, json_t *v, const char *intro)
 {
 	char msg[600];
 	const char *s = json_string_value(v);
 	snprintf(msg, sizeof(msg), "%s%s", intro, strlen(s) > 253 ? "must be no more than 253 characters" : DNS1123_SUBDOMAIN_MSG);
-	invalid(c, path, v, msg);
+	fg_fc__invalid(c, path, v, msg);
 }
 
-static void invalid_label(struct vctx *c, const char *path, json_t *v, const char *intro)
+static void invalid_label(struct fg_fc_vctx *c, const char *path, json_t *v, const char *intro)
 {
 	char msg[600];
 	const char *s = json_string_value(v);
 	snprintf(msg, sizeof(msg), "%s%s", intro, strlen(s) > 63 ? "must be no more than 63 characters" : DNS1123_LABEL_MSG);
-	invalid(c, path, v, msg);
+	fg_fc__invalid(c, path, v, msg);
 }
 
 static bool has_wildcard(json_t *list)
@@ -414,18 +407,18 @@ static bool has_wildcard(json_t *list)
 
 /* verbs: required; "*" alone; otherwise a subset of the supported verbs
  * (one error for the whole list, as Kubernetes reports it). */
-static void validate_verbs(struct vctx *c, json_t *rule, const char *path)
+static void validate_verbs(struct fg_fc_vctx *c, json_t *rule, const char *path)
 {
-	char p[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX];
 	json_t *verbs = json_object_get(rule, "verbs");
-	child(p, path, "verbs");
+	fg_fc__child(p, path, "verbs");
 	if (json_array_size(verbs) == 0) {
-		required(c, p, "verbs must contain at least one value");
+		fg_fc__required(c, p, "verbs must contain at least one value");
 		return;
 	}
 	if (has_wildcard(verbs)) {
 		if (json_array_size(verbs) > 1)
-			invalid(c, p, verbs, "if '*' is present, must not specify other verbs");
+			fg_fc__invalid(c, p, verbs, "if '*' is present, must not specify other verbs");
 		return;
 	}
 	size_t i;
@@ -435,51 +428,51 @@ static void validate_verbs(struct vctx *c, json_t *rule, const char *path)
 		for (size_t k = 0; k < sizeof(supported_verbs) / sizeof(supported_verbs[0]); k++)
 			ok |= !strcmp(json_string_value(e), supported_verbs[k]);
 		if (!ok) {
-			not_supported(c, p, verbs, SUPPORTED_VERBS);
+			fg_fc__not_supported(c, p, verbs, SUPPORTED_VERBS);
 			return;
 		}
 	}
 }
 
 /* A list that must not be empty and may hold "*" only alone. */
-static void validate_wild_list(struct vctx *c, json_t *rule, const char *key, const char *path, const char *req,
+static void validate_wild_list(struct fg_fc_vctx *c, json_t *rule, const char *key, const char *path, const char *req,
 			       const char *others)
 {
-	char p[PATH_MAX_LEN], msg[96];
+	char p[FG_FC_PATH_MAX], msg[96];
 	json_t *l = json_object_get(rule, key);
-	child(p, path, key);
+	fg_fc__child(p, path, key);
 	if (json_array_size(l) == 0)
-		required(c, p, req);
+		fg_fc__required(c, p, req);
 	else if (json_array_size(l) > 1 && has_wildcard(l)) {
 		snprintf(msg, sizeof(msg), "if '*' is present, must not specify other %s", others);
-		invalid(c, p, l, msg);
+		fg_fc__invalid(c, p, l, msg);
 	}
 }
 
-static void validate_resource_rule(struct vctx *c, json_t *r, const char *path)
+static void validate_resource_rule(struct fg_fc_vctx *c, json_t *r, const char *path)
 {
-	char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX], q[FG_FC_PATH_MAX];
 	validate_verbs(c, r, path);
 	validate_wild_list(c, r, "apiGroups", path, "resource rules must supply at least one api group", "api groups");
 	validate_wild_list(c, r, "resources", path, "resource rules must supply at least one resource", "resources");
 	json_t *nss = json_object_get(r, "namespaces");
-	child(p, path, "namespaces");
+	fg_fc__child(p, path, "namespaces");
 	if (json_array_size(nss) == 0 && !json_is_true(json_object_get(r, "clusterScope"))) {
-		required(c, p, "resource rules that are not cluster scoped must supply at least one namespace");
+		fg_fc__required(c, p, "resource rules that are not cluster scoped must supply at least one namespace");
 	} else if (has_wildcard(nss)) {
 		if (json_array_size(nss) > 1)
-			invalid(c, p, nss, "if '*' is present, must not specify other namespaces");
+			fg_fc__invalid(c, p, nss, "if '*' is present, must not specify other namespaces");
 	} else {
 		size_t i;
 		json_t *e;
 		json_array_foreach(nss, i, e)
 			if (!dns_label(json_string_value(e)))
-				invalid_label(c, index_of(q, p, i), e, "each member of this list must be '*' or a DNS-1123 label; ");
+				invalid_label(c, fg_fc__index_of(q, p, i), e, "each member of this list must be '*' or a DNS-1123 label; ");
 	}
 }
 
 /* Kubernetes' ValidateNonResourceURLPath: one error per path, the first. */
-static void validate_url(struct vctx *c, json_t *v, const char *path)
+static void validate_url(struct fg_fc_vctx *c, json_t *v, const char *path)
 {
 	const char *u = json_string_value(v);
 	size_t n = strlen(u);
@@ -500,31 +493,31 @@ static void validate_url(struct vctx *c, json_t *v, const char *path)
 	else if (stars > 1 || (stars == 1 && !(n >= 2 && !strcmp(u + n - 2, "/*"))))
 		why = "wildcard can only do suffix glob matching";
 	if (why)
-		invalid(c, path, v, why);
+		fg_fc__invalid(c, path, v, why);
 }
 
-static void validate_nonresource_rule(struct vctx *c, json_t *r, const char *path)
+static void validate_nonresource_rule(struct fg_fc_vctx *c, json_t *r, const char *path)
 {
-	char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX], q[FG_FC_PATH_MAX];
 	validate_verbs(c, r, path);
 	json_t *urls = json_object_get(r, "nonResourceURLs");
-	child(p, path, "nonResourceURLs");
+	fg_fc__child(p, path, "nonResourceURLs");
 	if (json_array_size(urls) == 0) {
-		required(c, p, "nonResourceURLs must contain at least one value");
+		fg_fc__required(c, p, "nonResourceURLs must contain at least one value");
 	} else if (has_wildcard(urls)) {
 		if (json_array_size(urls) > 1)
-			invalid(c, p, urls, "if '*' is present, must not specify other non-resource URLs");
+			fg_fc__invalid(c, p, urls, "if '*' is present, must not specify other non-resource URLs");
 	} else {
 		size_t i;
 		json_t *e;
 		json_array_foreach(urls, i, e)
-			validate_url(c, e, index_of(q, p, i));
+			validate_url(c, e, fg_fc__index_of(q, p, i));
 	}
 }
 
 /* Subjects are a union: the member `kind` names is required, the others
  * are forbidden. */
-static void validate_subject(struct vctx *c, json_t *s, const char *path)
+static void validate_subject(struct fg_fc_vctx *c, json_t *s, const char *path)
 {
 	static const struct {
 		const char *kind, *member, *required, *forbidden;
@@ -536,405 +529,201 @@ static void validate_subject(struct vctx *c, json_t *s, const char *path)
 		{ "ServiceAccount", "serviceAccount", "serviceAccount is required when subject kind is 'ServiceAccount'",
 		  "serviceAccount is forbidden when subject kind is not 'ServiceAccount'" },
 	};
-	char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX], q[FG_FC_PATH_MAX];
 	json_t *kind = json_object_get(s, "kind");
 	size_t k = 0;
 	while (k < 3 && !(kind && !strcmp(json_string_value(kind), kinds[k].kind)))
 		k++;
 	if (k == 3) {
-		not_supported(c, child(p, path, "kind"), kind,
+		fg_fc__not_supported(c, fg_fc__child(p, path, "kind"), kind,
 			      "\"Group\", \"ServiceAccount\", \"User\"");
 		return;
 	}
 	json_t *m = json_object_get(s, kinds[k].member);
-	child(p, path, kinds[k].member);
+	fg_fc__child(p, path, kinds[k].member);
 	if (!m) {
-		required(c, p, kinds[k].required);
+		fg_fc__required(c, p, kinds[k].required);
 	} else if (k == 2) {
 		json_t *name = json_object_get(m, "name"), *ns = json_object_get(m, "namespace");
-		child(q, p, "name");
+		fg_fc__child(q, p, "name");
 		if (!name || !*json_string_value(name))
-			required(c, q, "");
+			fg_fc__required(c, q, "");
 		else if (strcmp(json_string_value(name), "*") && !fg_fc__dns_subdomain(json_string_value(name)))
-			invalid_subdomain(c, q, name, "");
-		child(q, p, "namespace");
+			fg_fc__invalid_subdomain(c, q, name, "");
+		fg_fc__child(q, p, "namespace");
 		if (!ns || !*json_string_value(ns))
-			required(c, q, "must specify namespace for service account");
+			fg_fc__required(c, q, "must specify namespace for service account");
 		else if (!dns_label(json_string_value(ns)))
 			invalid_label(c, q, ns, "");
 	} else {
 		json_t *name = json_object_get(m, "name");
 		if (!name || !*json_string_value(name))
-			required(c, child(q, p, "name"), "");
+			fg_fc__required(c, fg_fc__child(q, p, "name"), "");
 	}
 	for (size_t o = 0; o < 3; o++)
 		if (o != k && json_object_get(s, kinds[o].member))
-			forbidden(c, child(p, path, kinds[o].member), kinds[o].forbidden);
+			fg_fc__forbidden(c, fg_fc__child(p, path, kinds[o].member), kinds[o].forbidden);
 }
 
-static void validate_schema_spec(struct vctx *c, const char *name, json_t *spec)
+static void validate_schema_spec(struct fg_fc_vctx *c, const char *name, json_t *spec)
 {
-	char p[PATH_MAX_LEN], q[PATH_MAX_LEN], msg[96];
+	char p[FG_FC_PATH_MAX], q[FG_FC_PATH_MAX], msg[96];
 	json_int_t prec = fg_fc__int(spec, "matchingPrecedence", 0);
 	if (prec <= 0)
-		invalid_int(c, "spec.matchingPrecedence", prec, "must be a positive value");
+		fg_fc__invalid_int(c, "spec.matchingPrecedence", prec, "must be a positive value");
 	if (prec > FG_FC_MAX_PRECEDENCE) {
 		snprintf(msg, sizeof(msg), "must not be greater than %d", FG_FC_MAX_PRECEDENCE);
-		invalid_int(c, "spec.matchingPrecedence", prec, msg);
+		fg_fc__invalid_int(c, "spec.matchingPrecedence", prec, msg);
 	}
 	if (prec == 1 && strcmp(name, "exempt"))
-		invalid_int(c, "spec.matchingPrecedence", prec, "only the schema named 'exempt' may have matchingPrecedence 1");
+		fg_fc__invalid_int(c, "spec.matchingPrecedence", prec, "only the schema named 'exempt' may have matchingPrecedence 1");
 	json_t *dm = json_object_get(spec, "distinguisherMethod");
 	if (dm) {
 		json_t *t = json_object_get(dm, "type");
 		if (!t || (strcmp(json_string_value(t), "ByUser") && strcmp(json_string_value(t), "ByNamespace")))
-			not_supported(c, "spec.distinguisherMethod.type", t,
+			fg_fc__not_supported(c, "spec.distinguisherMethod.type", t,
 				      "\"ByNamespace\", \"ByUser\"");
 	}
 	json_t *pl = json_object_get(json_object_get(spec, "priorityLevelConfiguration"), "name");
 	if (!pl || !*json_string_value(pl))
-		required(c, "spec.priorityLevelConfiguration.name", "must reference a priority level");
+		fg_fc__required(c, "spec.priorityLevelConfiguration.name", "must reference a priority level");
 	else if (!fg_fc__dns_subdomain(json_string_value(pl)))
-		invalid_subdomain(c, "spec.priorityLevelConfiguration.name", pl, "");
+		fg_fc__invalid_subdomain(c, "spec.priorityLevelConfiguration.name", pl, "");
 	size_t i, j;
 	json_t *r, *e;
 	json_array_foreach(json_object_get(spec, "rules"), i, r) {
-		index_of(p, "spec.rules", i);
+		fg_fc__index_of(p, "spec.rules", i);
 		json_t *subjects = json_object_get(r, "subjects");
 		if (json_array_size(subjects) == 0)
-			required(c, child(q, p, "subjects"), "subjects must contain at least one value");
+			fg_fc__required(c, fg_fc__child(q, p, "subjects"), "subjects must contain at least one value");
 		json_array_foreach(subjects, j, e) {
-			char sp[PATH_MAX_LEN];
-			validate_subject(c, e, index_of(sp, child(q, p, "subjects"), j));
+			char sp[FG_FC_PATH_MAX];
+			validate_subject(c, e, fg_fc__index_of(sp, fg_fc__child(q, p, "subjects"), j));
 		}
 		json_t *rr = json_object_get(r, "resourceRules"), *nr = json_object_get(r, "nonResourceRules");
 		if (json_array_size(rr) == 0 && json_array_size(nr) == 0)
-			required(c, p, "at least one of resourceRules and nonResourceRules has to be non-empty");
+			fg_fc__required(c, p, "at least one of resourceRules and nonResourceRules has to be non-empty");
 		json_array_foreach(rr, j, e) {
-			char rp[PATH_MAX_LEN];
-			validate_resource_rule(c, e, index_of(rp, child(q, p, "resourceRules"), j));
+			char rp[FG_FC_PATH_MAX];
+			validate_resource_rule(c, e, fg_fc__index_of(rp, fg_fc__child(q, p, "resourceRules"), j));
 		}
 		json_array_foreach(nr, j, e) {
-			char rp[PATH_MAX_LEN];
-			validate_nonresource_rule(c, e, index_of(rp, child(q, p, "nonResourceRules"), j));
+			char rp[FG_FC_PATH_MAX];
+			validate_nonresource_rule(c, e, fg_fc__index_of(rp, fg_fc__child(q, p, "nonResourceRules"), j));
 		}
 	}
 }
 
-static void validate_queuing(struct vctx *c, json_t *q)
+static void validate_queuing(struct fg_fc_vctx *c, json_t *q)
 {
 	const char *p = "spec.limited.limitResponse.queuing";
-	char path[PATH_MAX_LEN], msg[160];
+	char path[FG_FC_PATH_MAX], msg[160];
 	json_int_t queues = fg_fc__int(q, "queues", 0), hand = fg_fc__int(q, "handSize", 0);
 	json_int_t qll = fg_fc__int(q, "queueLengthLimit", 0);
 	if (qll <= 0)
-		invalid_int(c, child(path, p, "queueLengthLimit"), qll, "must be positive");
-	child(path, p, "queues");
+		fg_fc__invalid_int(c, fg_fc__child(path, p, "queueLengthLimit"), qll, "must be positive");
+	fg_fc__child(path, p, "queues");
 	if (queues <= 0) {
-		invalid_int(c, path, queues, "must be positive");
+		fg_fc__invalid_int(c, path, queues, "must be positive");
 	} else if (queues > FG_FC_MAX_QUEUES) {
 		snprintf(msg, sizeof(msg), "must not be greater than %d", FG_FC_MAX_QUEUES);
-		invalid_int(c, path, queues, msg);
+		fg_fc__invalid_int(c, path, queues, msg);
 	}
-	child(path, p, "handSize");
+	fg_fc__child(path, p, "handSize");
 	if (hand <= 0) {
-		invalid_int(c, path, hand, "must be positive");
+		fg_fc__invalid_int(c, path, hand, "must be positive");
 	} else if (hand > queues) {
 		snprintf(msg, sizeof(msg), "should not be greater than queues (%lld)", (long long)queues);
-		invalid_int(c, path, hand, msg);
+		fg_fc__invalid_int(c, path, hand, msg);
 	} else if (fg_dealer_required_bits((uint32_t)queues, (uint32_t)hand) > FG_DEALER_MAX_BITS) {
 		snprintf(msg, sizeof(msg), "required entropy bits of deckSize %lld and handSize %lld should not be greater "
 			 "than %u", (long long)queues, (long long)hand, FG_DEALER_MAX_BITS);
-		invalid_int(c, path, hand, msg);
+		fg_fc__invalid_int(c, path, hand, msg);
 	} else if (queues > FG_DEALER_MAX_DECK || hand > FG_DEALER_MAX_HAND) {
 		/* fairgate's own bound, beyond what Kubernetes checks */
 		snprintf(msg, sizeof(msg), "fairgate deals at most %u queues and %u cards", FG_DEALER_MAX_DECK,
 			 FG_DEALER_MAX_HAND);
-		invalid_int(c, path, hand, msg);
+		fg_fc__invalid_int(c, path, hand, msg);
 	}
 }
 
-static void validate_percent(struct vctx *c, json_t *o, const char *path)
+static void validate_percent(struct fg_fc_vctx *c, json_t *o, const char *path)
 {
-	char p[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX];
 	json_t *v = json_object_get(o, "lendablePercent");
 	if (v && (json_integer_value(v) < 0 || json_integer_value(v) > 100))
-		invalid(c, child(p, path, "lendablePercent"), v, "must be between 0 and 100, inclusive");
+		fg_fc__invalid(c, fg_fc__child(p, path, "lendablePercent"), v, "must be between 0 and 100, inclusive");
 	v = json_object_get(o, "nominalConcurrencyShares");
 	if (v && json_integer_value(v) < 0)
-		invalid(c, child(p, path, "nominalConcurrencyShares"), v, "must be a non-negative integer");
+		fg_fc__invalid(c, fg_fc__child(p, path, "nominalConcurrencyShares"), v, "must be a non-negative integer");
 }
 
-static void validate_level_spec(struct vctx *c, const char *name, json_t *spec)
+static void validate_level_spec(struct fg_fc_vctx *c, const char *name, json_t *spec)
 {
 	json_t *type = json_object_get(spec, "type");
 	const char *t = type ? json_string_value(type) : "";
 	if (!strcmp(name, "exempt") != !strcmp(t, "Exempt"))
-		invalid(c, "spec.type", type, "must be 'Exempt' if and only if `name` is 'exempt'");
+		fg_fc__invalid(c, "spec.type", type, "must be 'Exempt' if and only if `name` is 'exempt'");
 	json_t *lim = json_object_get(spec, "limited"), *ex = json_object_get(spec, "exempt");
 	if (!strcmp(t, "Exempt")) {
 		if (lim)
-			forbidden(c, "spec.limited", "must be nil if the type is not Limited");
+			fg_fc__forbidden(c, "spec.limited", "must be nil if the type is not Limited");
 		if (ex)
 			validate_percent(c, ex, "spec.exempt");
 		return;
 	}
 	if (strcmp(t, "Limited")) {
-		not_supported(c, "spec.type", type, "\"Exempt\", \"Limited\"");
+		fg_fc__not_supported(c, "spec.type", type, "\"Exempt\", \"Limited\"");
 		return;
 	}
 	if (ex)
-		forbidden(c, "spec.exempt", "must be nil if the type is Limited");
+		fg_fc__forbidden(c, "spec.exempt", "must be nil if the type is Limited");
 	if (!lim) {
-		required(c, "spec.limited", "must not be empty when type is Limited");
+		fg_fc__required(c, "spec.limited", "must not be empty when type is Limited");
 		return;
 	}
 	validate_percent(c, lim, "spec.limited");
 	json_t *b = json_object_get(lim, "borrowingLimitPercent");
 	if (b && json_integer_value(b) < 0)
-		invalid(c, "spec.limited.borrowingLimitPercent", b, "if specified, must be a non-negative integer");
+		fg_fc__invalid(c, "spec.limited.borrowingLimitPercent", b, "if specified, must be a non-negative integer");
 	json_t *lr = json_object_get(lim, "limitResponse");
 	json_t *lrt = json_object_get(lr, "type"), *q = json_object_get(lr, "queuing");
 	const char *lt = lrt ? json_string_value(lrt) : "";
 	if (!strcmp(lt, "Reject")) {
 		if (q)
-			forbidden(c, "spec.limited.limitResponse.queuing",
+			fg_fc__forbidden(c, "spec.limited.limitResponse.queuing",
 				  "must be nil if limited.limitResponse.type is not Limited");
 	} else if (!strcmp(lt, "Queue")) {
 		if (!q)
-			required(c, "spec.limited.limitResponse.queuing",
+			fg_fc__required(c, "spec.limited.limitResponse.queuing",
 				 "must not be empty if limited.limitResponse.type is Limited");
 		else
 			validate_queuing(c, q);
 	} else {
-		not_supported(c, "spec.limited.limitResponse.type", lrt, "\"Queue\", \"Reject\"");
+		fg_fc__not_supported(c, "spec.limited.limitResponse.type", lrt, "\"Queue\", \"Reject\"");
 	}
 }
 
-static void validate_status(struct vctx *c, json_t *status)
+static void validate_status(struct fg_fc_vctx *c, json_t *status)
 {
 	json_t *conds = json_object_get(status, "conditions"), *e;
 	size_t i;
-	char p[PATH_MAX_LEN];
+	char p[FG_FC_PATH_MAX];
 	json_array_foreach(conds, i, e) {
 		json_t *t = json_object_get(e, "type");
 		if (!t || !*json_string_value(t)) {
 			snprintf(p, sizeof(p), "status.conditions[%zu].type", i);
-			required(c, p, "");
+			fg_fc__required(c, p, "");
 			continue;
 		}
 		for (size_t k = 0; t && k < i; k++)
 			if (json_equal(t, json_object_get(json_array_get(conds, k), "type"))) {
 				char v[160];
 				snprintf(p, sizeof(p), "status.conditions[%zu].type", i);
-				field_error(c, p, "Duplicate value: %s", show(t, v, sizeof(v)));
+				fg_fc__field_error(c, p, "Duplicate value: %s", fg_fc__show(t, v, sizeof(v)));
 				break;
 			}
 	}
-}
-
-/* --- FairSharing (fairgate.io/v1alpha1) ----------------------------------- */
-
-uint32_t fg_fc__weight_milli(json_t *w)
-{
-	double milli = json_number_value(w) * FG_FC_WEIGHT_ONE;
-	if (!(milli >= 0.5)) /* NaN too */
-		return 0;
-	return milli >= FG_FC_WEIGHT_MAX ? FG_FC_WEIGHT_MAX : (uint32_t)llround(milli);
-}
-
-json_t *fg_fc__weight_json(uint32_t milli)
-{
-	if (milli % FG_FC_WEIGHT_ONE == 0)
-		return json_integer(milli / FG_FC_WEIGHT_ONE);
-	return json_real((double)milli / FG_FC_WEIGHT_ONE);
-}
-
-static void set_duration(json_t *spec, const char *key, int64_t ns)
-{
-	char buf[40];
-	json_object_set_new(spec, key, json_string(fg_duration_format(ns, buf, sizeof(buf))));
-}
-
-/* A duration field: in (0, max] and at least min_ms milliseconds (0: any
- * positive), rewritten in the canonical form ("5m" and "300s" are the same
- * object); its value in ns, or 0 (absent or refused). */
-static int64_t check_duration(struct vctx *c, json_t *spec, const char *key, uint64_t min_ms, uint64_t max)
-{
-	char path[PATH_MAX_LEN], msg[64];
-	json_t *v = json_object_get(spec, key);
-	int64_t ns;
-	if (!v)
-		return 0;
-	child(path, "spec", key);
-	if (fg_duration_parse(json_string_value(v), json_string_length(v), &ns)) {
-		invalid(c, path, v,
-			"must be a duration such as \"500ms\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h)");
-		return 0;
-	}
-	if (ns <= 0) {
-		invalid(c, path, v, "must be greater than 0");
-		return 0;
-	}
-	if ((uint64_t)ns < min_ms * 1000000ull) {
-		snprintf(msg, sizeof(msg), "must be at least %llums", (unsigned long long)min_ms);
-		invalid(c, path, v, msg);
-		return 0;
-	}
-	if ((uint64_t)ns > max) {
-		snprintf(msg, sizeof(msg), "must be at most %lluh", (unsigned long long)(max / 3600000000000ull));
-		invalid(c, path, v, msg);
-		return 0;
-	}
-	set_duration(spec, key, ns);
-	return ns;
-}
-
-/* The defaults: MaxMin, usage half-life 5m, sampling 1s, reset after 10
- * half-lives (of the half-life given, when it is valid), weights none. */
-static void default_fairsharing(json_t *spec)
-{
-	if (!json_object_get(spec, "policy"))
-		json_object_set_new(spec, "policy", json_string("MaxMin"));
-	if (!json_object_get(spec, "usageHalfLifeTime"))
-		set_duration(spec, "usageHalfLifeTime", (int64_t)FG_FC_DEFAULT_USAGE_HALF_LIFE_NS);
-	if (!json_object_get(spec, "usageSamplingInterval"))
-		set_duration(spec, "usageSamplingInterval", (int64_t)FG_FC_DEFAULT_USAGE_SAMPLING_NS);
-	if (!json_object_get(spec, "flowWeights"))
-		json_object_set_new(spec, "flowWeights", json_array());
-	json_t *h = json_object_get(spec, "usageHalfLifeTime");
-	int64_t ns;
-	if (!json_object_get(spec, "resetInactivityPeriod") &&
-	    !fg_duration_parse(json_string_value(h), json_string_length(h), &ns) && ns > 0 &&
-	    (uint64_t)ns <= FG_FC_MAX_USAGE_DURATION_NS)
-		set_duration(spec, "resetInactivityPeriod", ns * (int64_t)FG_FC_RESET_INACTIVITY_HALF_LIVES);
-	/* One field order however they were given (get, get all -o yaml). */
-	static const char *const order[] = { "policy", "usageHalfLifeTime", "usageSamplingInterval",
-					     "resetInactivityPeriod", "flowWeights" };
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
-		json_t *v = json_incref(json_object_get(spec, order[i]));
-		if (v) {
-			json_object_del(spec, order[i]);
-			json_object_set_new(spec, order[i], v);
-		}
-	}
-}
-
-/* A flowWeights entry's identity: schema, then distinguisher (absent
- * before any string: the schema's default entry). */
-struct weight_key {
-	const char *schema, *dist; /* dist NULL: absent */
-	size_t dist_len, index;
-};
-
-static int cmp_pair(const struct weight_key *a, const struct weight_key *b)
-{
-	int r = strcmp(a->schema, b->schema);
-	if (r)
-		return r;
-	if (!a->dist || !b->dist)
-		return !!a->dist - !!b->dist;
-	if ((r = memcmp(a->dist, b->dist, a->dist_len < b->dist_len ? a->dist_len : b->dist_len)))
-		return r;
-	return a->dist_len < b->dist_len ? -1 : a->dist_len > b->dist_len;
-}
-
-/* Pairs, then input order: the first of equal pairs comes first. */
-static int cmp_weight_key(const void *pa, const void *pb)
-{
-	const struct weight_key *a = pa, *b = pb;
-	int r = cmp_pair(a, b);
-	return r ? r : a->index < b->index ? -1 : 1;
-}
-
-/* Entries that name a (schema, distinguisher) pair an earlier one names:
- * sorted, so that 10 000 entries cost n log n, reported in input order. */
-static void check_duplicate_weights(struct vctx *c, json_t *fw)
-{
-	size_t n = json_array_size(fw), k = 0, i;
-	json_t *e;
-	struct weight_key *keys = calloc(n ? n : 1, sizeof(*keys));
-	bool *dup = calloc(n ? n : 1, sizeof(*dup));
-	if (!keys || !dup) {
-		fg_errors_add(c->errs, c->where, "spec.flowWeights: out of memory");
-		goto out;
-	}
-	json_array_foreach(fw, i, e) {
-		json_t *fs = json_object_get(e, "flowSchema"), *d = json_object_get(e, "distinguisher");
-		if (fs)
-			keys[k++] = (struct weight_key){ json_string_value(fs), d ? json_string_value(d) : NULL,
-							 json_string_length(d), i };
-	}
-	qsort(keys, k, sizeof(*keys), cmp_weight_key);
-	for (i = 1; i < k; i++)
-		if (!cmp_pair(&keys[i - 1], &keys[i]))
-			dup[keys[i].index] = true;
-	for (i = 0; i < n; i++)
-		if (dup[i]) {
-			char path[PATH_MAX_LEN], v[160];
-			json_t *id = json_deep_copy(json_array_get(fw, i));
-			json_object_del(id, "weight");
-			field_error(c, index_of(path, "spec.flowWeights", i), "Duplicate value: %s",
-				    show(id, v, sizeof(v)));
-			json_decref(id);
-		}
-out:
-	free(keys);
-	free(dup);
-}
-
-static void validate_flow_weight(struct vctx *c, json_t *e, size_t i)
-{
-	char p[PATH_MAX_LEN], q[PATH_MAX_LEN], msg[96];
-	json_t *fs = json_object_get(e, "flowSchema"), *d = json_object_get(e, "distinguisher");
-	json_t *w = json_object_get(e, "weight");
-	index_of(p, "spec.flowWeights", i);
-	child(q, p, "flowSchema");
-	if (!fs || !json_string_length(fs))
-		required(c, q, "");
-	else if (strlen(json_string_value(fs)) != json_string_length(fs) ||
-		 !fg_fc__dns_subdomain(json_string_value(fs)))
-		invalid_subdomain(c, q, fs, "");
-	child(q, p, "distinguisher");
-	if (d && json_string_length(d) > FG_FC_MAX_DISTINGUISHER) {
-		snprintf(msg, sizeof(msg), "must be no more than %u bytes", FG_FC_MAX_DISTINGUISHER);
-		invalid(c, q, d, msg);
-	} else if (d && memchr(json_string_value(d), 0, json_string_length(d))) {
-		invalid(c, q, d, "must not contain a NUL byte");
-	}
-	child(q, p, "weight");
-	if (!w) {
-		required(c, q, "");
-	} else if (!(json_number_value(w) > 0 && json_number_value(w) <= FG_FC_WEIGHT_MAX / FG_FC_WEIGHT_ONE)) {
-		invalid(c, q, w, "must be in (0, 1000]");
-	} else if (!fg_fc__weight_milli(w)) {
-		invalid(c, q, w, "must be in (0, 1000] and at least 0.0005 (weights are kept in thousandths)");
-	} else { /* the canonical form: 4.0 and 4 are the same object */
-		json_object_set_new(e, "weight", fg_fc__weight_json(fg_fc__weight_milli(w)));
-	}
-}
-
-static void validate_fairsharing_spec(struct vctx *c, json_t *spec)
-{
-	json_t *policy = json_object_get(spec, "policy");
-	const char *pv = json_string_value(policy);
-	if (strcmp(pv, "MaxMin") && strcmp(pv, "UsageBased"))
-		not_supported(c, "spec.policy", policy, "\"MaxMin\", \"UsageBased\"");
-	check_duration(c, spec, "usageHalfLifeTime", 0, FG_FC_MAX_USAGE_DURATION_NS);
-	/* Each sampling folds every flow and scans the level's queues at each
-	 * worker: not more often than every millisecond. */
-	check_duration(c, spec, "usageSamplingInterval", 1, FG_FC_MAX_USAGE_DURATION_NS);
-	check_duration(c, spec, "resetInactivityPeriod", 0, FG_FC_MAX_RESET_INACTIVITY_NS);
-	json_t *fw = json_object_get(spec, "flowWeights"), *e;
-	size_t i;
-	if (json_array_size(fw) > FG_FC_MAX_FLOW_WEIGHTS) {
-		field_error(c, "spec.flowWeights", "Too many: %zu: must have at most %u items", json_array_size(fw),
-			    FG_FC_MAX_FLOW_WEIGHTS);
-		return;
-	}
-	json_array_foreach(fw, i, e)
-		validate_flow_weight(c, e, i);
-	check_duplicate_weights(c, fw);
 }
 
 /* --- mandatory objects ----------------------------------------------------- */
@@ -984,7 +773,7 @@ static bool semantic_equal(json_t *a, json_t *b)
 	return json_equal(a, b);
 }
 
-static void check_mandatory(struct vctx *c, enum fg_fc_kind kind, const char *name, json_t *spec)
+static void check_mandatory(struct fg_fc_vctx *c, enum fg_fc_kind kind, const char *name, json_t *spec)
 {
 	json_t *want = fg_fc__mandatory(kind, name);
 	if (!want)
@@ -999,7 +788,7 @@ static void check_mandatory(struct vctx *c, enum fg_fc_kind kind, const char *na
 		char msg[128];
 		snprintf(msg, sizeof(msg), "spec of '%s'%s must equal the fixed value", name,
 			 exempt_level ? " except the 'spec.exempt' field" : "");
-		invalid(c, "spec", spec, msg);
+		fg_fc__invalid(c, "spec", spec, msg);
 	}
 	json_decref(want);
 	json_decref(want_spec);
@@ -1010,7 +799,7 @@ static void check_mandatory(struct vctx *c, enum fg_fc_kind kind, const char *na
 
 /* Decoded and defaulted, or NULL when a value has the wrong type (Kubernetes
  * would not get past decoding) or there is no spec. */
-static json_t *normalize(struct vctx *c, json_t *obj, enum fg_fc_kind kind)
+static json_t *normalize(struct fg_fc_vctx *c, json_t *obj, enum fg_fc_kind kind)
 {
 	unsigned bad = 0;
 	json_t *dec = decode(c, obj, kind_fields[kind], "", &bad);
@@ -1028,7 +817,7 @@ static json_t *normalize(struct vctx *c, json_t *obj, enum fg_fc_kind kind)
 	else if (kind == FG_FC_PRIORITYLEVEL)
 		default_level(spec);
 	else
-		default_fairsharing(spec);
+		fg_fc__default_fairsharing(spec);
 	return dec;
 }
 
@@ -1041,7 +830,7 @@ static json_t *stored_form(enum fg_fc_kind kind, const char *name, json_t *spec)
 json_t *fg_fc__normalize_builtin(json_t *obj, enum fg_fc_kind kind, const char *name)
 {
 	struct fg_errors e = { .len = 0 };
-	struct vctx c = { .errs = &e, .where = "built-in" };
+	struct fg_fc_vctx c = { .errs = &e, .where = "built-in" };
 	json_t *dec = normalize(&c, obj, kind);
 	json_t *out = dec ? stored_form(kind, name, json_object_get(dec, "spec")) : NULL;
 	json_decref(dec);
@@ -1051,7 +840,7 @@ json_t *fg_fc__normalize_builtin(json_t *obj, enum fg_fc_kind kind, const char *
 json_t *fg_fc__take(json_t *obj, enum fg_fc_kind kind, const char *name, const char *where, bool strict,
 		    struct fg_errors *errs, struct fg_errors *warnings)
 {
-	struct vctx c = { .errs = errs, .warnings = warnings, .where = where, .strict = strict };
+	struct fg_fc_vctx c = { .errs = errs, .warnings = warnings, .where = where, .strict = strict };
 	unsigned before = errs->count;
 	json_t *dec = normalize(&c, obj, kind);
 	if (!dec)
@@ -1059,14 +848,14 @@ json_t *fg_fc__take(json_t *obj, enum fg_fc_kind kind, const char *name, const c
 	/* v1beta3's round-trip marker has no meaning in v1 (validation.go). */
 	if (kind == FG_FC_PRIORITYLEVEL &&
 	    json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), FG_FC_V1BETA3_ZERO_SHARES_KEY))
-		forbidden(&c, "metadata.annotations", "annotation '" FG_FC_V1BETA3_ZERO_SHARES_KEY "' is forbidden");
+		fg_fc__forbidden(&c, "metadata.annotations", "annotation '" FG_FC_V1BETA3_ZERO_SHARES_KEY "' is forbidden");
 	json_t *spec = json_object_get(dec, "spec");
 	if (kind == FG_FC_FLOWSCHEMA)
 		validate_schema_spec(&c, name, spec);
 	else if (kind == FG_FC_PRIORITYLEVEL)
 		validate_level_spec(&c, name, spec);
 	else
-		validate_fairsharing_spec(&c, spec);
+		fg_fc__validate_fairsharing_spec(&c, spec);
 	check_mandatory(&c, kind, name, spec);
 	validate_status(&c, json_object_get(dec, "status"));
 	json_t *out = errs->count == before ? stored_form(kind, name, spec) : NULL;
