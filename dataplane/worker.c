@@ -3,7 +3,15 @@
  * worker — one worker's request life cycle: admission, hand-off to a queue's
  * owner, dispatch to backends, answers, rejects, expiry, drain.  See
  * worker.h; the mesh and board are in worker_board.c, following
- * configurations in worker_config.c.
+ * configurations in worker_config.c, visibility snapshots in
+ * worker_snapshot.c.
+ *
+ * Why this file is over 1,000 lines: it is the per-datagram path — a
+ * burst's stages, classification, admission, dispatch, the answer — as
+ * static functions in one compilation unit, so that the compiler may inline
+ * across them (the build has no LTO); what is not per datagram lives in the
+ * files above.  Issue 27 leaves its further split (one refusal path, named
+ * dispatch-id accessors) to a change measured with `fairgate-bench dataplane`.
  */
 #include "worker.h"
 #include "worker_int.h"
