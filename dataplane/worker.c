@@ -10,8 +10,7 @@
  * burst's stages, classification, admission, dispatch, the answer — as
  * static functions in one compilation unit, so that the compiler may inline
  * across them (the build has no LTO); what is not per datagram lives in the
- * files above.  Issue 27 leaves its further split (one refusal path, named
- * dispatch-id accessors) to a change measured with `fairgate-bench dataplane`.
+ * files above.
  */
 #include "worker.h"
 #include "worker_int.h"
