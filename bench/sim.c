@@ -152,6 +152,11 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 	snprintf(path, sizeof(path), "clients[%d].", idx);
 	if (!json_is_object(o))
 		return fg_jf_fail(err, errlen, "clients[%d]: must be an object", idx);
+	static const char *const known[] = { "name", "priorityLevel", "request", "flowHash", "threads", "calls",
+					     "rate", "execTime", "thinkTime", "initialSeats", "finalSeats",
+					     "additionalLatency", "startAt", "stopAt", NULL };
+	if (fg_jf_known_keys(o, known, path, err, errlen))
+		return -EINVAL;
 	const char *name = json_string_value(json_object_get(o, "name"));
 	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
 		return fg_jf_fail(err, errlen, "%sname: required", path);
@@ -292,7 +297,12 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		fg_jf_fail(err, errlen, s ? "scenario: must be a JSON object" : "out of memory");
 		goto bad;
 	}
-	if (fg_jf_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
+	/* "description" and "expect" are for people and the test suite (tests/test_sim.c). */
+	static const char *const known[] = { "serverConcurrencyLimit", "queueWaitLimit", "duration", "workers",
+					     "allotmentPeriod", "borrowingPeriod", "objects", "levelConcurrency",
+					     "windows", "clients", "description", "expect", NULL };
+	if (fg_jf_known_keys(root, known, "", err, errlen) ||
+	    fg_jf_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
 	    fg_jf_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
 	    fg_jf_duration(root, "duration", SIM_DEFAULT_DURATION_NS, &s->duration_ns, "", err, errlen))
 		goto bad;

@@ -263,6 +263,10 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{", "malformed JSON");
 	expect_error("[]", "scenario: must be a JSON object");
 	expect_error("{\"clients\": []}", "clients: must be a non-empty list");
+	/* A misspelt or unknown field is an error, not a silent default. */
+	expect_error("{\"clients\": [{\"name\":\"a\", \"bogusField\": 1}]}", "clients[0].bogusField: unknown field");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"thinkTiem\": \"1s\"}]}", "clients[0].thinkTiem: unknown field");
+	expect_error("{\"wrokers\": 2, \"clients\": [{\"name\":\"a\"}]}", "wrokers: unknown field");
 	expect_error("{\"duration\": \"soon\", \"clients\": [{\"name\":\"a\"}]}", "duration: must be a duration");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}", "clients[0].threads: must be an integer");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"execTime\": \"1s\", \"thinkTime\": \"-2s\"}]}",
