@@ -17,6 +17,8 @@ import tempfile
 import time
 import urllib.request
 
+import fgtest as t
+
 SKIP = 77
 START_TIMEOUT_S = 20
 HTTP_TIMEOUT_S = 2
@@ -41,12 +43,6 @@ def ensure_installed():
     return path
 
 
-def free_tcp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def b64(text):
     return base64.b64encode(text.encode()).decode()
 
@@ -61,7 +57,7 @@ class Etcd:
     def __init__(self, name="fgtest", tls=None, extra=()):
         binary = ensure_installed()
         self.dir = tempfile.mkdtemp(prefix="fg-etcd-")
-        self.client_port, peer_port = free_tcp_port(), free_tcp_port()
+        self.client_port, peer_port = t.free_port(socket.SOCK_STREAM), t.free_port(socket.SOCK_STREAM)
         scheme = "https" if tls else "http"
         self.url = f"{scheme}://127.0.0.1:{self.client_port}"
         peer = f"http://127.0.0.1:{peer_port}"

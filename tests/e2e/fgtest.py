@@ -68,12 +68,23 @@ def cleanup():
     _procs.clear()
 
 
-def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+_ports_given = set()
+
+
+def free_port(kind=socket.SOCK_DGRAM):
+    """A loopback port (UDP, or TCP with kind=socket.SOCK_STREAM) nothing
+    holds now and that this test has not been given before: the kernel may
+    hand the same ephemeral port to two binds in a row once the first
+    socket is closed (CI saw two backends get one address)."""
+    for _ in range(1000):
+        s = socket.socket(socket.AF_INET, kind)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+    raise RuntimeError("no fresh loopback port after 1000 tries")
 
 
 def spawn(args, netns=None, **kw):

@@ -28,12 +28,6 @@ READY_S = 30    # Prometheus' start-up (TSDB, rule loading) takes a few seconds 
 SCRAPE_S = 15   # a scrape every second: a fresh sample within this, or something is wrong
 
 
-def free_tcp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def http_get(url, timeout=5):
     """(status or None, body text)."""
     try:
@@ -92,7 +86,7 @@ def start_prometheus(tmp, target):
     if not os.access(PROMETHEUS, os.X_OK):
         raise RuntimeError(f"{PROMETHEUS} is missing: install the Debian package prometheus "
                            "(.ci/install-deps does); this test does not skip")
-    port = free_tcp_port()
+    port = t.free_port(socket.SOCK_STREAM)
     cfg = os.path.join(tmp, "prometheus.yml")
     with open(cfg, "w") as f:
         f.write(f"""global:
