@@ -213,15 +213,15 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
  * request's level and queue. */
 static void publish_level(struct fg_worker *w, const struct fg_req *r)
 {
-	uint32_t slot = r->level;
-	struct fg_queueset *qs = &w->levels[slot].qs;
+	uint32_t level = r->level;
+	struct fg_queueset *qs = &w->levels[level].qs;
 	if (w->board) /* several workers only: a call into worker_board.c */
-		fg_worker__publish_queue(w, slot, r->qs.queue);
+		fg_worker__publish_queue(w, level, r->qs.queue);
 	FG_STAT_SET(w->stats.waiting, w->waiting.count);
 	FG_STAT_SET(w->stats.executing, w->executing.count + w->held.count);
-	FG_STAT_SET(w->stats.levels[slot].waiting, qs->n_waiting);
-	FG_STAT_SET(w->stats.levels[slot].seats_in_use, qs->seats_in_use);
-	FG_STAT_SET(w->stats.levels[slot].seats_waiting, qs->seats_waiting);
+	FG_STAT_SET(w->stats.levels[level].waiting, qs->n_waiting);
+	FG_STAT_SET(w->stats.levels[level].seats_in_use, qs->seats_in_use);
+	FG_STAT_SET(w->stats.levels[level].seats_waiting, qs->seats_waiting);
 }
 
 /* Every FG_PERIODIC_PUBLISH_NS rather than per request (a scrape comes at
@@ -492,42 +492,60 @@ static uint32_t count_received(struct fg_worker *w, const struct fg_config *cfg,
 	return flow;
 }
 
+/* The one way an arrival that was classified is refused: counted as
+ * received (its flow's row, its level) and as rejected, observed with no
+ * wait as Kubernetes does, and answered in place of its datagram. */
+static void refuse_arrival(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
+			   const struct fg_hdr *hdr, const struct fg_work *work, const struct fg_fc_match *match,
+			   uint64_t stats_key, uint16_t level, enum fg_reject_reason reason, uint64_t now)
+{
+	uint32_t flow = count_received(w, cfg, match, stats_key, level);
+	uint16_t pair = apf_classified(w, match, work);
+	if (w->apf_metrics)
+		fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
+	reject_request(w, cfg, pkt, hdr->request_id, flow, level, pair, reason, now);
+}
+
+/* Why a classified arrival cannot be admitted into its level here, or
+ * FG_REJECT_NONE with *slot its new request slot, already in the queue set. */
+static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work *work,
+				       const struct fg_fc_match *match, uint16_t level, uint32_t queue, uint64_t now,
+				       uint32_t *slot)
+{
+	if (unlikely(w->draining))
+		return FG_REJECT_SHUTTING_DOWN;
+	if (unlikely(!fg_backendpool_usable(&w->pool, now)))
+		return FG_REJECT_NO_BACKEND; /* none configured, or all ejected */
+	if (unlikely((*slot = fg_reqtable_alloc(&w->reqs)) == FG_REQ_NIL))
+		return FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
+	struct fg_req *r = &w->reqs.slots[*slot];
+	r->level = level;
+	switch (fg_qs_arrive_weighted(level_qs(w, r), &r->qs, queue, match->flow_hash, work->initial_seats,
+				      work->final_seats, work->extra_latency_ns, match->weight, now)) {
+	case FG_QS_REJECT_QUEUE_FULL:
+		fg_reqtable_release(&w->reqs, *slot);
+		return FG_REJECT_QUEUE_FULL;
+	case FG_QS_REJECT_CONCURRENCY:
+		fg_reqtable_release(&w->reqs, *slot);
+		return FG_REJECT_CONCURRENCY_LIMIT;
+	default:
+		return FG_REJECT_NONE;
+	}
+}
+
 static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
 		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint32_t queue,
 		  uint64_t now)
 {
 	uint16_t level = w->level_of_cfg[match->level];
-	uint32_t flow = count_received(w, cfg, match, stats_key, level);
-	uint16_t pair = apf_classified(w, match, work);
-
-	enum fg_reject_reason reason = FG_REJECT_NONE;
 	uint32_t slot = FG_REQ_NIL;
-	if (unlikely(w->draining))
-		reason = FG_REJECT_SHUTTING_DOWN;
-	else if (unlikely(!fg_backendpool_usable(&w->pool, now)))
-		reason = FG_REJECT_NO_BACKEND; /* none configured, or all ejected */
-	else if (unlikely((slot = fg_reqtable_alloc(&w->reqs)) == FG_REQ_NIL))
-		reason = FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
-	if (!reason) {
-		struct fg_req *r = &w->reqs.slots[slot];
-		r->level = level;
-		enum fg_qs_verdict v = fg_qs_arrive_weighted(level_qs(w, r), &r->qs, queue, match->flow_hash,
-							     work->initial_seats, work->final_seats,
-							     work->extra_latency_ns, match->weight, now);
-		switch (v) {
-		case FG_QS_REJECT_QUEUE_FULL: reason = FG_REJECT_QUEUE_FULL; break;
-		case FG_QS_REJECT_CONCURRENCY: reason = FG_REJECT_CONCURRENCY_LIMIT; break;
-		default: break;
-		}
-		if (reason)
-			fg_reqtable_release(&w->reqs, slot);
-	}
+	enum fg_reject_reason reason = try_admit(w, work, match, level, queue, now, &slot);
 	if (reason) {
-		if (w->apf_metrics) /* Kubernetes observes the refused ones too, with no wait */
-			fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
-		reject_request(w, cfg, pkt, hdr->request_id, flow, level, pair, reason, now);
+		refuse_arrival(w, cfg, pkt, hdr, work, match, stats_key, level, reason, now);
 		return;
 	}
+	uint32_t flow = count_received(w, cfg, match, stats_key, level);
+	uint16_t pair = apf_classified(w, match, work);
 	struct fg_req *r = &w->reqs.slots[slot];
 	r->flow = flow;
 	r->pair = pair;
@@ -632,8 +650,8 @@ static void route_request(struct fg_worker *w, const struct fg_config *cfg, stru
 	/* Several workers, a level with queues (with one queue the flow hash is
 	 * 0, as in Kubernetes, but the queue still has one owner). */
 	if (w->board && cfg->fc->levels[match->level].queues) {
-		uint32_t slot = w->level_of_cfg[match->level];
-		queue = fg_worker__choose_queue(w, slot, match->flow_hash);
+		uint16_t level = w->level_of_cfg[match->level];
+		queue = fg_worker__choose_queue(w, level, match->flow_hash);
 		unsigned owner = queue % w->board->n_workers;
 		if (owner != w->id) {
 			/* The distinguisher travels as an offset into the packet,
@@ -653,11 +671,7 @@ static void route_request(struct fg_worker *w, const struct fg_config *cfg, stru
 				return;
 			}
 			/* The owner is this far behind: answer now rather than lose it. */
-			uint32_t flow = count_received(w, cfg, match, stats_key, (uint16_t)slot);
-			uint16_t pair = apf_classified(w, match, work);
-			if (w->apf_metrics)
-				fg_apf_observe_ns(apf_pair(w, pair), FG_APF_WAIT_REJECTED, 0);
-			reject_request(w, cfg, pkt, hdr->request_id, flow, slot, pair, FG_REJECT_QUEUE_FULL, now);
+			refuse_arrival(w, cfg, pkt, hdr, work, match, stats_key, level, FG_REJECT_QUEUE_FULL, now);
 			return;
 		}
 	}
@@ -785,7 +799,7 @@ static enum rx_kind decode_header(struct fg_worker *w, const struct fg_config *c
 	if (owner == w->id) {
 		/* Only an answer is relayed on its header: its request's slot is
 		 * what it needs next. */
-		uint32_t slot = (uint32_t)(m->hdr.request_id >> 32) & FG_DISPATCH_SLOT_MASK;
+		uint32_t slot = fg_dispatch_id_slot(m->hdr.request_id);
 		if (slot < w->reqs.cap)
 			__builtin_prefetch(&w->reqs.slots[slot], 1);
 		return RX_ANSWER;

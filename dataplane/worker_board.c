@@ -71,9 +71,9 @@ static inline void store_load(const struct fg_level_board *lb, unsigned n_worker
 
 /* One queue's load, and the level's seats in use here, for the other workers
  * and the allotter (relaxed stores: single writer). */
-void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue)
+void fg_worker__publish_queue(struct fg_worker *w, uint32_t level, uint32_t queue)
 {
-	struct fg_level_rt *rt = &w->levels[slot];
+	struct fg_level_rt *rt = &w->levels[level];
 	if (!w->board || !rt->live)
 		return;
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
@@ -98,9 +98,9 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue
  * min(the seats this worker could use, its even share of the new limit) —
  * safe whatever the other workers still follow — and the new board gets this
  * worker's loads.  The allotter hands out the rest. */
-void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held, uint64_t now)
+void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint32_t held, uint64_t now)
 {
-	struct fg_level_rt *rt = &w->levels[slot];
+	struct fg_level_rt *rt = &w->levels[level];
 	const struct fg_level_board *lb = &cfg->board->levels[rt->cfg_index];
 	unsigned n = cfg->board->n_workers;
 	if (!lb->exempt) {
@@ -168,9 +168,9 @@ static uint64_t board_work(const void *ctx, uint32_t queue)
 
 /* The hand's least loaded queue over all workers' queues (relaxed reads of
  * the others' loads; the first card rotates, as with one worker). */
-uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t flow_hash)
+uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t level, uint64_t flow_hash)
 {
-	struct fg_level_rt *rt = &w->levels[slot];
+	struct fg_level_rt *rt = &w->levels[level];
 	const struct board_level b = { &w->board->levels[rt->cfg_index], w->board->n_workers };
 	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_qs_hand(&rt->qs, flow_hash, cards);

@@ -32,23 +32,23 @@ static uint32_t capacity_of(const struct fg_fc_config *fc, const struct fg_fc_le
 /* limit: the level's current limit as the configuration starts it
  * (fg_config_level_limit). */
 static struct fg_qs_config qs_config_of(const struct fg_config *cfg, const struct fg_fc_level *l, uint32_t limit,
-					unsigned worker, uint32_t slot)
+					unsigned worker, uint32_t level_slot)
 {
 	const struct fg_fc_config *fc = cfg->fc;
 	return (struct fg_qs_config){
 		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
 		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
-		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + slot,
+		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + level_slot,
 		.wide_limit = cfg->cluster && !l->exempt ? (l->nominal ? l->nominal : 1) : 0,
 		.weighted = l->weighted, .usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
 		.usage = fg_fc_level_usage_params(l),
 	};
 }
 
-static void publish_level_shape(struct fg_worker *w, uint32_t slot, const struct fg_fc_level *l, uint32_t limit)
+static void publish_level_shape(struct fg_worker *w, uint32_t level_slot, const struct fg_fc_level *l, uint32_t limit)
 {
-	struct fg_level_stats *ls = &w->stats.levels[slot];
+	struct fg_level_stats *ls = &w->stats.levels[level_slot];
 	FG_STAT_SET(ls->limit, l->exempt ? 0 : limit);
 	FG_STAT_SET(ls->queues, l->queues);
 	FG_STAT_SET(ls->live, 1);
@@ -108,7 +108,7 @@ static int refuse_to_follow(struct fg_worker *w, const struct fg_config *cfg, in
 /* One level of the configuration to follow: its runtime slot, and what was
  * made for it before anything changed. */
 struct level_change {
-	uint32_t slot;
+	uint32_t level_slot;
 	bool fresh;               /* a new level: qs initialised in its (unused) slot */
 	struct fg_qs_prep prep;   /* an existing level's reconfiguration */
 };
@@ -118,7 +118,7 @@ static void abort_changes(struct fg_worker *w, struct level_change *changes, uin
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (changes[i].fresh)
-			fg_qs_fini(&w->levels[changes[i].slot].qs);
+			fg_qs_fini(&w->levels[changes[i].level_slot].qs);
 		else
 			fg_qs_prep_abort(&changes[i].prep);
 	}
@@ -135,22 +135,22 @@ static int prepare_levels(struct fg_worker *w, const struct fg_config *cfg, stru
 	for (uint32_t i = 0; i < fc->n_levels; i++) {
 		const struct fg_fc_level *l = &fc->levels[i];
 		struct level_change *c = &changes[i];
-		c->slot = slot_named(w, l->name);
+		c->level_slot = slot_named(w, l->name);
 		int rc;
-		if (c->slot < FG_MAX_LEVELS) {
-			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->slot);
-			rc = fg_qs_prepare(&w->levels[c->slot].qs, &qc, &c->prep);
+		if (c->level_slot < FG_MAX_LEVELS) {
+			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->level_slot);
+			rc = fg_qs_prepare(&w->levels[c->level_slot].qs, &qc, &c->prep);
 		} else {
-			c->slot = 0;
-			while (c->slot < FG_MAX_LEVELS && (w->levels[c->slot].used || claimed[c->slot]))
-				c->slot++;
-			if (c->slot == FG_MAX_LEVELS) { /* levels_fit said otherwise: defensive */
+			c->level_slot = 0;
+			while (c->level_slot < FG_MAX_LEVELS && (w->levels[c->level_slot].used || claimed[c->level_slot]))
+				c->level_slot++;
+			if (c->level_slot == FG_MAX_LEVELS) { /* levels_fit said otherwise: defensive */
 				abort_changes(w, changes, i);
 				return -ENOSPC;
 			}
-			claimed[c->slot] = c->fresh = true;
-			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->slot);
-			if ((rc = fg_qs_init(&w->levels[c->slot].qs, &qc, now)))
+			claimed[c->level_slot] = c->fresh = true;
+			struct fg_qs_config qc = qs_config_of(cfg, l, fg_config_level_limit(cfg, i), w->id, c->level_slot);
+			if ((rc = fg_qs_init(&w->levels[c->level_slot].qs, &qc, now)))
 				c->fresh = false; /* fg_qs_init cleaned up after itself */
 		}
 		if (rc) {
@@ -223,29 +223,29 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	bool keep[FG_MAX_LEVELS] = { false }, shrank[FG_MAX_LEVELS] = { false };
 	for (uint32_t i = 0; i < fc->n_levels; i++) {
 		const struct fg_fc_level *l = &fc->levels[i];
-		uint32_t slot = changes[i].slot;
+		uint32_t level_slot = changes[i].level_slot;
 		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
 		uint32_t limit = fg_config_level_limit(cfg, i);
 		if (!changes[i].fresh) {
-			held = w->levels[slot].qs.cfg.concurrency_limit;
-			shrank[slot] = limit < w->levels[slot].qs.level_limit;
-			fg_qs_commit(&w->levels[slot].qs, &changes[i].prep, now);
+			held = w->levels[level_slot].qs.cfg.concurrency_limit;
+			shrank[level_slot] = limit < w->levels[level_slot].qs.level_limit;
+			fg_qs_commit(&w->levels[level_slot].qs, &changes[i].prep, now);
 		} else {
-			fg_retry_after_init(&w->levels[slot].retry, now / FG_NS_PER_SEC);
-			struct fg_level_stats *ls = &w->stats.levels[slot];
+			fg_retry_after_init(&w->levels[level_slot].retry, now / FG_NS_PER_SEC);
+			struct fg_level_stats *ls = &w->stats.levels[level_slot];
 			memset(ls, 0, sizeof(*ls));
 			snprintf(ls->name, sizeof(ls->name), "%s", l->name);
-			w->levels[slot].used = true;
+			w->levels[level_slot].used = true;
 			__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);
-			if (slot >= w->n_levels)
-				w->n_levels = slot + 1;
+			if (level_slot >= w->n_levels)
+				w->n_levels = level_slot + 1;
 		}
-		map[i] = (uint16_t)slot;
-		keep[slot] = true;
-		w->levels[slot].cfg_index = i;
-		publish_level_shape(w, slot, l, limit);
+		map[i] = (uint16_t)level_slot;
+		keep[level_slot] = true;
+		w->levels[level_slot].cfg_index = i;
+		publish_level_shape(w, level_slot, l, limit);
 		if (cfg->board)
-			fg_worker__join_board(w, cfg, slot, held, now);
+			fg_worker__join_board(w, cfg, level_slot, held, now);
 	}
 	free(changes);
 	w->n_retiring = 0;

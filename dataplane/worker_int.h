@@ -15,17 +15,17 @@
 
 /* Several workers: a queue's load and the level's seat use on the board
  * (and the demand signal when the level's next request stops fitting). */
-void fg_worker__publish_queue(struct fg_worker *w, uint32_t slot, uint32_t queue);
-/* Following a configuration with a board: the level's starting allotment
- * and this worker's loads on the new board. */
+void fg_worker__publish_queue(struct fg_worker *w, uint32_t level, uint32_t queue);
 /* One worker: the levels' current limits of generation seq. */
 void fg_worker__follow_limits(struct fg_worker *w, const struct fg_level_limits *lim, uint32_t seq, uint64_t now);
-void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t slot, uint32_t held,
+/* Following a configuration with a board: the level's starting allotment
+ * and this worker's loads on the new board. */
+void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint32_t held,
 			   uint64_t now);
 /* Apply the seat grants the allotter made since the last poll. */
 void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
 /* The hand's least loaded queue over all workers' queues. */
-uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t slot, uint64_t flow_hash);
+uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t level, uint64_t flow_hash);
 /* Release at once the seats that answered requests of these runtime levels
  * still hold for their extra latency (the level shrank or went away). */
 void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now);

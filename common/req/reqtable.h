@@ -146,13 +146,16 @@ static inline uint64_t fg_dispatch_id(unsigned worker, const struct fg_req *r, u
 	return (uint64_t)worker << 56 | (uint64_t)slot << 32 | r->nonce;
 }
 
+/* The parts of a dispatch id: the worker that sent the request, and its slot
+ * in that worker's table (the nonce is the low 32 bits). */
 static inline unsigned fg_dispatch_id_worker(uint64_t id) { return (unsigned)(id >> 56); }
+static inline uint32_t fg_dispatch_id_slot(uint64_t id) { return (uint32_t)(id >> 32) & FG_DISPATCH_SLOT_MASK; }
 
 /* The executing request a dispatch id names, or FG_REQ_NIL if it names none
  * (wrong worker, out of range, slot not executing, wrong nonce). */
 static inline uint32_t fg_reqtable_lookup(const struct fg_reqtable *t, unsigned worker, uint64_t id)
 {
-	uint32_t slot = (uint32_t)(id >> 32) & FG_DISPATCH_SLOT_MASK;
+	uint32_t slot = fg_dispatch_id_slot(id);
 	if (fg_dispatch_id_worker(id) != worker || slot >= t->cap)
 		return FG_REQ_NIL;
 	const struct fg_req *r = &t->slots[slot];
