@@ -494,7 +494,7 @@ int dp_fairgate_create(struct dp_fairgate *fg, const struct dp_net *net, uint16_
 	struct fg_io ios[DP_MAX_WORKERS];
 	for (unsigned i = 0; i < workers; i++)
 		ios[i] = fg_dpdk_io_lane(fg->io, i);
-	if (fg_workerset_create(&fg->ws, workers, ios, s.max_requests, fg->cfg, fg_now_ns(), err, sizeof(err))) {
+	if (fg_workerset_init(&fg->ws, workers, ios, s.max_requests, fg->cfg, fg_now_ns(), err, sizeof(err))) {
 		fprintf(stderr, "fairgate-bench dataplane: %s\n", err);
 		goto err;
 	}
@@ -510,7 +510,7 @@ void dp_fairgate_destroy(struct dp_fairgate *fg)
 		fg_worker_drain(fg->ws.w[i], fg->cfg, fg_now_ns());
 		fg_worker_abort_executing(fg->ws.w[i], fg->cfg, fg_now_ns());
 	}
-	fg_workerset_destroy(&fg->ws);
+	fg_workerset_fini(&fg->ws);
 	fg_dpdk_io_free(fg->io);
 	fg_config_free(fg->cfg);
 	memset(fg, 0, sizeof(*fg));

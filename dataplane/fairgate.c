@@ -527,8 +527,8 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 		return 1;
 	}
 	fg_config_keep_level_limits(d->published, NULL); /* nobody reads it yet: levels start as new ones */
-	if (fg_workerset_create(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
-				sizeof(err))) {
+	if (fg_workerset_init(&d->workers, d->s->workers, ios, d->s->max_requests, d->published, fg_now_ns(), err,
+			      sizeof(err))) {
 		fg_logf(FG_LOG_ERROR, "%s", err);
 		return 1;
 	}
@@ -621,7 +621,7 @@ static void teardown(struct daemon *d)
 		close(reload_fd);
 		reload_fd = -1;
 	}
-	fg_workerset_destroy(&d->workers);
+	fg_workerset_fini(&d->workers);
 	fg_vis_free(d->vis); /* no worker polls, no HTTP or control thread asks: lent buffers can go */
 	if (d->rcu_registered) {
 		fg_config_publish(&d->published, NULL);

@@ -9,8 +9,8 @@
 
 #include "defs.h"
 
-int fg_workerset_create(struct fg_workerset *ws, unsigned n, const struct fg_io *ios, uint32_t max_requests,
-			const struct fg_config *cfg, uint64_t now, char *err, size_t errlen)
+int fg_workerset_init(struct fg_workerset *ws, unsigned n, const struct fg_io *ios, uint32_t max_requests,
+		      const struct fg_config *cfg, uint64_t now, char *err, size_t errlen)
 {
 	memset(ws, 0, sizeof(*ws));
 	if (n < 1 || n > FG_MAX_WORKER_CORES) {
@@ -46,11 +46,11 @@ int fg_workerset_create(struct fg_workerset *ws, unsigned n, const struct fg_io 
 	}
 	return 0;
 err:
-	fg_workerset_destroy(ws);
+	fg_workerset_fini(ws);
 	return -ENOMEM;
 }
 
-void fg_workerset_destroy(struct fg_workerset *ws)
+void fg_workerset_fini(struct fg_workerset *ws)
 {
 	if (ws->mesh.rings)
 		fg_mesh_fini(&ws->mesh, ws->ios);

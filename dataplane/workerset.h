@@ -23,14 +23,14 @@ struct fg_workerset {
 };
 
 /* n workers on ios[0..n), max_requests slots each, following cfg from now.
- * 0, or -ENOMEM with the reason in err; a failed create leaves nothing to
- * destroy (destroy is still safe). */
-int fg_workerset_create(struct fg_workerset *ws, unsigned n, const struct fg_io *ios, uint32_t max_requests,
-			const struct fg_config *cfg, uint64_t now, char *err, size_t errlen);
+ * 0, or -EINVAL/-ENOMEM with the reason in err; a failed init leaves
+ * nothing to free (fini is still safe). */
+int fg_workerset_init(struct fg_workerset *ws, unsigned n, const struct fg_io *ios, uint32_t max_requests,
+		      const struct fg_config *cfg, uint64_t now, char *err, size_t errlen);
 
 /* Frees the workers and what is left in the rings; safe on a zeroed or
- * partly created set. */
-void fg_workerset_destroy(struct fg_workerset *ws);
+ * partly initialised set. */
+void fg_workerset_fini(struct fg_workerset *ws);
 
 /* Whether every worker follows configuration generation gen (acquire). */
 bool fg_workerset_all_follow(const struct fg_workerset *ws, uint64_t gen);
