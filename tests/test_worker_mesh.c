@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unit tests of several workers sharing a mesh (dataplane/worker.c,
+ * worker_board.c), driven step by step from one thread: requests handed to
+ * their queue's owner and answers back, the allotter signalled, the seat
+ * limit under random load, reloads and borrowing, levels with few queues,
+ * full hand-off rings, untrusted sources handed over.  Rig: worker_rig.h. */
+#include <stdlib.h>
+
+#include "allotter.h"
+#include "seatshare.h"
+#include "test.h"
+#include "worker_rig.h"
+
+TEST(mesh_requests_reach_their_queue_owner_and_answers_come_back)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 64);
+	/* 40 flows, all received by worker 0: about half belong to worker 1. */
+	char user[16];
+	for (uint64_t id = 1; id <= 40; id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+	}
+	mesh_step(&r, 0);
+	mesh_step(&r, 0);
+	CHECK(r.w[0].stats.handed_off > 5);
+	mesh_step(&r, 1); /* takes them over and dispatches */
+	CHECK_EQ(r.w[1].stats.taken_over, r.w[0].stats.handed_off);
+	CHECK_EQ(MESH_SUM(&r, received), 40);
+	CHECK_EQ(MESH_SUM(&r, dispatched), 40);
+	/* Every answer arrives at worker 0; worker 1's go back to it. */
+	struct fg_msg m;
+	uint64_t to_worker1 = 0;
+	while (r.seen < r.io.n_sent) {
+		struct fake_sent *s = &r.io.sent[r.seen++];
+		CHECK(fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK);
+		CHECK_EQ(m.hdr.type, FG_MSG_REQUEST);
+		to_worker1 += fg_dispatch_id_worker(m.hdr.request_id) == 1;
+		mesh_respond(&r, fg_endpoint_same_addr(&s->to, &r.backend[0]) ? 0 : 1, m.hdr.request_id);
+	}
+	CHECK_EQ(to_worker1, r.w[0].stats.handed_off);
+	mesh_step(&r, 0);
+	mesh_step(&r, 0);
+	CHECK_EQ(r.w[0].stats.answers_forwarded, to_worker1);
+	mesh_step(&r, 1);
+	CHECK_EQ(MESH_SUM(&r, responded), 40);
+	/* Each client request got exactly one response, with its own id. */
+	uint8_t answered[41] = { 0 };
+	while (r.seen < r.io.n_sent) {
+		struct fake_sent *s = &r.io.sent[r.seen++];
+		CHECK(fg_proto_decode(s->data, s->len, &m) == FG_PROTO_OK);
+		CHECK_EQ(m.hdr.type, FG_MSG_RESPONSE);
+		if (m.hdr.request_id >= 1 && m.hdr.request_id <= 40)
+			answered[m.hdr.request_id]++;
+	}
+	for (int id = 1; id <= 40; id++)
+		CHECK_EQ(answered[id], 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	mesh_fini(&r);
+}
+
+TEST(mesh_answer_from_the_wrong_backend_or_for_no_worker_is_dropped)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_msg m;
+	uint8_t buf[128];
+	fg_msg_init(&m, FG_MSG_RESPONSE, (uint64_t)7 << 56); /* worker 7 does not exist */
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	mesh_step(&r, 0);
+	CHECK_EQ(r.w[0].stats.rx_unexpected, 1);
+	fg_msg_init(&m, FG_MSG_RESPONSE, (uint64_t)1 << 56); /* worker 1, but no such request */
+	n = fg_proto_encode(buf, sizeof(buf), &m);
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	CHECK_EQ(r.w[0].stats.answers_forwarded, 1);
+	CHECK_EQ(r.w[1].stats.responses_unmatched, 1);
+	mesh_fini(&r);
+}
+
+/* Whether a worker's level has a head that does not fit its allotment. */
+static bool any_blocked(const struct mesh_rig *r)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		for (uint32_t k = 0; k < r->w[i].n_levels; k++)
+			if (r->w[i].levels[k].blocked)
+				return true;
+	return false;
+}
+
+/* A worker whose next request stops fitting its allotment raises the
+ * board's demand signal once (a plain store); the allotter takes it; the
+ * worker signals again only after it was unblocked and blocked anew. */
+TEST(mesh_blocked_worker_signals_the_allotter)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 4); /* each worker starts with 2 of the 4 seats */
+	struct fg_board *b = r.cfgs[0]->board;
+	CHECK(!fg_board_take_signal(b));
+	char user[16];
+	unsigned sent = 0;
+	/* Requests into worker 0's queues until one waits there. */
+	for (uint64_t id = 1; id <= 200 && !any_blocked(&r); id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+		mesh_step(&r, 0);
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+		sent++;
+	}
+	CHECK(any_blocked(&r));
+	CHECK(fg_board_take_signal(b));
+	CHECK(!fg_board_take_signal(b)); /* taken: clear */
+	/* Still blocked, more arrivals: no new signal. */
+	mesh_send(&r, 1000, "u1", 1);
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	CHECK(!fg_board_take_signal(b));
+	CHECK(sent < 200);
+	mesh_fini(&r);
+}
+
+/* The end of a random run: every worker follows the newest configuration,
+ * the backends answer all that executes (executing[0..*n_exec), 8192 at
+ * most) and allotment rounds run until nothing waits or holds a seat, for
+ * 2000 rounds at most.  Returns the rejects over all workers. */
+static uint64_t mesh_drain(struct mesh_rig *r, uint64_t *executing, uint8_t *exec_backend, unsigned *n_exec)
+{
+	for (unsigned i = 0; i < r->n; i++)
+		r->follows[i] = r->n_cfgs - 1;
+	for (int round = 0; round < 2000 && (*n_exec || mesh_seats_in_use(r) || mesh_waiting(r)); round++) {
+		while (*n_exec) {
+			(*n_exec)--;
+			mesh_respond(r, exec_backend[*n_exec], executing[*n_exec]);
+		}
+		for (unsigned i = 0; i < r->n; i++)
+			mesh_step(r, i);
+		fg_board_allot(r->cfgs[r->n_cfgs - 1]->board);
+		r->now += MS;
+		mesh_collect(r, executing, exec_backend, n_exec, 8192);
+	}
+	uint64_t rejected = 0;
+	for (int k = 0; k < FG_REJECT__COUNT; k++)
+		for (unsigned i = 0; i < r->n; i++)
+			rejected += r->w[i].stats.rejected[k];
+	return rejected;
+}
+
+/*
+ * The seat-limit invariant under randomized load, limit changes and
+ * reloads: three workers that poll in random order, an allotter that runs at
+ * random moments (only when every worker follows the newest configuration,
+ * as the daemon's does), workers that follow a new configuration late, and
+ * random answers.  Whenever the seats in use grow, they stay within the
+ * limit of a configuration some worker follows (the KEP lets them stay above
+ * a decreased limit only until executions finish).  Bounded: 20 000 steps.
+ */
+TEST(mesh_seat_limit_holds_under_random_load_limits_and_reloads)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 3, 6);
+	unsigned rng = 1040;
+	uint64_t next_id = 1, violations = 0, max_seen = 0;
+	struct fg_allotter allotter = { 0 }; /* the daemon's round policy, on the rig's clock */
+	static uint64_t executing[8192];
+	static uint8_t exec_backend[8192];
+	unsigned n_exec = 0;
+	char user[16];
+	for (int stepn = 0; stepn < 20000; stepn++) {
+		uint32_t before = mesh_seats_in_use(&r);
+		unsigned action = (unsigned)rand_r(&rng) % 100;
+		if (action < 15) { /* arrivals on a random worker */
+			unsigned k = 1 + (unsigned)rand_r(&rng) % 3;
+			for (unsigned j = 0; j < k; j++) {
+				snprintf(user, sizeof(user), "u%u", (unsigned)rand_r(&rng) % 40);
+				mesh_send(&r, next_id++, user, (uint16_t)(1 + rand_r(&rng) % 3));
+			}
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 45) { /* a worker polls (hand-offs, answers, grants) */
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 85 && n_exec) { /* a backend answers one request */
+			unsigned k = (unsigned)rand_r(&rng) % n_exec;
+			mesh_respond(&r, exec_backend[k], executing[k]);
+			n_exec--;
+			executing[k] = executing[n_exec];
+			exec_backend[k] = exec_backend[n_exec];
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 95) { /* the allotter's step, a period after the last */
+			bool all = true;
+			for (unsigned i = 0; i < r.n; i++)
+				all &= r.follows[i] == r.n_cfgs - 1 && r.w[i].config_generation == r.cfgs[r.n_cfgs - 1]->generation;
+			fg_allotter_step(&allotter, r.cfgs[r.n_cfgs - 1], all, allotter.next_round_ns);
+		} else if (action < 96 && r.n_cfgs < 60) { /* a reload with a new limit */
+			mesh_config(&r, 3 + (uint32_t)rand_r(&rng) % 10, 50);
+		} else { /* one worker follows the newest configuration */
+			r.follows[(unsigned)rand_r(&rng) % r.n] = r.n_cfgs - 1;
+		}
+		r.now += MS / 10;
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
+		uint32_t after = mesh_seats_in_use(&r), allowed = 0;
+		for (unsigned i = 0; i < r.n; i++) {
+			uint32_t limit = r.cfgs[r.follows[i]]->seat_limit;
+			allowed = limit > allowed ? limit : allowed;
+		}
+		if (after > before && after > allowed)
+			violations++;
+		max_seen = after > max_seen ? after : max_seen;
+	}
+	printf("  seat-limit run: %llu rounds, %llu grants, %u configurations, peak %llu seats, %llu hand-offs\n",
+	       (unsigned long long)allotter.stats.rounds, (unsigned long long)allotter.stats.grants, r.n_cfgs,
+	       (unsigned long long)max_seen,
+	       (unsigned long long)MESH_SUM(&r, handed_off));
+	CHECK_EQ(violations, 0);
+	CHECK(allotter.stats.grants > 100); /* the allotter really moved seats */
+	CHECK(max_seen >= 6);           /* and the workers used them */
+	CHECK(MESH_SUM(&r, handed_off) > 1000);
+	/* Drain: answer everything; nothing is lost. */
+	uint64_t rejected = mesh_drain(&r, executing, exec_backend, &n_exec);
+	CHECK_EQ(MESH_SUM(&r, received), next_id - 1);
+	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	for (unsigned i = 0; i < r.n; i++)
+		check_apf(&r.w[i]);
+	mesh_fini(&r);
+}
+
+/* A level with one or two queues under 2-4 workers: its queues' owners get
+ * the level's seats (the allotter moves them by demand), every request is
+ * answered, and the limit is never passed. */
+TEST(mesh_levels_with_few_queues_use_all_their_seats)
+{
+	for (uint32_t queues = 1; queues <= 2; queues++) {
+		for (unsigned n = 2; n <= 4; n++) {
+			static struct mesh_rig r; /* four workers' statistics: too large for the stack */
+			mesh_init(&r, n, 8);
+			struct fg_config *c = mesh_config(&r, 8, 200);
+			fg_fc_config_free(c->fc);
+			fg_board_free(c->board);
+			c->fc = one_level_queues(8, 200, queues);
+			c->board = fg_board_new(c->fc, n);
+			for (unsigned i = 0; i < n; i++)
+				r.follows[i] = r.n_cfgs - 1;
+			struct fg_allotter allotter = { 0 };
+			char user[16];
+			for (uint64_t id = 1; id <= 160; id++) {
+				snprintf(user, sizeof(user), "u%llu", (unsigned long long)(id % 13));
+				mesh_send(&r, id, user, 1);
+			}
+			uint64_t ids[512];
+			uint8_t backends[512];
+			unsigned n_ids = 0, answered = 0, peak = 0;
+			for (int round = 0; round < 400 && MESH_SUM(&r, responded) < 160; round++) {
+				for (unsigned i = 0; i < n; i++)
+					mesh_step(&r, i);
+				uint32_t in_use = mesh_seats_in_use(&r);
+				CHECK(in_use <= 8);
+				peak = in_use > peak ? in_use : peak;
+				r.now += 100000; /* 100 us */
+				fg_allotter_step(&allotter, c, true, r.now);
+				mesh_collect(&r, ids, backends, &n_ids, 512);
+				for (; answered < n_ids; answered++) /* answer what was sent a step ago */
+					mesh_respond(&r, backends[answered], ids[answered]);
+			}
+			if (MESH_SUM(&r, responded) != 160 || peak != 8)
+				fprintf(stderr, "  queues %u, %u workers: %llu responded, peak %u seats, refused %llu, "
+					"received %llu, waiting %u, rej qf %llu tmo %llu cl %llu\n", queues, n,
+					(unsigned long long)MESH_SUM(&r, responded), peak,
+					(unsigned long long)MESH_SUM(&r, handoff_refused), (unsigned long long)MESH_SUM(&r, received),
+					mesh_waiting(&r), (unsigned long long)MESH_SUM(&r, rejected[1]),
+					(unsigned long long)MESH_SUM(&r, rejected[3]), (unsigned long long)MESH_SUM(&r, rejected[2]));
+			CHECK_EQ(MESH_SUM(&r, responded), 160);
+			CHECK_EQ(peak, 8);
+			mesh_fini(&r);
+		}
+	}
+}
+
+/* Full hand-off rings: a request that cannot be handed over is answered
+ * queue-full at once, an answer that cannot be forwarded is dropped and its
+ * request answered backend-timeout later: every request exactly once. */
+TEST(mesh_full_handoff_rings_still_answer_everything)
+{
+	static struct mesh_rig r;
+	mesh_init(&r, 2, 400); /* rings of 64 */
+	char user[16];
+	enum { N = 300 };
+	for (uint64_t id = 1; id <= N; id++) {
+		snprintf(user, sizeof(user), "u%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1);
+	}
+	while (r.io.rx_head != r.io.rx_tail)
+		mesh_step(&r, 0); /* worker 1 does not poll: its ring fills */
+	CHECK(r.w[0].stats.handoff_refused > 0);
+	mesh_step(&r, 1);
+	uint64_t ids[N];
+	uint8_t backends[N];
+	unsigned n_ids = 0;
+	mesh_collect(&r, ids, backends, &n_ids, N);
+	/* Every answer arrives at worker 0 at once: worker 1's part overflows
+	 * the ring back to it. */
+	for (unsigned i = 0; i < n_ids; i++)
+		mesh_respond(&r, backends[i], ids[i]);
+	while (r.io.rx_head != r.io.rx_tail)
+		mesh_step(&r, 0);
+	for (int k = 0; k < 4; k++) {
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+	}
+	r.now += r.cfgs[0]->backend_timeout_ns + 1;
+	for (int k = 0; k < 4; k++) {
+		mesh_step(&r, 1);
+		mesh_step(&r, 0);
+	}
+	uint8_t answered[N + 1] = { 0 };
+	struct fg_msg m;
+	for (unsigned i = 0; i < r.io.n_sent; i++) {
+		struct fake_sent *sent = &r.io.sent[i];
+		if (fg_proto_decode(sent->data, sent->len, &m) == FG_PROTO_OK && m.hdr.type != FG_MSG_REQUEST &&
+		    m.hdr.request_id >= 1 && m.hdr.request_id <= N)
+			answered[m.hdr.request_id]++;
+	}
+	unsigned once = 0;
+	for (int id = 1; id <= N; id++)
+		once += answered[id] == 1;
+	CHECK_EQ(once, N);
+	CHECK(MESH_SUM(&r, rejected[FG_REJECT_QUEUE_FULL]) > 0);     /* requests refused at a full ring */
+	CHECK(MESH_SUM(&r, rejected[FG_REJECT_BACKEND_TIMEOUT]) > 0); /* answers dropped at a full ring */
+	CHECK_EQ(MESH_SUM(&r, received), N);
+	/* The flow rows add up: a request refused at a full ring is received
+	 * and rejected on its own flow's row, not charged to another. */
+	uint64_t row_received = 0, row_answered = 0;
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned f = 0; f < FG_FLOW_TABLE_SIZE; f++) {
+			const struct fg_flow_stats *fl = &r.w[k].stats.flows[f];
+			row_received += fl->received;
+			row_answered += fl->responded + fl->rejected;
+			CHECK(fl->responded + fl->rejected <= fl->received);
+		}
+	CHECK_EQ(row_received, N);
+	CHECK_EQ(row_answered, N);
+	mesh_fini(&r);
+}
+
+/* Untrusted sources under several workers: the identity trust assigns is not
+ * in the packet, and a hand-off must not take it for packet bytes. */
+TEST(mesh_untrusted_sources_are_handed_over_with_their_assigned_identity)
+{
+	static struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_config *c = r.cfgs[0];
+	c->trust.n_trusted = 1;
+	fg_cidr_parse("127.0.0.1/32", &c->trust.trusted[0]); /* 127.0.0.2 and .3 are strangers */
+	c->trust.addr_validation = FG_AV_OFF;
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t id = 1; id <= 10; id++)
+			inject_request(&r.io, r.client[2], (uint64_t)round * 100 + id, "claims-to-be-root", 1);
+		mesh_step(&r, (unsigned)round); /* worker 0, then worker 1 receives: one is not the owner */
+		mesh_step(&r, (unsigned)!round);
+		mesh_step(&r, (unsigned)round);
+	}
+	CHECK(MESH_SUM(&r, handed_off) >= 10);
+	CHECK_EQ(MESH_SUM(&r, untrusted_requests), 20);
+	/* The owner's flows (it took requests over) are all schema "all" by
+	 * user system:anonymous: the assigned identity, not bytes of a packet. */
+	unsigned owners = 0, flows = 0, other = 0;
+	for (unsigned w = 0; w < 2; w++) {
+		if (!r.w[w].stats.taken_over)
+			continue;
+		owners++;
+		for (uint32_t i = 0; i < FG_FLOW_TABLE_SIZE; i++) {
+			struct fg_flow_snapshot f;
+			if (!fg_stats_flow_read(&r.w[w].stats, i, &f) || strncmp(f.name, "all/", 4))
+				continue;
+			flows++;
+			other += strcmp(f.name, "all/" FG_ANONYMOUS_USER) != 0;
+		}
+	}
+	CHECK_EQ(owners, 1);
+	CHECK(flows >= 1);
+	CHECK_EQ(other, 0);
+	uint64_t ids[64];
+	uint8_t backends[64];
+	unsigned n_ids = 0, answered = 0;
+	for (int k = 0; k < 40 && MESH_SUM(&r, responded) < 20; k++) { /* the owner holds half the seats */
+		mesh_collect(&r, ids, backends, &n_ids, 64);
+		for (; answered < n_ids; answered++)
+			mesh_respond(&r, backends[answered], ids[answered]);
+		mesh_step(&r, 0);
+		mesh_step(&r, 1);
+	}
+	CHECK_EQ(MESH_SUM(&r, responded), 20);
+	mesh_fini(&r);
+}
+
+/* Several workers: borrowing moves the level's limit on the board (as the
+ * allotter thread does, followed by an allotment round) under random load,
+ * every 33 steps on average.  seatshare.h's grant protocol holds across the
+ * moves: a worker's seats grow only within its applied allotment; seats in
+ * use over all workers never grow above the largest limit since the level
+ * last settled; it settles once a round that found no grant pending was
+ * acknowledged and every worker drained to its allotment, and from then on
+ * the allotments sum to at most the limit, the seats never grow above it,
+ * and every worker checks widths against it.  The KEP's transient: seats
+ * that executed under a larger limit finish. */
+TEST(mesh_borrowed_limits_keep_the_seat_invariant)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 3, 12);
+	struct fg_config *cfg = r.cfgs[0];
+	uint32_t k = (uint32_t)fg_fc_level_index(cfg->fc, "pl");
+	const struct fg_level_board *lb = &cfg->board->levels[k];
+	unsigned rng = 2026;
+	uint64_t next_id = 1, violations = 0, transient = 0, changes = 0, peak = 0, stale_width = 0;
+	uint32_t limit = 12, bound = 12; /* bound: the largest limit since the level last settled */
+	int phase = 0; /* 0 settled; 1 the limit moved; 2 a round with nothing pending ran since */
+	static uint64_t executing[8192];
+	static uint8_t exec_backend[8192];
+	unsigned n_exec = 0;
+	char user[16];
+	for (int stepn = 0; stepn < 20000; stepn++) {
+		uint32_t before = mesh_seats_in_use(&r);
+		uint32_t was[MESH_MAX];
+		for (unsigned w = 0; w < r.n; w++)
+			was[w] = pl_qs(&r.w[w])->seats_in_use;
+		unsigned action = (unsigned)rand_r(&rng) % 100;
+		if (action < 15) {
+			unsigned n = 1 + (unsigned)rand_r(&rng) % 3;
+			for (unsigned j = 0; j < n; j++) {
+				snprintf(user, sizeof(user), "u%u", (unsigned)rand_r(&rng) % 40);
+				mesh_send(&r, next_id++, user, (uint16_t)(1 + rand_r(&rng) % 2));
+			}
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 45) {
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 85 && n_exec) {
+			unsigned i = (unsigned)rand_r(&rng) % n_exec;
+			mesh_respond(&r, exec_backend[i], executing[i]);
+			n_exec--;
+			executing[i] = executing[n_exec];
+			exec_backend[i] = exec_backend[n_exec];
+			mesh_step(&r, (unsigned)rand_r(&rng) % r.n);
+		} else if (action < 97) { /* an allotment round */
+			bool pending = false;
+			for (unsigned w = 0; w < r.n; w++)
+				pending |= lb->shares[w].grant_seq != lb->shares[w].acked_seq;
+			fg_board_allot(cfg->board);
+			if (phase == 1 && !pending)
+				phase = 2;
+		} else { /* a borrowing round moves the limit (2..20 seats), then allots */
+			limit = 2 + (uint32_t)rand_r(&rng) % 19;
+			bound = limit > bound ? limit : bound;
+			fg_config_set_level_limit(cfg, k, limit);
+			fg_board_allot(cfg->board);
+			phase = 1;
+			changes++;
+		}
+		r.now += MS / 10;
+		mesh_collect(&r, executing, exec_backend, &n_exec, 8192);
+		bool acked = true, drained = true;
+		for (unsigned w = 0; w < r.n; w++) {
+			acked &= lb->shares[w].grant_seq == lb->shares[w].acked_seq;
+			drained &= pl_qs(&r.w[w])->seats_in_use <= pl_qs(&r.w[w])->cfg.concurrency_limit;
+		}
+		if (phase == 2 && acked && drained) {
+			phase = 0;
+			bound = limit;
+		}
+		uint32_t after = mesh_seats_in_use(&r), applied = 0;
+		for (unsigned w = 0; w < r.n; w++) {
+			const struct fg_queueset *qs = pl_qs(&r.w[w]);
+			if (qs->seats_in_use > was[w] && qs->seats_in_use > qs->cfg.concurrency_limit)
+				violations++; /* grew above its own allotment */
+			applied += lb->shares[w].applied;
+		}
+		if (phase == 0 && applied > limit)
+			violations++; /* settled allotments above the limit */
+		for (unsigned w = 0; phase == 0 && w < r.n; w++)
+			if (pl_qs(&r.w[w])->level_limit != limit)
+				stale_width++; /* a worker's width checks on another limit */
+		if (after > before && after > bound)
+			violations++;
+		if (after > limit)
+			transient++;
+		peak = after > peak ? after : peak;
+	}
+	printf("  borrowing run: %llu limit changes, peak %llu seats, %llu of 20000 steps above a just-lowered limit\n",
+	       (unsigned long long)changes, (unsigned long long)peak, (unsigned long long)transient);
+	CHECK_EQ(violations, 0);
+	CHECK_EQ(stale_width, 0);
+	CHECK(changes > 300);
+	CHECK(peak > 12); /* the workers really used borrowed seats */
+	uint64_t rejected = mesh_drain(&r, executing, exec_backend, &n_exec);
+	CHECK_EQ(MESH_SUM(&r, responded) + rejected, next_id - 1);
+	CHECK_EQ(mesh_seats_in_use(&r), 0);
+	mesh_fini(&r);
+}
+
+TEST_MAIN
