@@ -146,8 +146,8 @@ TEST(queue_full_rejects_the_youngest)
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_QUEUE_FULL], 1);
 	CHECK_EQ(r.w.stats.waiting, 2);
 	check_invariant(&r);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -175,7 +175,7 @@ TEST(wait_limit_times_out)
 	CHECK(found);
 	CHECK_EQ(r.w.stats.waiting, 0);
 	check_invariant(&r);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -208,7 +208,7 @@ TEST(backend_timeout_answers_and_frees_the_seat)
 {
 	struct rig r;
 	rig_init(&r, 1, 10, 1);
-	r.cfg.queue_wait_ns = 10000 * MS;
+	r.cfg->queue_wait_ns = 10000 * MS;
 	send_request(&r, 0, 7, "a", 1);
 	send_request(&r, 1, 8, "b", 1);
 	step(&r);
@@ -250,13 +250,13 @@ TEST(shutdown_answers_everything)
 	for (uint64_t id = 1; id <= 3; id++)
 		send_request(&r, 0, id, "a", 1);
 	step(&r);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 2);
 	send_request(&r, 1, 9, "b", 1);
 	step(&r);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 3);
 	CHECK_EQ(r.w.stats.executing, 1);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 4);
 	CHECK_EQ(r.w.stats.executing, 0);
 	check_invariant(&r);
@@ -276,8 +276,8 @@ TEST(wide_request_blocks_the_head)
 	CHECK_EQ(r.w.stats.executing, 1);
 	CHECK_EQ(r.w.stats.waiting, 3);
 	CHECK_EQ(r.w.reqs.slots[r.w.waiting.tail].qs.seats, FG_WORK_MAX_SEATS);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	check_invariant(&r);
 	rig_fini(&r);
 }
@@ -375,8 +375,8 @@ TEST(per_flow_statistics)
 		}
 	}
 	CHECK_EQ(found, 2);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -387,8 +387,8 @@ TEST(randomized_exactly_once)
 {
 	struct rig r;
 	rig_init(&r, 5, 20, 2);
-	r.cfg.backend_timeout_ns = 300 * MS;
-	r.cfg.queue_wait_ns = 200 * MS;
+	r.cfg->backend_timeout_ns = 300 * MS;
+	r.cfg->queue_wait_ns = 200 * MS;
 	static uint8_t answers[20001];
 	memset(answers, 0, sizeof(answers));
 	uint64_t outstanding[512];
@@ -530,13 +530,13 @@ TEST(burst_stages_match_one_by_one)
 			}
 		}
 		a.now = b.now = a.now + (uint64_t)(rand_r(&seed) % 30) * MS;
-		fg_worker_poll(&a.w, &a.cfg, a.now); /* the burst, staged */
+		fg_worker_poll(&a.w, a.cfg, a.now); /* the burst, staged */
 		struct fg_pkt p;                  /* one by one, then the rest of a poll */
 		for (unsigned k = 0; k < FG_RX_BURST && fake_rx(&b.io, &p, 1); k++)
-			fg_worker_handle(&b.w, &b.cfg, &p, b.now);
+			fg_worker_handle(&b.w, b.cfg, &p, b.now);
 		unsigned later = b.io.rx_tail;    /* what the staged poll left for the next round */
 		b.io.rx_tail = b.io.rx_head;
-		fg_worker_poll(&b.w, &b.cfg, b.now);
+		fg_worker_poll(&b.w, b.cfg, b.now);
 		b.io.rx_tail = later;
 		static uint64_t ida[4096], idb[4096];
 		unsigned nba, nbb, na = take_sent(&a, sa, ida, &nba), nb = take_sent(&b, sb, idb, &nbb);
@@ -565,10 +565,10 @@ TEST(burst_stages_match_one_by_one)
 	CHECK_EQ(a.w.stats.dispatched, b.w.stats.dispatched);
 	for (int k = 0; k < FG_REJECT__COUNT; k++)
 		CHECK_EQ(a.w.stats.rejected[k], b.w.stats.rejected[k]);
-	fg_worker_drain(&a.w, &a.cfg, a.now);
-	fg_worker_abort_executing(&a.w, &a.cfg, a.now);
-	fg_worker_drain(&b.w, &b.cfg, b.now);
-	fg_worker_abort_executing(&b.w, &b.cfg, b.now);
+	fg_worker_drain(&a.w, a.cfg, a.now);
+	fg_worker_abort_executing(&a.w, a.cfg, a.now);
+	fg_worker_drain(&b.w, b.cfg, b.now);
+	fg_worker_abort_executing(&b.w, b.cfg, b.now);
 	rig_fini(&a);
 	rig_fini(&b);
 }
@@ -591,7 +591,7 @@ TEST(owed_answers_come_from_the_reserve)
 	CHECK_EQ(r.w.stats.executing, FG_ANSWER_RESERVE + 8);
 	CHECK_EQ(r.w.n_reserve, FG_ANSWER_RESERVE);
 	r.io.fail_alloc = 1;
-	r.now += r.cfg.backend_timeout_ns + 1;
+	r.now += r.cfg->backend_timeout_ns + 1;
 	unsigned sent_before = r.io.n_sent;
 	step(&r);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], FG_ANSWER_RESERVE);
@@ -624,7 +624,7 @@ TEST(refused_answers_are_counted_unsent)
 	CHECK_EQ(r.w.stats.answers_unsent, 1);
 	CHECK_EQ(r.w.stats.tx_failed, 2);
 	r.io.fail_tx = 0;
-	r.now += r.cfg.backend_timeout_ns + 1;
+	r.now += r.cfg->backend_timeout_ns + 1;
 	step(&r); /* the refused forward's request is answered backend-timeout */
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_BACKEND_TIMEOUT], 1);
 	CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_REJECT && m.hdr.request_id == 2);
@@ -639,7 +639,7 @@ TEST(adaptive_retry_after_follows_the_drops)
 {
 	struct rig r;
 	rig_init(&r, 1, 1, 1); /* one seat, queues of one: the third request of a flow is refused */
-	r.cfg.retry_after_ms = 0;
+	r.cfg->retry_after_ms = 0;
 	uint32_t last = 0;
 	uint64_t id = 1;
 	for (int second = 0; second < 4; second++, r.now += 1000 * MS) {
@@ -662,8 +662,8 @@ TEST(adaptive_retry_after_follows_the_drops)
 	struct fg_endpoint to;
 	CHECK(next_sent(&r, &m, &to) && m.hdr.reason == FG_REJECT_INVALID);
 	CHECK_EQ(m.hdr.retry_after_ms, FG_FALLBACK_RETRY_AFTER_MS);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	check_invariant(&r);
 	rig_fini(&r);
 }

@@ -31,8 +31,8 @@ TEST(backend_capacity_holds_requests_until_room)
 {
 	struct rig r;
 	rig_init(&r, 4, 10, 1);
-	r.cfg.backends[0].seats = 2;
-	r.cfg.generation = 2;
+	r.cfg->backends[0].seats = 2;
+	r.cfg->generation = 2;
 	step(&r); /* follow the capacity */
 	for (uint64_t id = 1; id <= 4; id++)
 		send_request(&r, (int)id % 4, id, "a", 1);
@@ -90,8 +90,8 @@ TEST(backend_capacity_holds_requests_until_room)
 		send_request(&r, 0, id, "b", 1);
 	step(&r);
 	CHECK_EQ(collect_dispatched(&r, ids, 8, NULL), 2);
-	fg_worker_drain(&r.w, &r.cfg, r.now);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_drain(&r.w, r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	rejects = 0;
 	collect_dispatched(&r, ids, 8, &rejects);
 	CHECK_EQ(rejects, 3);
@@ -125,7 +125,7 @@ TEST(least_outstanding_backend)
 	step(&r);
 	CHECK_EQ(r.w.pool.b[0].outstanding, 2);
 	CHECK_EQ(r.w.pool.b[1].outstanding, 2);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	rig_fini(&r);
 }
 
@@ -133,7 +133,7 @@ TEST(dead_backend_is_ejected_and_probed_back)
 {
 	struct rig r;
 	rig_init(&r, 10, 10, 2);
-	r.cfg.backend_timeout_ns = 100 * MS;
+	r.cfg->backend_timeout_ns = 100 * MS;
 	struct fg_msg m;
 	struct fg_endpoint to;
 	/* Backend 1 never answers: three timeouts eject it. */
@@ -189,7 +189,7 @@ TEST(no_usable_backend_rejects_at_once)
 {
 	struct rig r;
 	rig_init(&r, 10, 10, 1);
-	r.cfg.backend_timeout_ns = 100 * MS;
+	r.cfg->backend_timeout_ns = 100 * MS;
 	r.w.pool.eject_after = 1;
 	send_request(&r, 0, 1, "a", 1);
 	step(&r);
@@ -207,11 +207,11 @@ TEST(eject_settings_apply_live)
 {
 	struct rig r;
 	rig_init(&r, 4, 10, 1); /* backendEjectAfter 3 */
-	r.cfg.eject_after = 1;
-	r.cfg.generation++;
+	r.cfg->eject_after = 1;
+	r.cfg->generation++;
 	send_request(&r, 0, 1, "alice", 1);
 	step(&r);
-	r.now += r.cfg.backend_timeout_ns + 1;
+	r.now += r.cfg->backend_timeout_ns + 1;
 	step(&r); /* one timeout now ejects the only backend */
 	CHECK_EQ(r.w.stats.backend_ejections, 1);
 	send_request(&r, 0, 2, "alice", 1);
@@ -226,11 +226,11 @@ TEST(eject_settings_apply_live)
 static void rig_set_backends(struct rig *r, const struct fg_backend_cfg *list, uint32_t n)
 {
 	static struct fg_config prev;
-	prev = r->cfg;
-	r->cfg.n_backends = n;
-	memcpy(r->cfg.backends, list, sizeof(list[0]) * n);
-	fg_config_keep_backend_slots(&r->cfg, &prev);
-	r->cfg.generation++;
+	prev = *r->cfg;
+	r->cfg->n_backends = n;
+	memcpy(r->cfg->backends, list, sizeof(list[0]) * n);
+	fg_config_keep_backend_slots(r->cfg, &prev);
+	r->cfg->generation++;
 }
 
 /* Each slot's outstanding seats are exactly those of the requests executing
@@ -271,7 +271,7 @@ TEST(drained_backend_gets_nothing_new_and_finishes_in_flight)
 	}
 	CHECK_EQ(n_ids[0], 2);
 	CHECK_EQ(n_ids[1], 2);
-	struct fg_backend_cfg list[2] = { r.cfg.backends[0], r.cfg.backends[1] };
+	struct fg_backend_cfg list[2] = { r.cfg->backends[0], r.cfg->backends[1] };
 	list[0].admin = FG_BACKEND_DRAIN;
 	rig_set_backends(&r, list, 2);
 	for (uint64_t id = 5; id <= 8; id++)
@@ -330,14 +330,14 @@ TEST(disabled_backend_timeouts_do_not_eject)
 {
 	struct rig r;
 	rig_init(&r, 8, 10, 2);
-	r.cfg.eject_after = 1;
-	r.cfg.backend_timeout_ns = 100 * MS;
-	r.cfg.generation++;
+	r.cfg->eject_after = 1;
+	r.cfg->backend_timeout_ns = 100 * MS;
+	r.cfg->generation++;
 	send_request(&r, 0, 1, "alice", 1);
 	send_request(&r, 0, 2, "alice", 1);
 	step(&r);
 	r.seen = r.io.n_sent; /* one to each backend */
-	struct fg_backend_cfg list[2] = { r.cfg.backends[0], r.cfg.backends[1] };
+	struct fg_backend_cfg list[2] = { r.cfg->backends[0], r.cfg->backends[1] };
 	list[0].admin = FG_BACKEND_DISABLED;
 	rig_set_backends(&r, list, 2);
 	r.now += 200 * MS;
@@ -356,7 +356,7 @@ TEST(disabled_backend_timeouts_do_not_eject)
 	while (next_sent(&r, &m, &to))
 		to_0 += m.hdr.type == FG_MSG_REQUEST && fg_endpoint_same_addr(&to, &r.backend[0]);
 	CHECK_EQ(to_0, 1);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	check_invariant(&r);
 	rig_fini(&r);
 }
@@ -371,8 +371,8 @@ TEST(backends_added_and_removed_under_random_load)
 {
 	struct rig r;
 	rig_init(&r, 12, 30, 0);
-	r.cfg.backend_timeout_ns = 400 * MS;
-	r.cfg.queue_wait_ns = 300 * MS;
+	r.cfg->backend_timeout_ns = 400 * MS;
+	r.cfg->queue_wait_ns = 300 * MS;
 	struct fg_backend_cfg list[6];
 	uint32_t n_list = 0;
 	uint16_t next_port = 20000;
@@ -391,8 +391,8 @@ TEST(backends_added_and_removed_under_random_load)
 			/* Still in flight and its backend no longer listed: its answer must be relayed. */
 			uint32_t slot = fg_reqtable_lookup(&r.w.reqs, r.w.id, out[i].id);
 			bool removed = slot != FG_REQ_NIL &&
-				       r.cfg.backends[r.w.reqs.slots[slot].backend].admin == FG_BACKEND_REMOVED &&
-				       r.w.config_generation == r.cfg.generation;
+				       r.cfg->backends[r.w.reqs.slots[slot].backend].admin == FG_BACKEND_REMOVED &&
+				       r.w.config_generation == r.cfg->generation;
 			uint64_t responded = r.w.stats.responded;
 			inject_response(&r.io, out[i].to, out[i].id, "ok");
 			out[i] = out[--n_out];

@@ -49,15 +49,13 @@ TEST(configuration_churn_and_a_configuration_that_cannot_be_followed)
 	struct fg_fc_config *fcs[3];
 	for (int g = 0; g < 3; g++)
 		fcs[g] = levels_named(names[g], n);
-	fg_fc_config_free(r.cfg.fc);
 	uint64_t id = 1;
 	for (int g = 0; g < 2; g++) {
 		/* Follow generation g and leave a request executing in each level. */
-		r.cfg.fc = fcs[g];
-		r.cfg.generation++;
+		rig_set_fc(&r, fcs[g]);
 		step(&r);
 		CHECK_EQ(r.w.stats.config_error, 0);
-		CHECK_EQ(r.w.config_generation, r.cfg.generation);
+		CHECK_EQ(r.w.config_generation, r.cfg->generation);
 		for (unsigned i = 0; i < n; i++) {
 			char user[32];
 			snprintf(user, sizeof(user), "%s-%u", names[g], i);
@@ -67,11 +65,10 @@ TEST(configuration_churn_and_a_configuration_that_cannot_be_followed)
 	}
 	CHECK_EQ(r.w.stats.executing, 2 * n);
 	/* a-* and b-* hold requests: the c-* levels find no free slots. */
-	r.cfg.fc = fcs[2];
-	r.cfg.generation++;
+	rig_set_fc(&r, fcs[2]);
 	step(&r);
 	CHECK_EQ(r.w.stats.config_error, ENOSPC);
-	CHECK(r.w.config_generation != r.cfg.generation);
+	CHECK(r.w.config_generation != r.cfg->generation);
 	send_request(&r, 0, id++, "c-0", 1);
 	step(&r);
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
@@ -87,18 +84,13 @@ TEST(configuration_churn_and_a_configuration_that_cannot_be_followed)
 	step(&r);
 	CHECK_EQ(r.w.stats.responded, 2 * n);
 	CHECK_EQ(r.w.stats.config_error, 0);
-	CHECK_EQ(r.w.config_generation, r.cfg.generation);
+	CHECK_EQ(r.w.config_generation, r.cfg->generation);
 	send_request(&r, 0, id++, "c-7", 1);
 	step(&r);
 	CHECK_EQ(r.w.stats.executing, 1);
-	fg_worker_abort_executing(&r.w, &r.cfg, r.now);
+	fg_worker_abort_executing(&r.w, r.cfg, r.now);
 	check_invariant(&r);
-	r.cfg.fc = NULL;
-	fg_worker_fini(&r.w);
-	for (int g = 0; g < 3; g++)
-		fg_fc_config_free(fcs[g]);
-	CHECK_EQ(r.io.in_use, 0);
-	fake_fini(&r.io);
+	rig_fini(&r);
 }
 
 /* A configuration one of whose levels cannot be prepared (here a hand larger
@@ -110,11 +102,9 @@ TEST(a_level_that_cannot_be_prepared_changes_nothing)
 	struct rig r;
 	rig_init(&r, 4, 10, 1);
 	struct fg_fc_config *a = levels_named("a", 3), *b = levels_named("a", 5);
-	fg_fc_config_free(r.cfg.fc);
-	r.cfg.fc = a;
-	r.cfg.generation++;
+	rig_set_fc(&r, a);
 	step(&r);
-	CHECK_EQ(r.w.config_generation, r.cfg.generation);
+	CHECK_EQ(r.w.config_generation, r.cfg->generation);
 	/* In b: a-0..a-2 exist (reconfigured: other limits), a-3 and a-4 are new;
 	 * the second new one in preparation order cannot be dealt. */
 	unsigned fresh = 0;
@@ -129,8 +119,7 @@ TEST(a_level_that_cannot_be_prepared_changes_nothing)
 		before[k] = r.w.levels[k].qs.cfg;
 	}
 	uint64_t followed = r.w.config_generation;
-	r.cfg.fc = b;
-	r.cfg.generation++;
+	rig_set_fc(&r, b);
 	step(&r);
 	CHECK_EQ(r.w.stats.config_error, EINVAL);
 	CHECK_EQ(r.w.config_generation, followed);
@@ -144,12 +133,7 @@ TEST(a_level_that_cannot_be_prepared_changes_nothing)
 		CHECK_EQ(r.w.levels[k].qs.level_limit, before[k].concurrency_limit);
 	}
 	CHECK_EQ(used_after, used);
-	r.cfg.fc = NULL;
-	fg_worker_fini(&r.w);
-	fg_fc_config_free(a);
-	fg_fc_config_free(b);
-	CHECK_EQ(r.io.in_use, 0);
-	fake_fini(&r.io);
+	rig_fini(&r);
 }
 
 /* One worker: a new current limit published in the configuration is
@@ -159,11 +143,8 @@ TEST(borrowed_limit_followed_at_the_next_poll)
 {
 	struct rig r;
 	rig_init(&r, 2, 50, 1);
-	uint32_t k = (uint32_t)fg_fc_level_index(r.cfg.fc, "pl");
-	r.cfg.limits = calloc(1, sizeof(*r.cfg.limits) + sizeof(uint32_t) * r.cfg.fc->n_levels);
-	r.cfg.limits->n = r.cfg.fc->n_levels;
-	for (uint32_t i = 0; i < r.cfg.fc->n_levels; i++)
-		r.cfg.limits->current[i] = r.cfg.fc->levels[i].limit;
+	uint32_t k = (uint32_t)fg_fc_level_index(r.cfg->fc, "pl");
+	CHECK(r.cfg->limits != NULL); /* one worker: fg_config_build gave the levels their current limits */
 	char user[16];
 	for (uint64_t id = 1; id <= 12; id++) {
 		snprintf(user, sizeof(user), "u%u", (unsigned)id);
@@ -172,15 +153,15 @@ TEST(borrowed_limit_followed_at_the_next_poll)
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 2);
 	/* Borrowed: 6 seats, at the next poll. */
-	fg_config_set_level_limit(&r.cfg, k, 6);
-	r.cfg.limits->seq++;
+	fg_config_set_level_limit(r.cfg, k, 6);
+	r.cfg->limits->seq++;
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 6);
 	CHECK_EQ(pl_qs(&r.w)->level_limit, 6);
 	CHECK_EQ(r.w.stats.levels[r.w.level_of_cfg[k]].limit, 6);
 	/* Lent back: 3 seats; nothing dispatches until fewer than 3 are in use. */
-	fg_config_set_level_limit(&r.cfg, k, 3);
-	r.cfg.limits->seq++;
+	fg_config_set_level_limit(r.cfg, k, 3);
+	r.cfg->limits->seq++;
 	step(&r);
 	struct fg_msg m;
 	struct fg_endpoint to;
@@ -202,7 +183,7 @@ TEST(borrowed_limit_followed_at_the_next_poll)
 	CHECK_EQ(peak_after, 3); /* and refills to the new limit once below it */
 	CHECK_EQ(pl_qs(&r.w)->level_limit, 3);
 	/* A stale sequence is not followed again: the queue set keeps its limit. */
-	r.cfg.limits->current[k] = 9;
+	r.cfg->limits->current[k] = 9;
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->cfg.concurrency_limit, 3);
 	/* Drain. */
@@ -214,7 +195,6 @@ TEST(borrowed_limit_followed_at_the_next_poll)
 	}
 	CHECK_EQ(r.w.stats.responded, 12);
 	check_invariant(&r);
-	free(r.cfg.limits);
 	rig_fini(&r);
 }
 

@@ -94,9 +94,9 @@ TEST(hostile_widths_cannot_lock_a_level)
 {
 	struct rig r;
 	rig_init(&r, 40, 10, 1);
-	int k = fg_fc_level_index(r.cfg.fc, "pl");
-	r.cfg.fc->levels[k].max_seats = 6; /* maxSeats of a 40-seat level with hand 1 */
-	r.cfg.generation++;
+	int k = fg_fc_level_index(r.cfg->fc, "pl");
+	r.cfg->fc->levels[k].max_seats = 6; /* maxSeats of a 40-seat level with hand 1 */
+	r.cfg->generation++;
 	struct fg_hdr greedy = { .seats = 65535, .final_seats = 65535, .work_hint = UINT32_MAX,
 				 .extra_latency_us = UINT32_MAX };
 	uint8_t buf[512];
@@ -112,7 +112,7 @@ TEST(hostile_widths_cannot_lock_a_level)
 	CHECK_EQ(r.w.stats.responded, 1);
 	CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_RESPONSE); /* the answer is not delayed */
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 6); /* held for the extra latency ... */
-	r.now += r.cfg.max_extra_latency_ns + 2 * (1ull << FG_WHEEL_TICK_SHIFT);
+	r.now += r.cfg->max_extra_latency_ns + 2 * (1ull << FG_WHEEL_TICK_SHIFT);
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 0); /* ... which maxExtraLatency bounds */
 
@@ -124,8 +124,9 @@ TEST(hostile_widths_cannot_lock_a_level)
 	step(&r);
 	CHECK_EQ(r.w.stats.responded, 2);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 6);
-	r.cfg.fc->levels[k].limit = 4;
-	r.cfg.generation++;
+	r.cfg->fc->levels[k].limit = 4;
+	fg_config_set_level_limit(r.cfg, (uint32_t)k, 4); /* the level's current limit: what the worker follows */
+	r.cfg->generation++;
 	step(&r);
 	CHECK_EQ(pl_qs(&r.w)->seats_in_use, 0);
 	CHECK_EQ(r.w.reqs.in_use, 0);
@@ -231,7 +232,7 @@ TEST(dispatch_ids_are_unguessable_and_late_answers_dropped)
 	struct fg_endpoint to;
 	CHECK(next_sent(&r, &m, &to));
 	uint64_t late = m.hdr.request_id;
-	r.now += r.cfg.backend_timeout_ns + 1;
+	r.now += r.cfg->backend_timeout_ns + 1;
 	step(&r); /* backend-timeout to the client */
 	CHECK(next_sent(&r, &m, &to));
 	CHECK_EQ(m.hdr.reason, FG_REJECT_BACKEND_TIMEOUT);
@@ -316,12 +317,10 @@ TEST(hostile_widths_on_reject_and_exempt_levels)
 {
 	struct rig r;
 	rig_init(&r, 4, 10, 1);
-	fg_fc_config_free(r.cfg.fc);
 	struct fg_fc_set *set = fg_fc_set_bootstrap();
 	struct fg_errors e = { .len = 0 };
-	r.cfg.fc = fg_fc_compile(set, 600, &e);
+	rig_set_fc(&r, fg_fc_compile(set, 600, &e));
 	fg_fc_set_free(set);
-	r.cfg.generation++;
 	struct fg_hdr greedy = { .seats = 65535, .final_seats = 65535, .work_hint = UINT32_MAX,
 				 .extra_latency_us = UINT32_MAX };
 	uint8_t buf[512];
@@ -347,7 +346,7 @@ TEST(hostile_widths_on_reject_and_exempt_levels)
 		step(&r);
 		CHECK(next_sent(&r, &m, &to) && m.hdr.type == FG_MSG_RESPONSE);
 		CHECK_EQ(qs->seats_in_use, 10); /* lingering ... */
-		r.now += r.cfg.max_extra_latency_ns + 2 * (1ull << FG_WHEEL_TICK_SHIFT);
+		r.now += r.cfg->max_extra_latency_ns + 2 * (1ull << FG_WHEEL_TICK_SHIFT);
 		step(&r);
 		CHECK_EQ(qs->seats_in_use, 0);  /* ... for maxExtraLatency at most */
 	}

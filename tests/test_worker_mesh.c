@@ -235,11 +235,7 @@ TEST(mesh_levels_with_few_queues_use_all_their_seats)
 		for (unsigned n = 2; n <= 4; n++) {
 			static struct mesh_rig r; /* four workers' statistics: too large for the stack */
 			mesh_init(&r, n, 8);
-			struct fg_config *c = mesh_config(&r, 8, 200);
-			fg_fc_config_free(c->fc);
-			fg_board_free(c->board);
-			c->fc = one_level_queues(8, 200, queues);
-			c->board = fg_board_new(c->fc, n);
+			struct fg_config *c = mesh_config_fc(&r, 8, one_level_queues(8, 200, queues));
 			for (unsigned i = 0; i < n; i++)
 				r.follows[i] = r.n_cfgs - 1;
 			struct fg_allotter allotter = { 0 };

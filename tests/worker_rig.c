@@ -4,9 +4,7 @@
 
 #include <stdlib.h>
 
-#include "seatshare.h"
 #include "test.h"
-#include "trust.h"
 
 struct fg_fc_config *one_level_queues(uint32_t seats, uint32_t qlen, uint32_t queues)
 {
@@ -54,14 +52,22 @@ static void rig_endpoints(struct fg_endpoint client[4], struct fg_endpoint backe
 	fg_endpoint_parse("127.0.0.1:7502", &backend[1]);
 }
 
-/* What the daemon's settings give every configuration by default: loopback
- * sources trusted, the default extra-latency cap. */
-static void default_trust(struct fg_config *c)
+/* What both rigs' configurations are built from: the daemon's defaults
+ * (loopback sources trusted, the extra-latency cap, ...), then the times the
+ * tests count on, per (level, schema) metrics (check_apf), the seat limit
+ * and the first n_backends of backend[]. */
+static void rig_settings(struct fg_settings *s, uint32_t seats, unsigned n_backends, const struct fg_endpoint *backend)
 {
-	struct fg_settings s;
-	fg_settings_defaults(&s);
-	c->max_extra_latency_ns = (uint64_t)s.max_extra_latency_ns;
-	fg_trust_init(&c->trust, &s);
+	fg_settings_defaults(s);
+	s->seat_limit = seats;
+	s->queue_wait_ns = (int64_t)(1000 * MS);
+	s->backend_timeout_ns = (int64_t)(5000 * MS);
+	s->eject_ns = (int64_t)(1000 * MS);
+	s->max_eject_ns = (int64_t)(30000 * MS);
+	s->flowcontrol_metrics = true;
+	s->n_backends = n_backends;
+	for (unsigned i = 0; i < n_backends; i++)
+		s->backends[i].ep = backend[i];
 }
 
 void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_backends)
@@ -69,29 +75,32 @@ void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_backends)
 	memset(r, 0, sizeof(*r));
 	fake_init(&r->io);
 	fg_worker_init(&r->w, 3, (struct fg_io){ &fake_ops, &r->io }, 256);
-	r->cfg.seat_limit = seats;
-	r->cfg.fc = one_level(seats, qlen);
-	r->cfg.generation = 1;
-	r->cfg.queue_wait_ns = 1000 * MS;
-	r->cfg.backend_timeout_ns = 5000 * MS;
-	r->cfg.retry_after_ms = 250;
-	r->cfg.flowcontrol_metrics = true;
-	r->cfg.eject_after = 3;
-	r->cfg.eject_ns = 1000 * MS;
-	r->cfg.max_eject_ns = 30000 * MS;
-	default_trust(&r->cfg);
-	r->cfg.n_backends = n_backends;
 	rig_endpoints(r->client, r->backend);
-	for (unsigned i = 0; i < n_backends; i++)
-		r->cfg.backends[i].ep = r->backend[i];
+	rig_settings(&r->s, seats, n_backends, r->backend);
+	r->s.retry_after_ms = 250;
+	r->s.eject_after = 3;
+	r->cfg = fg_config_build(&r->s, one_level(seats, qlen), 1);
+	CHECK(r->cfg != NULL);
 	r->now = 1000 * MS;
-	CHECK_EQ(fg_worker_configure(&r->w, &r->cfg, r->now), 0);
+	CHECK_EQ(fg_worker_configure(&r->w, r->cfg, r->now), 0);
+}
+
+void rig_set_fc(struct rig *r, struct fg_fc_config *fc)
+{
+	struct fg_config *next = fg_config_build(&r->s, fc, r->cfg->generation + 1);
+	CHECK(next != NULL && r->n_old < sizeof(r->old) / sizeof(r->old[0]));
+	if (!next || r->n_old >= sizeof(r->old) / sizeof(r->old[0]))
+		abort(); /* the tests that follow cannot go on */
+	r->old[r->n_old++] = r->cfg; /* the worker still follows it until its next step */
+	r->cfg = next;
 }
 
 void rig_fini(struct rig *r)
 {
 	fg_worker_fini(&r->w);
-	fg_fc_config_free(r->cfg.fc);
+	fg_config_free(r->cfg);
+	for (unsigned i = 0; i < r->n_old; i++)
+		fg_config_free(r->old[i]);
 	CHECK_EQ(r->io.in_use, 0); /* every buffer came back */
 	fake_fini(&r->io);
 }
@@ -131,7 +140,7 @@ void respond_from(struct rig *r, int backend, uint64_t dispatch_id, const char *
 	inject_response(&r->io, r->backend[backend], dispatch_id, body);
 }
 
-void step(struct rig *r) { fg_worker_poll(&r->w, &r->cfg, r->now); }
+void step(struct rig *r) { fg_worker_poll(&r->w, r->cfg, r->now); }
 
 int next_sent(struct rig *r, struct fg_msg *m, struct fg_endpoint *to)
 {
@@ -189,8 +198,8 @@ void check_invariant(struct rig *r)
 
 unsigned shut_down_and_count_bad_answers(struct rig *r, uint8_t *answers, uint64_t next_id)
 {
-	fg_worker_drain(&r->w, &r->cfg, r->now);
-	fg_worker_abort_executing(&r->w, &r->cfg, r->now);
+	fg_worker_drain(&r->w, r->cfg, r->now);
+	fg_worker_abort_executing(&r->w, r->cfg, r->now);
 	struct fg_msg m;
 	struct fg_endpoint to;
 	while (next_sent(r, &m, &to))
@@ -204,26 +213,25 @@ unsigned shut_down_and_count_bad_answers(struct rig *r, uint8_t *answers, uint64
 
 /* --- several workers ---------------------------------------------------------- */
 
-struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_t qlen)
+struct fg_config *mesh_config_fc(struct mesh_rig *r, uint32_t seats, struct fg_fc_config *fc)
 {
-	struct fg_config *c = calloc(1, sizeof(*c));
-	c->fc = one_level(seats, qlen);
-	c->seat_limit = seats;
-	c->generation = r->n_cfgs + 1;
-	c->queue_wait_ns = 1000 * MS;
-	c->backend_timeout_ns = 5000 * MS;
-	c->eject_after = 1000;
-	c->eject_ns = 1000 * MS;
-	c->max_eject_ns = 30000 * MS;
-	c->flowcontrol_metrics = true;
-	default_trust(c);
-	c->n_backends = 2;
-	c->backends[0].ep = r->backend[0];
-	c->backends[1].ep = r->backend[1];
-	c->n_workers = r->n;
-	c->board = fg_board_new(c->fc, r->n);
+	struct fg_settings s;
+	rig_settings(&s, seats, 2, r->backend);
+	s.retry_after_ms = 0;        /* each level's adaptive retry-after */
+	s.eject_after = 1000;
+	s.workers = r->n;            /* fg_config_build makes the board */
+	s.allotment_period_ns = 0;   /* fg_allotter_step: every step is due; the tests' clocks decide */
+	struct fg_config *c = fg_config_build(&s, fc, r->n_cfgs + 1);
+	CHECK(c != NULL && r->n_cfgs < sizeof(r->cfgs) / sizeof(r->cfgs[0]));
+	if (!c || r->n_cfgs >= sizeof(r->cfgs) / sizeof(r->cfgs[0]))
+		abort(); /* the tests that follow cannot go on */
 	r->cfgs[r->n_cfgs++] = c;
 	return c;
+}
+
+struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_t qlen)
+{
+	return mesh_config_fc(r, seats, one_level(seats, qlen));
 }
 
 void mesh_init(struct mesh_rig *r, unsigned n, uint32_t seats)

@@ -2,8 +2,10 @@
 /*
  * worker_rig — what the worker's unit tests (tests/test_worker*.c) share:
  * a rig of one worker and a mesh of several on a fake io (fake_io.h) and a
- * virtual clock, the datagrams a client and a backend send, and the
- * accounting checks the tests end with.  Compiled into each of them
+ * virtual clock, their configurations built by fg_config_build from the
+ * daemon's default settings (a new configuration field gets its default
+ * without a rig naming it), the datagrams a client and a backend send, and
+ * the accounting checks the tests end with.  Compiled into each of them
  * (worker_rig.c).
  */
 #ifndef FG_WORKER_RIG_H
@@ -26,7 +28,10 @@
 struct rig {
 	struct fake_io io;
 	struct fg_worker w;
-	struct fg_config cfg;
+	struct fg_settings s;      /* what cfg was built from (rig_init, rig_set_fc) */
+	struct fg_config *cfg;     /* the configuration the worker follows; tests change it in place */
+	struct fg_config *old[8];  /* the ones rig_set_fc replaced: freed by rig_fini */
+	unsigned n_old;
 	struct fg_endpoint client[4], backend[2];
 	uint64_t now;
 	unsigned seen; /* sent datagrams already inspected */
@@ -44,6 +49,9 @@ struct fg_queueset *pl_qs(struct fg_worker *w);
  * backend timeout, retry-after 250 ms, ejection after 3 timeouts (1 s, at most
  * 30 s) and the first n_backends of backend[]; configured at now = 1 s. */
 void rig_init(struct rig *r, uint32_t seats, uint32_t qlen, unsigned n_backends);
+/* Other objects: a new configuration from the rig's settings with fc (owned
+ * from here) and the next generation, followed at the next step. */
+void rig_set_fc(struct rig *r, struct fg_fc_config *fc);
 /* Tear down; every buffer must have come back. */
 void rig_fini(struct rig *r);
 
@@ -91,8 +99,9 @@ struct mesh_rig {
 void mesh_init(struct mesh_rig *r, unsigned n, uint32_t seats);
 void mesh_fini(struct mesh_rig *r);
 /* Publish the next generation (no worker follows it yet): `seats` seats in
- * one_level(seats, qlen). */
+ * one_level(seats, qlen), or in fc (owned from here). */
 struct fg_config *mesh_config(struct mesh_rig *r, uint32_t seats, uint32_t qlen);
+struct fg_config *mesh_config_fc(struct mesh_rig *r, uint32_t seats, struct fg_fc_config *fc);
 /* Worker i polls the configuration it follows. */
 void mesh_step(struct mesh_rig *r, unsigned i);
 /* Request id from client id % 4. */
