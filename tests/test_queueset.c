@@ -243,7 +243,10 @@ TEST(guess_is_learned_and_corrects_finish)
 	fg_qs_fini(&qs);
 }
 
-TEST(shortest_queue_of_the_hand)
+/* A flow keeps to the queue of its hand where it waits alone, however many
+ * requests it has waiting (per-flow fairness); a queue where another flow's
+ * requests are is left for the least loaded card, as Kubernetes chooses. */
+TEST(a_flow_keeps_to_its_queue_and_leaves_a_shared_one)
 {
 	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 16, .hand_size = 2, .queue_length_limit = 100,
 				  .concurrency_limit = 1, .fixed_guess = true, .initial_guess_ns = SEC, .seed = 1 };
@@ -251,15 +254,30 @@ TEST(shortest_queue_of_the_hand)
 	fg_qs_init(&qs, &c, 0);
 	uint32_t hand[2];
 	fg_qs_hand(&qs, 12345, hand);
-	struct fg_qs_req r[3];
+	struct fg_qs_req r[4];
 	fg_qs_arrive(&qs, &r[0], 12345, 1, 0, 0, 0);
 	fg_qs_arrive(&qs, &r[1], 12345, 1, 0, 0, 0);
 	fg_qs_arrive(&qs, &r[2], 12345, 1, 0, 0, 0);
 	CHECK(r[0].queue == hand[0] || r[0].queue == hand[1]);
 	CHECK_EQ(r[0].state, FG_QS_EXECUTING);           /* nothing waited: it runs at once */
-	CHECK(r[1].queue != r[0].queue);                 /* equal waiting work: the rotated first card */
-	CHECK_EQ(r[2].queue, r[0].queue);                /* the card with no waiting work */
-	CHECK_EQ(qs.queues[hand[0]].n_waiting + qs.queues[hand[1]].n_waiting, 2);
+	CHECK(r[1].queue != r[0].queue);                 /* nothing waits anywhere: the rotated first card */
+	CHECK_EQ(r[2].queue, r[1].queue);                /* where it waits alone, not the emptier card */
+	uint32_t waits = r[1].queue, runs = r[0].queue;
+	CHECK_EQ(qs.queues[waits].n_waiting, 2);
+
+	/* Another flow's request joins that queue (placed there directly): the
+	 * queue is shared, so the flow's next request takes the least loaded
+	 * card, the other one, and then keeps to it. */
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &r[3], waits, 999, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_QUEUED);
+	CHECK(r[3].foreign);
+	struct fg_qs_req more[2];
+	fg_qs_arrive(&qs, &more[0], 12345, 1, 0, 0, 0);
+	CHECK_EQ(more[0].queue, runs);
+	fg_qs_arrive(&qs, &more[1], 12345, 1, 0, 0, 0);
+	CHECK_EQ(more[1].queue, runs);
+	CHECK_EQ(qs.queues[waits].n_foreign, 1u);
+	fg_qs_remove_waiting(&qs, &r[3], 0);
+	CHECK_EQ(qs.queues[waits].n_foreign, 0u);        /* the other flow left: the queue is the flow's again */
 	fg_qs_fini(&qs);
 }
 

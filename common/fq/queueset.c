@@ -424,12 +424,48 @@ static uint64_t queue_work(const void *ctx, uint32_t queue)
 	return fg_qs_queue_work(qs, &qs->queues[queue]);
 }
 
-/* The hand's queue with the least waiting work; the first card rotates. */
+/* Whether the flow waits in the queue and has it to itself, with room: it
+ * took it while idle, no request of another flow waits or executes there,
+ * and some but fewer than queueLengthLimit of its requests wait.  (Keeping
+ * to a queue where the flow only executes made 2-seat heads idle seats in
+ * lockstep: k8s_different_widths went from 0.24% to 7.1% off.) */
+static inline bool queue_held_alone(const struct fg_queueset *qs, const struct fg_qs_queue *q, uint64_t flow_hash)
+{
+	return q->n_waiting && !q->n_foreign && q->flow_hash == flow_hash &&
+	       q->n_waiting < qs->cfg.queue_length_limit;
+}
+
+/* The queue of the hand the flow already waits in alone, so that a flow with many
+ * requests takes one queue's share, not one per card it spreads over (per-flow
+ * fairness, docs/fair-queuing.md); otherwise (a collision, or its queue is
+ * full) the hand's queue with the least waiting work, the first card rotating
+ * (Kubernetes' choice), which still lets a flow that collides with a heavy
+ * one move to a free card. */
 static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 {
 	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
+	for (uint32_t i = 0; i < qs->cfg.hand_size; i++)
+		if (queue_held_alone(qs, &qs->queues[cards[i]], flow_hash))
+			return cards[i];
 	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work, qs);
+}
+
+/* A request joins queue q: the first of an idle queue takes it for its flow;
+ * one of another flow is counted until it leaves (leave_queue). */
+static void join_queue(struct fg_qs_queue *q, struct fg_qs_req *r, uint64_t flow_hash)
+{
+	if (!queue_active(q)) {
+		q->flow_hash = flow_hash;
+		q->n_foreign = 0;
+	}
+	r->foreign = q->flow_hash != flow_hash;
+	q->n_foreign += r->foreign;
+}
+
+static void leave_queue(struct fg_qs_queue *q, const struct fg_qs_req *r)
+{
+	q->n_foreign -= r->foreign;
 }
 
 /* An arrival's common part: widths normalized, the request reset; for levels
@@ -486,6 +522,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
 			q->f_prev = qs->r;
 		struct contribution before = contribution_of(q);
+		join_queue(q, r, flow_hash);
 		r->queue = qi;
 		r->arrival_r = qs->r;
 		r->guess_ns = qs->guess_ns;
@@ -514,6 +551,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	 * restarts at R. */
 	if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
 		q->f_prev = qs->r;
+	join_queue(q, r, flow_hash);
 	r->queue = qi;
 	r->arrival_r = qs->r;
 	r->guess_ns = qs->guess_ns;
@@ -650,6 +688,7 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 		qs->held_for = NULL;
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
+	leave_queue(q, r);
 	demand_changed(qs, before, contribution_of(q));
 	if (r->flow != FG_USAGE_NONE)
 		fg_usage_leave(&qs->usage, r->flow, now);
@@ -701,6 +740,7 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		struct contribution before = contribution_of(q);
 		q->seats_executing -= r->seats;
 		q->n_executing--;
+		leave_queue(q, r);
 		demand_changed(qs, before, contribution_of(q));
 		if (!queue_active(q))
 			q->idle_epoch = (uint32_t)qs->stats.epochs;

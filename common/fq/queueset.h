@@ -153,6 +153,7 @@ struct fg_qs_req {
 	uint32_t flow;                 /* its entry in the usage table, or FG_USAGE_NONE */
 	uint16_t initial_seats, final_seats, seats; /* seats = held for the whole life */
 	uint8_t state;
+	bool foreign;                  /* not of the flow its queue was taken by (fg_qs_queue.flow_hash) */
 };
 _Static_assert(sizeof(struct fg_qs_req) <= 64, "a request's queue-set part is one cache line");
 
@@ -177,6 +178,11 @@ struct fg_qs_queue {
 	uint32_t weight;         /* weighted levels: the weight of the last request dispatched */
 	uint32_t key_gen;        /* UsageBased: the head's flow's generation its key was taken at */
 	uint32_t idle_epoch;     /* wraps of R (low 32 bits) when the queue last went idle */
+	/* The flow that took the queue when it was idle, and how many of its
+	 * waiting or executing requests are of other flows: a flow keeps to
+	 * the queue it waits in alone (choose_queue, per-flow fairness). */
+	uint32_t n_foreign;
+	uint64_t flow_hash;
 };
 
 struct fg_qs_stats {
