@@ -107,34 +107,38 @@ int fg_mesh_init(struct fg_mesh *m, unsigned n_workers, uint32_t ring_capacity);
 /* Frees what is still in the rings through io_of_worker's io. */
 void fg_mesh_fini(struct fg_mesh *m, const struct fg_io *ios);
 
+/* Laid out by access: what every datagram touches first (identity, I/O,
+ * request table, lists, the maps classification reads), what every poll
+ * touches next, then the large per-level and per-backend arrays, then the
+ * statistics (hot counters first, common/req/stats.h). */
 struct fg_worker {
 	unsigned id;
+	bool draining;               /* shutting down: admit nothing new */
+	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
 	struct fg_io io;
 	struct fg_reqtable reqs;
-	struct fg_level_rt levels[FG_MAX_LEVELS];
-	uint32_t n_levels;           /* slots ever used: scan bound */
-	uint32_t n_retiring;         /* used slots the configuration no longer has: they drain, then go */
-	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
-	uint32_t n_level_map;
-	bool apf_metrics;            /* flowcontrolMetrics, fixed by the first configuration */
-	uint16_t *pair_of_schema;    /* config schema index -> stats.apf pair (apf_metrics) */
-	uint64_t periodic_due;       /* when the levels' R and the backends' state go to the statistics next */
-	uint64_t config_generation;  /* the configuration the levels follow */
 	struct fg_reqlist waiting;   /* arrival order, so the head's wait limit expires first */
 	struct fg_reqlist executing; /* dispatch order, so the head's backend timeout expires first */
 	struct fg_reqlist held;      /* admitted while every usable backend was full: first come, first sent */
-	struct fg_wheel lingering;   /* answered requests holding seats for their extra latency */
-	struct fg_backendpool pool;
-	struct fg_mesh *mesh;        /* NULL: the only worker */
-	uint64_t deals;              /* rotates the first card of hands dealt here */
-	struct fg_board *board;      /* the followed configuration's, with a mesh */
+	uint64_t config_generation;  /* the configuration the levels follow */
+	uint16_t *level_of_cfg;      /* config level index -> runtime slot */
+	uint16_t *pair_of_schema;    /* config schema index -> stats.apf pair (apf_metrics) */
+	uint32_t n_level_map;
+	uint32_t n_levels;           /* slots ever used: scan bound */
+	uint32_t n_retiring;         /* used slots the configuration no longer has: they drain, then go */
 	uint32_t limits_seq;         /* one worker: the levels' current limits followed (config.h) */
-	bool draining;               /* shutting down: admit nothing new */
+	struct fg_mesh *mesh;        /* NULL: the only worker */
+	struct fg_board *board;      /* the followed configuration's, with a mesh */
+	uint64_t deals;              /* rotates the first card of hands dealt here */
+	uint64_t periodic_due;       /* when the levels' R and the backends' state go to the statistics next */
 	struct fg_nonces nonces;     /* dispatch ids' unpredictable part */
+	struct fg_wheel lingering;   /* answered requests holding seats for their extra latency */
 	uint32_t n_reserve;          /* buffers kept for answers fairgate owes when the pool runs dry */
 	struct fg_pkt reserve[FG_ANSWER_RESERVE];
-	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_snap_box *snap;    /* visibility snapshots asked by the control side (pending.h); NULL: none */
+	struct fg_backendpool pool;
+	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
+	struct fg_level_rt levels[FG_MAX_LEVELS];
 	struct fg_worker_stats stats;
 };
 

@@ -121,22 +121,25 @@ struct fg_backend_stats {
 	uint64_t last_change_ns;       /* the state or admin state last changed (the worker's clock) */
 };
 
+/* Counters every datagram or poll touches come first (two cache lines),
+ * then the rarer ones, then the tables. */
 struct fg_worker_stats {
 	uint64_t heartbeat_ns;                 /* fg_now_ns() of the loop's latest iteration (dataplane/fairgate.c) */
 	uint64_t polls, busy_polls;            /* loop iterations; those that received datagrams */
+	uint64_t rx_datagrams;
+	uint64_t received;                     /* valid REQUESTs */
+	uint64_t dispatched;
+	uint64_t responded;
+	uint64_t tx_datagrams;
+	uint32_t waiting, executing, seats_in_use;
 	uint32_t busy_ppm;                     /* busy_polls / polls over the last FG_BUSY_WINDOW_NS, ppm */
 	uint64_t window_ns, window_polls, window_busy; /* owner only: where that window started */
-	uint64_t rx_datagrams;
+	uint64_t rejected[FG_REJECT__COUNT];   /* answers to valid requests, by reason */
 	uint64_t rx_malformed;                 /* failed to decode; by reason below */
 	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];
 	uint64_t rx_unexpected;                /* decodable but not for us (e.g. stray RESPONSE) */
 	uint64_t responses_unmatched;          /* stale, forged or late responses */
-	uint64_t received;                     /* valid REQUESTs */
-	uint64_t dispatched;
-	uint64_t responded;
-	uint64_t rejected[FG_REJECT__COUNT];   /* answers to valid requests, by reason */
 	uint64_t invalid_rejected;             /* REJECT invalid to undecodable datagrams */
-	uint64_t tx_datagrams;
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
 	uint64_t answers_lost;                 /* owed REJECTs with no buffer, even from the reserve */
 	uint64_t answers_unsent;               /* answers counted (responded, rejected) that the I/O refused */
@@ -153,7 +156,6 @@ struct fg_worker_stats {
 	uint64_t unfollowed_rejected;          /* requests refused unclassified while it could not follow */
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
-	uint32_t waiting, executing, seats_in_use;
 	uint64_t buffers_in_use;               /* I/O buffers out of the pool (worker 0: the shared pool's) */
 	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
 	uint64_t buffers_total;                /* worker 0: the shared pool's size */
