@@ -30,11 +30,18 @@
 #define SIM_MIN_BORROWING_PERIOD_NS 1000000LL /* 1ms: a round costs O(levels log levels) */
 
 /*
- * A level as `workers` cores run it: queue q is owned by worker q % workers,
- * which holds it in its own queue set; an arrival deals its hand over all
- * the level's queues and joins the least loaded card's owner.  Every
- * allotment period the seats are split into per-worker allotments by a
- * global max-min over all queues' demands, granting only seats that are free.
+ * A level as `workers` cores run it, in one of three placements
+ * (docs/simulator.md): "owner" (the daemon today): queue q is owned by
+ * worker q % workers, which holds it in its own queue set; an arrival deals
+ * its hand over all the level's queues and joins the least loaded card's
+ * owner, and every allotment period the seats are split into per-worker
+ * allotments by a global max-min over all queues' demands.  "local": a
+ * request stays in the queue set of the worker that received it (every
+ * worker has all the queues and chooses as one worker does), and the
+ * allotment is a max-min over flows, each flow's share split over the
+ * workers it waits at (fg_seatshare_round_flows).  "localWeighted": the same,
+ * and each worker weighs its flows by the share the round gave them there.
+ * Either way only seats that are free are granted.
  * cfg.concurrency_limit is the level's current limit: its nominal limit at
  * the start, then what each borrowing round gives it (fixed by
  * levelConcurrency).
@@ -52,6 +59,7 @@ struct level {
 	int64_t limit_since;           /* the current limit's time integral runs from here */
 	double limit_ns[SIM_MAX_WINDOWS]; /* integral of the current limit per window */
 	double credit[FG_SEATSHARE_MAX_WORKERS]; /* the allotter's memory (fg_seatshare_round) */
+	double *flow_share;            /* localWeighted: [client * workers + w], the last round's */
 	bool blocked[FG_SEATSHARE_MAX_WORKERS];  /* a worker's head did not fit its allotment */
 };
 
@@ -73,6 +81,8 @@ struct client {
 	double rate;
 	int64_t exec_ns, think_ns, extra_ns, start_ns, stop_ns;
 	uint16_t initial, final;
+	int rx_worker;               /* receives connection 0; connection k goes to (rx_worker + k) % workers */
+	unsigned connections;        /* thread j (open loop: arrival j) uses connection j % connections */
 	/* run state */
 	uint64_t issued;             /* open loop */
 	unsigned rng;
@@ -97,9 +107,12 @@ struct event {
 	uint32_t req, gen;
 };
 
+enum sim_placement { SIM_PLACE_OWNER, SIM_PLACE_LOCAL, SIM_PLACE_LOCAL_WEIGHTED };
+
 struct fg_sim {
 	int64_t scl, wait_ns, duration_ns;
 	int workers;
+	enum sim_placement placement;
 	int64_t allot_ns;
 	bool signal_pending;           /* an early allotter round is scheduled */
 	bool failed;                   /* out of memory mid-run */
@@ -114,6 +127,7 @@ struct fg_sim {
 	int n_windows;
 	struct client *clients;
 	int n_clients;
+	int *by_hash;                /* client indices sorted by flow hash ("local" placements) */
 	uint64_t **thread_calls;     /* calls made per client thread */
 	/* run state */
 	struct event *heap;
@@ -154,9 +168,15 @@ static int parse_client(struct fg_sim *s, json_t *o, int idx, struct client *c, 
 		return fg_jf_fail(err, errlen, "clients[%d]: must be an object", idx);
 	static const char *const known[] = { "name", "priorityLevel", "request", "flowHash", "threads", "calls",
 					     "rate", "execTime", "thinkTime", "initialSeats", "finalSeats",
-					     "additionalLatency", "startAt", "stopAt", NULL };
+					     "additionalLatency", "startAt", "stopAt", "rxWorker", "connections", NULL };
 	if (fg_jf_known_keys(o, known, path, err, errlen))
 		return -EINVAL;
+	int64_t rx_worker, connections;
+	if (fg_jf_int(o, "rxWorker", idx % s->workers, 0, s->workers - 1, &rx_worker, path, err, errlen) ||
+	    fg_jf_int(o, "connections", 1, 1, 100000, &connections, path, err, errlen))
+		return -EINVAL;
+	c->rx_worker = (int)rx_worker;
+	c->connections = (unsigned)connections;
 	const char *name = json_string_value(json_object_get(o, "name"));
 	if (!name || !*name || strlen(name) >= SIM_NAME_MAX)
 		return fg_jf_fail(err, errlen, "%sname: required", path);
@@ -299,8 +319,8 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	}
 	/* "description" and "expect" are for people and the test suite (tests/test_sim.c). */
 	static const char *const known[] = { "serverConcurrencyLimit", "queueWaitLimit", "duration", "workers",
-					     "allotmentPeriod", "borrowingPeriod", "objects", "levelConcurrency",
-					     "windows", "clients", "description", "expect", NULL };
+					     "placement", "allotmentPeriod", "borrowingPeriod", "objects",
+					     "levelConcurrency", "windows", "clients", "description", "expect", NULL };
 	if (fg_jf_known_keys(root, known, "", err, errlen) ||
 	    fg_jf_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
 	    fg_jf_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
@@ -312,6 +332,19 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	    fg_jf_duration(root, "borrowingPeriod", FG_BORROWING_DEFAULT_PERIOD_NS, &s->borrow_ns, "", err, errlen))
 		goto bad;
 	s->workers = (int)workers;
+	const char *placement;
+	if (fg_jf_string(root, "placement", false, "owner", 32, &placement, "", err, errlen))
+		goto bad;
+	if (!strcmp(placement, "owner"))
+		s->placement = SIM_PLACE_OWNER;
+	else if (!strcmp(placement, "local"))
+		s->placement = SIM_PLACE_LOCAL;
+	else if (!strcmp(placement, "localWeighted"))
+		s->placement = SIM_PLACE_LOCAL_WEIGHTED;
+	else {
+		fg_jf_fail(err, errlen, "placement: must be \"owner\", \"local\" or \"localWeighted\"");
+		goto bad;
+	}
 	if (s->allot_ns < 1000) {
 		fg_jf_fail(err, errlen, "allotmentPeriod: must be at least 1us");
 		goto bad;
@@ -403,8 +436,11 @@ void fg_sim_free(struct fg_sim *s)
 	for (int l = 0; s->levels && l < s->n_levels; l++)
 		for (int w = 0; s->levels[l].qs && w < s->workers; w++)
 			fg_qs_fini(&s->levels[l].qs[w]);
-	for (int l = 0; s->levels && l < s->n_levels; l++)
+	for (int l = 0; s->levels && l < s->n_levels; l++) {
 		free(s->levels[l].qs);
+		free(s->levels[l].flow_share);
+	}
+	free(s->by_hash);
 	free(s->levels);
 	free(s->borrow);
 	fg_fc_config_free(s->fc);
@@ -617,14 +653,23 @@ static uint64_t sim_queue_work(const void *ctx, uint32_t q)
 	return fg_qs_queue_work(qs, &qs->queues[q]);
 }
 
-/* The worker an arrival goes to and, in queue mode, its queue: the hand is
- * dealt over all the level's queues, as one worker would with relaxed reads
- * of the others' queue lengths. */
-static int place(struct level *l, int workers, uint64_t hash, int client, uint32_t *queue)
+/* The worker that receives call j of a client (its thread, or its j-th
+ * open-loop arrival): the connection it uses, spread from rxWorker. */
+static int receiving_worker(const struct fg_sim *s, const struct client *c, uint64_t j)
 {
-	if (workers == 1 || l->cfg.mode != FG_QS_QUEUE) {
+	return (int)((c->rx_worker + j % c->connections) % (uint64_t)s->workers);
+}
+
+/* The worker an arrival is queued at and, when the hand is dealt over all
+ * workers' queues ("owner" placement, a queue level), its queue, as one
+ * worker would with relaxed reads of the others' queue lengths; otherwise
+ * the receiving worker, whose queue set chooses. */
+static int place(const struct fg_sim *s, struct level *l, uint64_t hash, int rx, uint32_t *queue)
+{
+	int workers = s->workers;
+	if (workers == 1 || l->cfg.mode != FG_QS_QUEUE || s->placement != SIM_PLACE_OWNER) {
 		*queue = FG_QS_NO_QUEUE;
-		return client % workers;
+		return rx;
 	}
 	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&l->dealer, hash, cards);
@@ -632,6 +677,84 @@ static int place(struct level *l, int workers, uint64_t hash, int client, uint32
 	uint32_t best = fg_hand_least_loaded(cards, l->cfg.hand_size, l->enqueues++, sim_queue_work, &ctx);
 	*queue = best;
 	return (int)(best % (uint32_t)workers);
+}
+
+/* The weight an arrival is queued with: its flow's, or with localWeighted
+ * its flow's share at that worker from the last round (thousandths of a
+ * seat, at least 1; before any round, or with no share there, one seat). */
+static uint32_t local_weight(const struct fg_sim *s, const struct level *l, int client, int worker)
+{
+	if (s->placement != SIM_PLACE_LOCAL_WEIGHTED || !l->flow_share)
+		return s->clients[client].weight;
+	double share = l->flow_share[(size_t)client * (size_t)s->workers + (size_t)worker];
+	if (share <= 0)
+		return FG_QS_WEIGHT_ONE;
+	double w = share * FG_QS_WEIGHT_ONE;
+	return w < 1 ? 1 : w > 1e9 ? 1000000000u : (uint32_t)w;
+}
+
+/* The client whose flow hash is h (the first of several), or -1: a binary
+ * search of s->by_hash. */
+static int client_of_hash(const struct fg_sim *s, uint64_t h)
+{
+	int lo = 0, hi = s->n_clients;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (s->clients[s->by_hash[mid]].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n_clients && s->clients[s->by_hash[lo]].hash == h ? s->by_hash[lo] : -1;
+}
+
+/* "local" placements: one entry per (queue, worker), entry q * W + w, keyed
+ * by the flow that holds the queue there alone (a shared queue: a key of its
+ * own), a flow's weight from the client it is; with localWeighted each
+ * client's share per worker is kept for local_weight. */
+static void allot_flows(struct fg_sim *s, struct level *l, struct fg_seatshare_view *v)
+{
+	unsigned W = (unsigned)s->workers;
+	uint32_t n_queues = l->qs[0].n_alloc, n = n_queues * W;
+	uint32_t *demand = calloc(n ? n : 1, sizeof(*demand)), *weight = calloc(n ? n : 1, sizeof(*weight));
+	uint64_t *flow = calloc(n ? n : 1, sizeof(*flow));
+	double *entry_share = calloc(n ? n : 1, sizeof(*entry_share));
+	int *owner = calloc(n ? n : 1, sizeof(*owner));
+	uint64_t *usage_key = l->cfg.usage_based ? calloc(n ? n : 1, sizeof(*usage_key)) : NULL;
+	if (!demand || !weight || !flow || !entry_share || !owner || (l->cfg.usage_based && !usage_key)) {
+		s->failed = true;
+		goto out;
+	}
+	for (uint32_t q = 0; q < n_queues; q++)
+		for (unsigned w = 0; w < W; w++) {
+			const struct fg_qs_queue *qq = &l->qs[w].queues[q];
+			uint32_t e = q * W + w;
+			demand[e] = qq->seats_waiting + qq->seats_executing;
+			flow[e] = qq->n_foreign ? UINT64_MAX - e : qq->flow_hash;
+			owner[e] = demand[e] && !qq->n_foreign ? client_of_hash(s, qq->flow_hash) : -1;
+			weight[e] = owner[e] >= 0 && s->clients[owner[e]].weight ? s->clients[owner[e]].weight
+										 : FG_QS_WEIGHT_ONE;
+			if (usage_key)
+				usage_key[e] = fg_qs_queue_usage_key(&l->qs[w], qq);
+		}
+	if (usage_key) { /* UsageBased: demands in usage order, per entry */
+		fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, usage_key, n, v, l->credit);
+		goto out;
+	}
+	fg_seatshare_round_flows(l->cfg.concurrency_limit, W, demand, weight, flow, n, v, l->credit, entry_share);
+	if (l->flow_share) {
+		memset(l->flow_share, 0, sizeof(double) * (size_t)s->n_clients * W);
+		for (uint32_t e = 0; e < n; e++)
+			if (owner[e] >= 0)
+				l->flow_share[(size_t)owner[e] * W + e % W] += entry_share[e];
+	}
+out:
+	free(demand);
+	free(weight);
+	free(flow);
+	free(entry_share);
+	free(owner);
+	free(usage_key);
 }
 
 /* Per-worker allotments with the daemon's own arithmetic
@@ -666,6 +789,15 @@ static void allot(struct fg_sim *s, struct level *l)
 		uint32_t applied = l->qs[w].cfg.concurrency_limit, used = l->qs[w].seats_in_use;
 		v[w] = (struct fg_seatshare_view){ .used = used, .reserved = applied > used ? applied : used,
 						   .head = fg_qs_next_seats(&l->qs[w]), .grant = applied };
+	}
+	if (s->placement != SIM_PLACE_OWNER && l->cfg.mode == FG_QS_QUEUE) {
+		free(demand);
+		free(weight);
+		free(usage_key);
+		allot_flows(s, l, v);
+		for (unsigned w = 0; w < W; w++)
+			fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
+		return;
 	}
 	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, l->cfg.usage_based ? usage_key : NULL, n_queues, v,
 			   l->credit);
@@ -824,10 +956,12 @@ static void arrive(struct fg_sim *s, const struct event *e)
 	r->thread = e->thread;
 	struct level *l = &s->levels[c->level];
 	uint32_t queue;
-	r->worker = place(l, s->workers, c->hash, e->client, &queue);
+	int rx = receiving_worker(s, c, c->rate > 0 ? c->issued - 1 : (uint64_t)e->thread);
+	r->worker = place(s, l, c->hash, rx, &queue);
 	struct fg_queueset *qs = &l->qs[r->worker];
 	enum fg_qs_verdict v = fg_qs_arrive_weighted(qs, &r->q, queue, c->hash, c->initial, c->final,
-						     (uint64_t)c->extra_ns, c->weight, (uint64_t)s->now);
+						     (uint64_t)c->extra_ns, local_weight(s, l, e->client, r->worker),
+						     (uint64_t)s->now);
 	switch (v) {
 	case FG_QS_EXECUTE:
 		start(s, ri);
@@ -963,13 +1097,34 @@ static json_t *results(struct fg_sim *s)
 			 "rounds", (json_int_t)s->borrow_rounds, "backstops", (json_int_t)s->borrow_backstops);
 }
 
+static int by_client_hash(const void *a, const void *b, void *clients)
+{
+	uint64_t x = ((const struct client *)clients)[*(const int *)a].hash;
+	uint64_t y = ((const struct client *)clients)[*(const int *)b].hash;
+	return x < y ? -1 : x > y;
+}
+
 json_t *fg_sim_run(struct fg_sim *s)
 {
+	if (s->placement != SIM_PLACE_OWNER) {
+		s->by_hash = malloc(sizeof(*s->by_hash) * (size_t)s->n_clients);
+		if (!s->by_hash)
+			return NULL;
+		for (int c = 0; c < s->n_clients; c++)
+			s->by_hash[c] = c;
+		qsort_r(s->by_hash, (size_t)s->n_clients, sizeof(*s->by_hash), by_client_hash, s->clients);
+	}
 	for (int l = 0; l < s->n_levels; l++) {
 		struct level *lv = &s->levels[l];
 		lv->qs = calloc((size_t)s->workers, sizeof(*lv->qs));
 		if (!lv->qs)
 			return NULL;
+		if (s->placement == SIM_PLACE_LOCAL_WEIGHTED && lv->cfg.mode == FG_QS_QUEUE) {
+			lv->cfg.weighted = true; /* the flows' local weights are their shares */
+			lv->flow_share = calloc((size_t)s->n_clients * (size_t)s->workers, sizeof(*lv->flow_share));
+			if (!lv->flow_share)
+				return NULL;
+		}
 		if (lv->cfg.mode == FG_QS_QUEUE && fg_dealer_init(&lv->dealer, lv->cfg.queues, lv->cfg.hand_size))
 			return NULL;
 		for (int w = 0; w < s->workers; w++) {

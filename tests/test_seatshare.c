@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the per-worker seat allotment rounds (common/seats/seatshare.c). */
 #include <stdbool.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "seatshare.h"
@@ -63,6 +64,35 @@ TEST(grants_stay_within_the_limit)
 }
 
 /* Narrow requests and steady demands: the grants do not move. */
+/* The per-flow round: flow A waits at both workers (5 seats each), flow B at
+ * worker 1 only (10): A and B get 5 each, A's split 2.5 / 2.5, so worker 0
+ * is due 2.5 and worker 1 7.5 (a per-entry max-min would give B 3.33 and
+ * worker 1 6.67); whole seats by turns, never above the limit. */
+TEST(flows_not_queues_share_a_level_over_workers)
+{
+	/* Entry e is a queue at worker e % 2. */
+	uint32_t demand[4] = { 5, 5, 0, 10 };
+	uint64_t flow[4] = { 0xa, 0xa, 0, 0xb };
+	double entry_share[4], credit[2] = { 0, 0 }, got[2] = { 0, 0 };
+	uint32_t grant[2] = { 0, 0 };
+	int rounds = 2000;
+	for (int k = 0; k < rounds; k++) {
+		/* Each worker uses what it was granted (it always has more waiting). */
+		struct fg_seatshare_view v[2];
+		for (unsigned w = 0; w < 2; w++)
+			v[w] = (struct fg_seatshare_view){ .used = grant[w], .reserved = grant[w], .head = 1, .grant = grant[w] };
+		fg_seatshare_round_flows(10, 2, demand, NULL, flow, 4, v, credit, entry_share);
+		CHECK(v[0].grant + v[1].grant <= 10);
+		for (unsigned w = 0; w < 2; w++)
+			got[w] += grant[w] = v[w].grant;
+	}
+	CHECK(fabs(entry_share[0] - 2.5) < 1e-6 && fabs(entry_share[1] - 2.5) < 1e-6);
+	CHECK(fabs(entry_share[3] - 5.0) < 1e-6 && entry_share[2] == 0);
+	fprintf(stderr, "  average grants %.3f %.3f\n", got[0] / rounds, got[1] / rounds);
+	CHECK(fabs(got[0] / rounds - 2.5) < 0.1);
+	CHECK(fabs(got[1] / rounds - 7.5) < 0.1);
+}
+
 TEST(steady_narrow_demand_keeps_its_grants)
 {
 	uint32_t demand[8] = { 9, 9, 9, 9, 9, 9, 9, 9 }, used[3] = { 0 }, head[3] = { 1, 1, 1 }, applied[3] = { 0 };

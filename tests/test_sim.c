@@ -267,6 +267,12 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"clients\": [{\"name\":\"a\", \"bogusField\": 1}]}", "clients[0].bogusField: unknown field");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"thinkTiem\": \"1s\"}]}", "clients[0].thinkTiem: unknown field");
 	expect_error("{\"wrokers\": 2, \"clients\": [{\"name\":\"a\"}]}", "wrokers: unknown field");
+	expect_error("{\"workers\": 2, \"clients\": [{\"name\":\"a\", \"rxWorker\": 2}]}", "clients[0].rxWorker");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"rxWorker\": -1}]}", "clients[0].rxWorker");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"connections\": 0}]}", "clients[0].connections");
+	expect_error("{\"clients\": [{\"name\":\"a\", \"connections\": \"2\"}]}", "clients[0].connections");
+	expect_error("{\"placement\": \"nearest\", \"clients\": [{\"name\":\"a\"}]}", "placement: must be");
+	expect_error("{\"placement\": 1, \"clients\": [{\"name\":\"a\"}]}", "placement");
 	expect_error("{\"duration\": \"soon\", \"clients\": [{\"name\":\"a\"}]}", "duration: must be a duration");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}", "clients[0].threads: must be an integer");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"execTime\": \"1s\", \"thinkTime\": \"-2s\"}]}",
@@ -311,6 +317,43 @@ TEST(open_loop_without_threads)
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}",
 		     "clients[0].threads: must be an integer in [1, 100000] for a closed-loop client (rate 0)");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0, \"rate\": 0}]}", "clients[0].threads");
+}
+
+/* The heavy client's average seats in workers2_local_weighted_spread.json
+ * run with the given placement. */
+static double spread_heavy_seats(const char *placement)
+{
+	char path[1024], err[512] = "";
+	snprintf(path, sizeof(path), "%s/workers2_local_weighted_spread.json", scenario_dir);
+	json_t *scn = json_load_file(path, 0, NULL);
+	CHECK(scn != NULL);
+	if (!scn)
+		return -1;
+	json_object_set_new(scn, "placement", json_string(placement));
+	json_object_del(scn, "expect");
+	char *text = json_dumps(scn, JSON_COMPACT);
+	struct fg_sim *s = fg_sim_load((const uint8_t *)text, strlen(text), err, sizeof(err));
+	free(text);
+	json_decref(scn);
+	CHECK(s != NULL);
+	if (!s)
+		return -1;
+	json_t *r = fg_sim_run(s);
+	json_t *c = json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), 0), "clients"), 0);
+	double seats = json_real_value(json_object_get(c, "avgSeats"));
+	json_decref(r);
+	fg_sim_free(s);
+	return seats;
+}
+
+/* `connections` spreads a client's threads over the workers: the heavy
+ * client alternates between workers 0 and 1, so with "local" placement
+ * worker 1's equal local split gives it 10/3 seats; weighted by the round's
+ * shares ("localWeighted") it gets its 2. */
+TEST(connections_spread_a_flow_over_workers)
+{
+	CHECK(fabs(spread_heavy_seats("local") - 10.0 / 3) < 0.1);
+	CHECK(fabs(spread_heavy_seats("localWeighted") - 2.0) < 0.1);
 }
 
 int main_tests(void);

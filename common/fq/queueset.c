@@ -418,10 +418,22 @@ void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *card
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
 }
 
-static uint64_t queue_work(const void *ctx, uint32_t queue)
+struct choice {
+	const struct fg_queueset *qs;
+	uint64_t flow_hash;
+};
+
+/* A queue's waiting work, doubled, plus one when another flow holds it (waits
+ * or executes there): the least loaded card wins as in Kubernetes, and of
+ * cards with equal work one nobody else holds, so that a flow does not share
+ * a queue it need not (the flows stay apart, per-flow fairness). */
+static uint64_t queue_work_for(const void *ctx, uint32_t queue)
 {
-	const struct fg_queueset *qs = ctx;
-	return fg_qs_queue_work(qs, &qs->queues[queue]);
+	const struct choice *c = ctx;
+	const struct fg_qs_queue *q = &c->qs->queues[queue];
+	uint64_t work = fg_qs_queue_work(c->qs, q);
+	bool other = queue_active(q) && (q->n_foreign || q->flow_hash != c->flow_hash);
+	return (work > UINT64_MAX / 2 - 1 ? UINT64_MAX / 2 - 1 : work) * 2 + other;
 }
 
 /* Whether the flow waits in the queue and has it to itself, with room: it
@@ -448,7 +460,8 @@ static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 	for (uint32_t i = 0; i < qs->cfg.hand_size; i++)
 		if (queue_held_alone(qs, &qs->queues[cards[i]], flow_hash))
 			return cards[i];
-	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work, qs);
+	const struct choice c = { qs, flow_hash };
+	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work_for, &c);
 }
 
 /* A request joins queue q: the first of an idle queue takes it for its flow;

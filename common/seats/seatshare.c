@@ -143,16 +143,34 @@ static void shares_by_usage(uint32_t limit, unsigned n_workers, const uint32_t *
 
 /* Whole seats adding up to at most C: floors, then the largest remainders
  * (stable from round to round while the shares are). */
-static void round_shares(uint32_t limit, unsigned n_workers, const double *share, uint32_t *target)
+/* A worker that holds a remainder seat keeps it until another is owed this
+ * many seats more: turns last about FG_SEATSHARE_CREDIT_ROUNDS rounds per
+ * seat of difference, so a seat is not moved (and idled for a round) every
+ * round. */
+#define FG_SEATSHARE_TURN_HYSTERESIS 1.0
+
+static void round_shares(uint32_t limit, unsigned n_workers, const double *share, const double *credit,
+			 const struct fg_seatshare_view *v, uint32_t *target)
 {
 	uint64_t sum = 0;
 	for (unsigned w = 0; w < n_workers; w++)
 		sum += target[w] = (uint32_t)share[w];
+	/* The seats left go by largest remainder, or with credit (the per-flow
+	 * round: fractional shares are the rule there) by largest remainder
+	 * plus credit, the worker holding one now ahead by the hysteresis, so
+	 * that they take turns and each worker averages its share. */
 	while (sum < limit) {
 		int best = -1;
-		for (unsigned w = 0; w < n_workers; w++)
-			if (share[w] - target[w] > 1e-9 && (best < 0 || share[w] - target[w] > share[best] - target[best]))
+		double best_key = 0;
+		for (unsigned w = 0; w < n_workers; w++) {
+			double key = share[w] - target[w];
+			if (credit)
+				key += credit[w] + (v[w].grant > (uint32_t)share[w] ? FG_SEATSHARE_TURN_HYSTERESIS : 0);
+			if (share[w] - target[w] > 1e-9 && (best < 0 || key > best_key)) {
 				best = (int)w;
+				best_key = key;
+			}
+		}
 		if (best < 0)
 			break;
 		target[best]++;
@@ -237,7 +255,7 @@ static void lend_spares(unsigned n_workers, const struct fg_seatshare_view *v, c
  * spares of blocked wide heads lent (lend_spares), then wide heads fitted by
  * credit (fit_heads). */
 static void targets_of(uint32_t limit, unsigned n_workers, const double *share, const struct fg_seatshare_view *v,
-		       double *credit, uint32_t *target)
+		       double *credit, bool turns, uint32_t *target)
 {
 	/* Credits are bounded: no windup beyond about a second of the level. */
 	double bound = limit * FG_SEATSHARE_CREDIT_BOUND;
@@ -268,7 +286,7 @@ static void targets_of(uint32_t limit, unsigned n_workers, const double *share, 
 			credit[w] = 0; /* idle: nothing is owed, nothing banked */
 		}
 	}
-	round_shares(limit, n_workers, share, target);
+	round_shares(limit, n_workers, share, turns ? credit : NULL, v, target);
 	lend_spares(n_workers, v, credit, target);
 	fit_heads(n_workers, v, credit, target);
 }
@@ -383,9 +401,74 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 			shares_by_usage(limit, n_workers, demand, usage_key, n_queues, share);
 		else
 			shares_of(limit, n_workers, demand, weight, n_queues, share);
-		targets_of(limit, n_workers, share, v, credit, target);
+		targets_of(limit, n_workers, share, v, credit, false, target);
 	}
 	grants_of(limit, n_workers, target, n_queues ? credit : NULL, usage_key != NULL, v);
+}
+
+/* Per-worker shares when the entries of one flow (equal flow key), one per
+ * worker it waits or executes at, are one max-min item: demand the sum of
+ * theirs (capped at the limit), weight the first one's.  The flow's
+ * allocation is split over its entries in proportion to their demands, into
+ * entry_share (when not NULL) and summed per owner (entry e at worker
+ * e % W).  Out of memory: per entry, as shares_of. */
+static void shares_of_flows(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+			    const uint64_t *flow, uint32_t n_entries, double *share, double *entry_share)
+{
+	for (unsigned w = 0; w < n_workers; w++)
+		share[w] = 0;
+	if (entry_share)
+		for (uint32_t e = 0; e < n_entries; e++)
+			entry_share[e] = 0;
+	size_t cap = n_entries ? n_entries : 1;
+	uint32_t *order = malloc(sizeof(*order) * cap);
+	struct fg_maxmin_item *items = calloc(cap, sizeof(*items));
+	double *alloc = calloc(cap, sizeof(*alloc)), *sum = calloc(cap, sizeof(*sum));
+	uint32_t n = 0, n_flows = 0;
+	if (order && items && alloc && sum) {
+		for (uint32_t e = 0; e < n_entries; e++)
+			if (demand[e])
+				order[n++] = e;
+		qsort_r(order, n, sizeof(*order), by_key, (void *)flow);
+		for (uint32_t i = 0; i < n; i++) {
+			if (i == 0 || flow[order[i]] != flow[order[i - 1]])
+				items[n_flows++].weight = weight && weight[order[i]] ? weight[order[i]] / (double)FG_QS_WEIGHT_ONE : 1.0;
+			sum[n_flows - 1] += demand[order[i]];
+		}
+		for (uint32_t f = 0; f < n_flows; f++)
+			items[f].upper = sum[f] < limit ? sum[f] : limit;
+	}
+	if (!order || !items || !alloc || !sum || fg_maxmin_solve(limit, items, n_flows, FG_MAXMIN_SLACK, alloc, NULL, NULL)) {
+		shares_of(limit, n_workers, demand, weight, n_entries, share);
+	} else {
+		for (uint32_t i = 0, f = 0; i < n; i++) {
+			if (i && flow[order[i]] != flow[order[i - 1]])
+				f++;
+			double part = alloc[f] * demand[order[i]] / sum[f];
+			share[order[i] % n_workers] += part;
+			if (entry_share)
+				entry_share[order[i]] = part;
+		}
+	}
+	free(order);
+	free(items);
+	free(alloc);
+	free(sum);
+}
+
+void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+			      const uint64_t *flow, uint32_t n_entries, struct fg_seatshare_view *v, double *credit,
+			      double *entry_share)
+{
+	if (n_entries == 0) {
+		fg_seatshare_round(limit, n_workers, demand, weight, NULL, 0, v, credit);
+		return;
+	}
+	uint32_t target[FG_SEATSHARE_MAX_WORKERS];
+	double share[FG_SEATSHARE_MAX_WORKERS];
+	shares_of_flows(limit, n_workers, demand, weight, flow, n_entries, share, entry_share);
+	targets_of(limit, n_workers, share, v, credit, true, target);
+	grants_of(limit, n_workers, target, credit, false, v);
 }
 
 static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }

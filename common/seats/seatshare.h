@@ -188,6 +188,24 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 			const uint64_t *usage_key, uint32_t n_queues, struct fg_seatshare_view *v, double *credit);
 
 /*
+ * The same round when the requests stay at the worker that received them
+ * (the simulator's "local" placements, docs/simulator.md): entry e is one
+ * queue at worker e % W, flow[e] the flow it holds (entries of one flow on
+ * several workers carry the same key; a queue shared by several flows a key
+ * of its own).  Each flow, not each entry, is one max-min item, so a flow
+ * that arrives at several workers gets one share in all; its allocation is
+ * split over its entries in proportion to their demands (entry_share, when
+ * not NULL, receives each entry's part).  Credits, targets and grants as in
+ * fg_seatshare_round (MaxMin), except that the seats left after each
+ * worker's whole share go by remainder plus credit, the worker that holds
+ * one keeping it until another is owed a seat more: fractional shares are
+ * the rule here, and turns make each worker average its share.
+ */
+void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
+			      const uint64_t *flow, uint32_t n_entries, struct fg_seatshare_view *v, double *credit,
+			      double *entry_share);
+
+/*
  * One allotment round over a board (the allotter): reads every worker's
  * share and queue loads, writes new grants.  Call only when every worker
  * follows the board's configuration generation.  Returns the grants changed.
