@@ -57,6 +57,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -290,7 +291,7 @@ try:
             put("/fairgate/fairgate/zz-junk", "x" * 20000)
             c3 = start_daemon("m3")
         else:
-            dead = f"http://127.0.0.1:{etcdtest.free_tcp_port()}"
+            dead = f"http://127.0.0.1:{t.free_port(socket.SOCK_STREAM)}"
             c3 = t.Daemon([backend_addr], ["--seat-limit", str(LIMIT), "--queue-wait", "4s", "--cluster-etcd", dead,
                                            "--cluster-member", "m3", "--cluster-period", PERIOD,
                                            "--cluster-lease-ttl", TTL],
@@ -365,7 +366,7 @@ try:
         # it in fallback is a lower bound of how long m1 ran on its grant
         # after that keep-alive.
         n = int(SCENARIO[-1])
-        ports = [etcdtest.free_tcp_port() for _ in range(n)]
+        ports = [t.free_port(socket.SOCK_STREAM) for _ in range(n)]
         proxy = t.spawn([sys.executable, os.path.join(os.path.dirname(__file__), "blackhole_proxy.py"),
                          str(etcd.client_port), "40"] + [str(p) for p in ports])
         proxy.stdout.readline()
