@@ -255,20 +255,14 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
 	qs->last_ns = now;
 	qs->level_limit = cfg->concurrency_limit;
-	if (!(qs->debts = calloc(FG_QS_DEBTS, sizeof(*qs->debts))))
-		return -ENOMEM;
 	if (cfg->mode != FG_QS_QUEUE)
 		return 0;
 	int rc = fg_dealer_init(&qs->dealer, cfg->queues, cfg->hand_size);
-	if (rc || cfg->queue_length_limit == 0) {
-		fg_qs_fini(qs);
+	if (rc || cfg->queue_length_limit == 0)
 		return -EINVAL;
-	}
 	qs->queues = calloc(cfg->queues, sizeof(*qs->queues));
-	if (!qs->queues) {
-		fg_qs_fini(qs);
+	if (!qs->queues)
 		return -ENOMEM;
-	}
 	qs->n_alloc = cfg->queues;
 	if ((rc = fg_order_init(&qs->order, cfg->queues, qs->guess_ns, cfg->seed)) || (rc = demands_init(&qs->demands, cfg)) ||
 	    (cfg->usage_based && (rc = fg_usage_init(&qs->usage, usage_flows_of(cfg), &cfg->usage, now)))) {
@@ -413,8 +407,6 @@ void fg_qs_fini(struct fg_queueset *qs)
 {
 	free(qs->queues);
 	qs->queues = NULL;
-	free(qs->debts);
-	qs->debts = NULL;
 	fg_order_fini(&qs->order);
 	demands_fini(&qs->demands);
 	if (qs->usage.flows)
@@ -470,32 +462,6 @@ static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 			return cards[i];
 	const struct choice c = { qs, flow_hash };
 	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work_for, &c);
-}
-
-static inline struct fg_qs_flow_debt *debt_of(const struct fg_queueset *qs, uint64_t flow_hash)
-{
-	return &qs->debts[(flow_hash ^ flow_hash >> 32) & (FG_QS_DEBTS - 1)];
-}
-
-/* Queue q went idle: what its flow owes is kept for the flow, not the queue. */
-static void queue_went_idle(struct fg_queueset *qs, struct fg_qs_queue *q)
-{
-	q->idle_epoch = (uint32_t)qs->stats.epochs;
-	struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
-	*d = (struct fg_qs_flow_debt){ .flow_hash = q->flow_hash, .f = q->f_prev, .epoch = q->idle_epoch };
-}
-
-/* An arrival finds queue q idle: the queue starts where the flow left off
- * (its finish in this wrap of R, if kept), else at R.  Either way the start
- * is max(F_prev, R) next, so a flow keeps what it owes (F_prev ahead of R:
- * it was served ahead of its share) but banks no credit; another flow's
- * debt, left in the queue, is not inherited. */
-static void start_idle_queue(struct fg_queueset *qs, struct fg_qs_queue *q, uint64_t flow_hash)
-{
-	if (queue_active(q))
-		return;
-	const struct fg_qs_flow_debt *d = debt_of(qs, flow_hash);
-	q->f_prev = d->flow_hash == flow_hash && d->epoch == (uint32_t)qs->stats.epochs ? d->f : qs->r;
 }
 
 /* A request joins queue q: the first of an idle queue takes it for its flow;
@@ -566,7 +532,8 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	if (qs->n_waiting == 0 && fg_qs_fits(qs, r->seats)) {
 		/* Nothing waits and the seats fit: exactly what queuing then
 		 * dispatching would do, without the round trip through the order. */
-		start_idle_queue(qs, q, flow_hash);
+		if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
+			q->f_prev = qs->r;
 		struct contribution before = contribution_of(q);
 		join_queue(q, r, flow_hash);
 		r->queue = qi;
@@ -591,7 +558,12 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		qs->stats.rejected_queue_full++;
 		return FG_QS_REJECT_QUEUE_FULL; /* the youngest is the one refused */
 	}
-	start_idle_queue(qs, q, flow_hash);
+	/* An idle queue keeps what it owes (F_prev ahead of R: it was served
+	 * ahead of its share) but banks no credit (the start is bumped to R).
+	 * Across a wrap of R its old F_prev can no longer be compared, so it
+	 * restarts at R. */
+	if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
+		q->f_prev = qs->r;
 	join_queue(q, r, flow_hash);
 	r->queue = qi;
 	r->arrival_r = qs->r;
@@ -736,7 +708,7 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	if (was_head)
 		rekey(qs, r->queue);
 	if (!queue_active(q))
-		queue_went_idle(qs, q);
+		q->idle_epoch = (uint32_t)qs->stats.epochs;
 	r->state = FG_QS_IDLE;
 	qs->stats.removed++;
 }
@@ -784,7 +756,7 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		leave_queue(q, r);
 		demand_changed(qs, before, contribution_of(q));
 		if (!queue_active(q))
-			queue_went_idle(qs, q);
+			q->idle_epoch = (uint32_t)qs->stats.epochs;
 	}
 	r->state = FG_QS_IDLE;
 	qs->stats.finished++;

@@ -202,21 +202,8 @@ struct fg_qs_demands {
 	struct fg_wfairshare wshare, wbusy;
 };
 
-/* What a flow owed when its queue last went idle: its finish time there
- * (valid in R's wrap `epoch`).  A direct-mapped table of FG_QS_DEBTS entries
- * by flow hash: a flow that comes back to any queue of its hand starts from
- * it, so that no flow sheds what it owes by taking a fresh idle queue
- * (per-flow fairness).  A collision only forgets. */
-#define FG_QS_DEBTS 256
-struct fg_qs_flow_debt {
-	uint64_t flow_hash;
-	uint64_t f;
-	uint32_t epoch;
-};
-
 struct fg_queueset {
 	struct fg_qs_config cfg;
-	struct fg_qs_flow_debt *debts; /* [FG_QS_DEBTS], allocated for every mode (a level may become Queue) */
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
