@@ -114,7 +114,7 @@ struct sc_result {
 	double seconds, requests_per_sec;
 	double wall_cycles;           /* N x the run's TSC cycles per request: every worker core's time */
 	double busy_cycles, reflect_cycles, busy_share;
-	double handed_share, forwarded_share; /* per completed request */
+	double forwarded_share;              /* answers crossing, per completed request */
 	double stolen_share;          /* of the workers' time, waiting for their CPU (another thread had it) */
 	double blocked_share;         /* dispatch stops on a head that did not fit the worker's seats, per request */
 	uint64_t requests, rejects, strays;
@@ -356,11 +356,11 @@ static void rig_report_stuck(const struct sc_rig *r)
 {
 	for (unsigned k = 0; k < r->n; k++) {
 		const struct fg_worker_stats *st = &r->fg.ws.w[k]->stats;
-		fprintf(stderr, "worker %u of %u: received %llu dispatched %llu responded %llu handed off %llu taken over %llu "
+		fprintf(stderr, "worker %u of %u: received %llu dispatched %llu responded %llu answers forwarded %llu "
 				"refused %llu tx failed %llu unsent %llu unmatched %llu; rings rx %u tx %u\n",
 			k, r->n, (unsigned long long)st->received, (unsigned long long)st->dispatched,
-			(unsigned long long)st->responded, (unsigned long long)st->handed_off,
-			(unsigned long long)st->taken_over, (unsigned long long)st->handoff_refused,
+			(unsigned long long)st->responded, (unsigned long long)st->answers_forwarded,
+			(unsigned long long)st->handoff_refused,
 			(unsigned long long)st->tx_failed, (unsigned long long)st->answers_unsent,
 			(unsigned long long)st->responses_unmatched, rte_ring_count(r->rx[k]), rte_ring_count(r->tx[k]));
 	}
@@ -374,7 +374,7 @@ static int sc_run(struct sc_rig *const *g, unsigned n_rigs, uint64_t per_worker,
 		  struct sc_result *res)
 {
 	memset(res, 0, sizeof(*res));
-	uint64_t handed0 = SC_SUM(g, n_rigs, handed_off), forwarded0 = SC_SUM(g, n_rigs, answers_forwarded);
+	uint64_t forwarded0 = SC_SUM(g, n_rigs, answers_forwarded);
 	uint64_t blocked0 = seat_blocks(g, n_rigs);
 	uint64_t rejected0[FG_REJECT__COUNT];
 	for (unsigned why = 0; why < FG_REJECT__COUNT; why++)
@@ -436,7 +436,6 @@ static int sc_run(struct sc_rig *const *g, unsigned n_rigs, uint64_t per_worker,
 	res->busy_share = (double)busy / ((double)span * lanes);
 	/* Over the lanes' whole launch (a little longer than the span). */
 	res->stolen_share = (double)waited_ns / 1e9 / (res->seconds * lanes);
-	res->handed_share = (double)(SC_SUM(g, n_rigs, handed_off) - handed0) / done;
 	res->forwarded_share = (double)(SC_SUM(g, n_rigs, answers_forwarded) - forwarded0) / done;
 	res->blocked_share = (double)(seat_blocks(g, n_rigs) - blocked0) / done;
 	return 0;
@@ -477,7 +476,7 @@ static void ho_send(struct sc_handoff_bench *b, uint64_t i)
 	uint8_t *frame = b->frames + (i % SC_HO_FRAMES) * SC_HO_FRAME_BYTES;
 	memcpy(frame, b->template, b->template_len);
 	frame[FG_NET_HDRS_LEN + 8] = (uint8_t)i; /* a request id of its own */
-	struct fg_handoff h = { .pkt = { .data = frame, .len = b->template_len }, .flow_hash = i };
+	struct fg_handoff h = { .pkt = { .data = frame, .len = b->template_len }, .hdr = { .request_id = i } };
 	fg_spsc_push(&b->ring, &h, sizeof(h)); /* the caller made sure of room */
 }
 
@@ -492,7 +491,7 @@ static void ho_take(struct sc_handoff_bench *b, const struct fg_handoff *h)
 	for (unsigned off = 0; off < h->pkt.len; off += RTE_CACHE_LINE_SIZE)
 		sum += h->pkt.data[off];
 	memset(h->pkt.data, 0x02, 34); /* the Ethernet and IPv4 headers rewritten for the backend */
-	b->checksum += sum + h->flow_hash;
+	b->checksum += sum + h->hdr.request_id;
 }
 
 static int ho_sender(void *arg)
@@ -694,7 +693,7 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 		const struct sc_series *se = &series[s];
 		struct sc_stat rps = SC_STAT(se, runs, requests_per_sec), cyc = SC_STAT(se, runs, wall_cycles);
 		struct sc_stat busy = SC_STAT(se, runs, busy_cycles), refl = SC_STAT(se, runs, reflect_cycles);
-		struct sc_stat handed = SC_STAT(se, runs, handed_share), fwd = SC_STAT(se, runs, forwarded_share);
+		struct sc_stat fwd = SC_STAT(se, runs, forwarded_share);
 		struct sc_stat share = SC_STAT(se, runs, busy_share), stolen = SC_STAT(se, runs, stolen_share);
 		struct sc_stat blocked = SC_STAT(se, runs, blocked_share);
 		double v[SC_MAX_RUNS], stolen_max = 0;
@@ -709,15 +708,11 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 		dp_min_median(v, runs, &scale.min, &scale.median);
 		/* The answer hand-off: (cycles/request with answers by backend
 		 * - steered to their owner) / (answers forwarded per request,
-		 * the same); everything the mesh adds over the first count, per
-		 * request handed off: an upper bound of a request's hand-off. */
-		struct sc_stat answer_cost = { 0, 0 }, request_bound = { 0, 0 };
+		 * the same).  Requests never cross: they stay where they arrive. */
+		struct sc_stat answer_cost = { 0, 0 };
 		if (se->kind == SC_TO_OWNER) {
 			const struct sc_series *mesh = se - 1;
 			answer_cost = paired_cost(mesh, se, runs, mesh, se, offsetof(struct sc_result, forwarded_share));
-			if (base->n < se->n)
-				request_bound =
-					paired_cost(se, base, runs, se, NULL, offsetof(struct sc_result, handed_share));
 		}
 		if (json) {
 			printf("  {\"workers\": %u, \"kind\": \"%s\", \"requests\": %llu, \"rejected\": %llu,\n"
@@ -727,24 +722,22 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 			       "   \"busy_cycles_per_request_median\": %.1f, \"reflector_cycles_per_request_median\": %.1f,\n"
 			       "   \"worker_busy_share_median\": %.3f, \"cpu_stolen_share_median\": %.3f, "
 			       "\"cpu_stolen_share_max\": %.3f,\n"
-			       "   \"requests_crossing_share_median\": %.3f, \"answers_crossing_share_median\": %.3f,\n"
+			       "   \"answers_crossing_share_median\": %.3f,\n"
 			       "   \"seat_blocked_dispatches_per_request_median\": %.3f",
 			       se->n, se->kind == SC_MESH ? "mesh" : se->kind == SC_TO_OWNER ? "answers_to_owner" : "independent",
 			       (unsigned long long)requests, (unsigned long long)rejects, rps.min, rps.median, scale.min,
 			       scale.median, cyc.min, cyc.median, busy.median, refl.median, share.median, stolen.median,
-			       stolen_max, handed.median, fwd.median, blocked.median);
+			       stolen_max, fwd.median, blocked.median);
 			if (se->kind == SC_TO_OWNER)
-				printf(",\n   \"answer_handoff_cycles_min\": %.1f, \"answer_handoff_cycles_median\": %.1f,\n"
-				       "   \"added_cycles_per_request_handed_off_median\": %.1f",
-				       answer_cost.min, answer_cost.median, request_bound.median);
+				printf(",\n   \"answer_handoff_cycles_min\": %.1f, \"answer_handoff_cycles_median\": %.1f",
+				       answer_cost.min, answer_cost.median);
 			printf("}%s\n", s + 1 < n_series ? "," : "");
 			continue;
 		}
 		char label[40];
 		snprintf(label, sizeof(label), "%u%s", se->n, sc_kind_label[se->kind]);
-		printf("%-22s %11.0f / %9.0f %9.1f / %8.1f %16.1f %16.1f %13.1f%% %13.1f%% %13.1f%% %13.3f %8llu\n", label,
-		       rps.min, rps.median, cyc.min, cyc.median, busy.median, refl.median, handed.median * 100,
-		       fwd.median * 100, stolen_max * 100, blocked.median, (unsigned long long)rejects);
+		printf("%-22s %11.0f / %9.0f %9.1f / %8.1f %16.1f %16.1f %13.1f%% %13.1f%% %13.3f %8llu\n", label,
+		       rps.min, rps.median, cyc.min, cyc.median, busy.median, refl.median, fwd.median * 100, stolen_max * 100, blocked.median, (unsigned long long)rejects);
 		if (rejects) {
 			printf("%-22s rejected by the workers:", "");
 			for (unsigned why = 0; why < FG_REJECT__COUNT; why++) {
@@ -763,10 +756,6 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 			printf("%-22s an answer hand-off: %.0f cycles (median; min %.0f) = cycles/request by backend - to "
 			       "owner, over the answers crossing\n",
 			       "", answer_cost.median, answer_cost.min);
-		if (se->kind == SC_TO_OWNER && base->n < se->n)
-			printf("%-22s all %u workers add over %u, per request handed off: %.0f cycles (median; an upper bound "
-			       "of a request hand-off)\n",
-			       "", se->n, base->n, request_bound.median);
 	}
 }
 
@@ -910,8 +899,8 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 		printf("scaling: %u flows, %u requests in flight and %llu requests per worker and run, %u runs (+1 warm-up); "
 		       "%ld CPU(s), worker i on CPU i-1, the main lcore asleep but for the allotter (1 ms); TSC %.2f GHz\n",
 		       flows, window, per_worker, runs, cpus, hz / 1e9);
-		printf("%-22s %23s %20s %16s %16s %14s %14s %14s %13s %8s\n", "workers", "requests/s min/median",
-		       "cycles/req min/med", "busy cycles/req", "reflector c/req", "requests cross", "answers cross",
+		printf("%-22s %23s %20s %16s %16s %14s %14s %13s %8s\n", "workers", "requests/s min/median",
+		       "cycles/req min/med", "busy cycles/req", "reflector c/req", "answers cross",
 		       "CPU stolen max", "seat-blocked", "rejected");
 		report(series, n_series, runs, false);
 		if (ho_done)

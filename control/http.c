@@ -186,18 +186,9 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		   "Datagrams the worker sent or tried to send (failures included).", tx_datagrams);
 	PER_WORKER(e, v, "fairgate_worker_tx_failed_total", C,
 		   "Datagrams the worker could not send: no buffer, or the I/O layer refused.", tx_failed);
-	fg_expfmt_family(e, "fairgate_worker_handoffs_total", C,
-			 "Requests handed to another worker's queues (out) or taken from another worker (in).");
-	for (unsigned w = 0; w < v->n_workers; w++) {
-		char id[12];
-		snprintf(id, sizeof(id), "%u", w);
-		struct fg_expfmt_label l[2] = { { "worker", id }, { "direction", "out" } };
-		fg_expfmt_u64(e, "fairgate_worker_handoffs_total", l, 2, FG_STAT_GET(v->worker_stats[w]->handed_off));
-		l[1].value = "in";
-		fg_expfmt_u64(e, "fairgate_worker_handoffs_total", l, 2, FG_STAT_GET(v->worker_stats[w]->taken_over));
-	}
 	PER_WORKER(e, v, "fairgate_worker_handoffs_refused_total", C,
-		   "Hand-offs refused by a full ring: the request rejected, or the answer dropped.", handoff_refused);
+		   "Answers for another worker's requests dropped on a full ring (the request times out).",
+		   handoff_refused);
 	PER_WORKER(e, v, "fairgate_worker_answers_forwarded_total", C,
 		   "Backend answers passed to the worker that owns their request.", answers_forwarded);
 	PER_WORKER(e, v, "fairgate_worker_config_generation", G, "The configuration generation the worker follows.",

@@ -153,11 +153,9 @@ static json_t *workers_json(const struct fg_control_view *v)
 	json_t *arr = json_array();
 	for (unsigned w = 0; w < v->n_workers; w++) {
 		struct fg_worker_stats *s = v->worker_stats[w];
-		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "worker", (int)w,
+		json_array_append_new(arr, json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I}", "worker", (int)w,
 			"datagramsReceived", (json_int_t)FG_STAT_GET(s->rx_datagrams),
 			"requestsReceived", (json_int_t)FG_STAT_GET(s->received),
-			"handedOff", (json_int_t)FG_STAT_GET(s->handed_off),
-			"takenOver", (json_int_t)FG_STAT_GET(s->taken_over),
 			"answersForwarded", (json_int_t)FG_STAT_GET(s->answers_forwarded),
 			"handoffRefused", (json_int_t)FG_STAT_GET(s->handoff_refused),
 			"allotmentChanges", (json_int_t)FG_STAT_GET(s->allotment_changes),

@@ -63,8 +63,6 @@ static int cmd_workers(const char *cmd, const char *params, struct rte_tel_data 
 		rte_tel_data_add_dict_u64(o, "worker", w);
 		rte_tel_data_add_dict_u64(o, "datagrams_received", FG_STAT_GET(s->rx_datagrams));
 		rte_tel_data_add_dict_u64(o, "requests_received", FG_STAT_GET(s->received));
-		rte_tel_data_add_dict_u64(o, "handed_off", FG_STAT_GET(s->handed_off));
-		rte_tel_data_add_dict_u64(o, "taken_over", FG_STAT_GET(s->taken_over));
 		rte_tel_data_add_dict_u64(o, "answers_forwarded", FG_STAT_GET(s->answers_forwarded));
 		rte_tel_data_add_dict_u64(o, "handoff_refused", FG_STAT_GET(s->handoff_refused));
 		rte_tel_data_add_dict_u64(o, "allotment_changes", FG_STAT_GET(s->allotment_changes));

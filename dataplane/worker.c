@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker — one worker's request life cycle: admission, hand-off to a queue's
- * owner, dispatch to backends, answers, rejects, expiry, drain.  See
+ * worker — one worker's request life cycle: admission (here, where the
+ * request arrived), dispatch to backends, answers, rejects, expiry, drain.  See
  * worker.h; the mesh and board are in worker_board.c, following
  * configurations in worker_config.c, visibility snapshots in
  * worker_snapshot.c.
@@ -462,9 +462,6 @@ static void give_up_held(struct fg_worker *w, const struct fg_config *cfg, uint3
 
 /* --- arrivals and answers ---------------------------------------------- */
 
-/* Admit a classified request into this worker's queue set of its level
- * (queue: the one chosen over all workers' queues, or FG_QS_NO_QUEUE for
- * the queue set's own choice).  Owner side of a hand-off, too. */
 /* The flow-statistics key of a classified request: its flow hash, or, on
  * levels without queues (no flows: hash 0), a hash that still keeps schema
  * and distinguisher apart. */
@@ -509,8 +506,7 @@ static void refuse_arrival(struct fg_worker *w, const struct fg_config *cfg, str
 /* Why a classified arrival cannot be admitted into its level here, or
  * FG_REJECT_NONE with *slot its new request slot, already in the queue set. */
 static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work *work,
-				       const struct fg_fc_match *match, uint16_t level, uint32_t queue, uint64_t now,
-				       uint32_t *slot)
+				       const struct fg_fc_match *match, uint16_t level, uint64_t now, uint32_t *slot)
 {
 	if (unlikely(w->draining))
 		return FG_REJECT_SHUTTING_DOWN;
@@ -520,8 +516,11 @@ static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work
 		return FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
 	struct fg_req *r = &w->reqs.slots[*slot];
 	r->level = level;
+	uint32_t weight = match->weight, queue = FG_QS_NO_QUEUE; /* the queue set's own choice */
+	if (w->board && level_qs(w, r)->cfg.mode == FG_QS_QUEUE)
+		weight = fg_worker__local_weight(w, level, match, &queue);
 	switch (fg_qs_arrive_weighted(level_qs(w, r), &r->qs, queue, match->flow_hash, work->initial_seats,
-				      work->final_seats, work->extra_latency_ns, match->weight, now)) {
+				      work->final_seats, work->extra_latency_ns, weight, now)) {
 	case FG_QS_REJECT_QUEUE_FULL:
 		fg_reqtable_release(&w->reqs, *slot);
 		return FG_REJECT_QUEUE_FULL;
@@ -533,13 +532,15 @@ static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work
 	}
 }
 
+/* Admit a classified request (stage 3 of a burst) into this worker's queue
+ * set of its level: with several workers too, a request waits and runs at
+ * the worker that received it (worker.h). */
 static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, const struct fg_hdr *hdr,
-		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint32_t queue,
-		  uint64_t now)
+		  const struct fg_work *work, const struct fg_fc_match *match, uint64_t stats_key, uint64_t now)
 {
 	uint16_t level = w->level_of_cfg[match->level];
 	uint32_t slot = FG_REQ_NIL;
-	enum fg_reject_reason reason = try_admit(w, work, match, level, queue, now, &slot);
+	enum fg_reject_reason reason = try_admit(w, work, match, level, now, &slot);
 	if (reason) {
 		refuse_arrival(w, cfg, pkt, hdr, work, match, stats_key, level, reason, now);
 		return;
@@ -576,8 +577,8 @@ static void admit(struct fg_worker *w, const struct fg_config *cfg, struct fg_pk
 	dispatch_level(w, cfg, level, now);
 }
 
-/* Pass a datagram to the worker that owns its queue or request; false when
- * the ring is full (the caller answers or drops it). */
+/* Pass an answer to the worker that owns its request; false when the ring is
+ * full (the caller drops it: its request times out and is answered). */
 static bool hand_over(struct fg_worker *w, unsigned owner, const struct fg_handoff *h)
 {
 	struct fg_spsc *ring = &w->mesh->rings[w->id * w->mesh->n_workers + owner];
@@ -638,80 +639,6 @@ static bool classify_request(struct fg_worker *w, const struct fg_config *cfg, s
 	fg_work_estimate(m->verb, &m->hdr, trusted, cfg->fc->levels[match->level].max_seats, cfg->max_extra_latency_ns,
 			 work);
 	return true;
-}
-
-/* Queue a classified request (stage 3 of a burst): here, or with several
- * workers at the owner of the queue chosen over all workers' queues. */
-static void route_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			  const struct fg_hdr *hdr, const struct fg_fc_match *match, const struct fg_work *work,
-			  uint64_t stats_key, uint64_t now)
-{
-	uint32_t queue = FG_QS_NO_QUEUE;
-	/* Several workers, a level with queues (with one queue the flow hash is
-	 * 0, as in Kubernetes, but the queue still has one owner). */
-	if (w->board && cfg->fc->levels[match->level].queues) {
-		uint16_t level = w->level_of_cfg[match->level];
-		queue = fg_worker__choose_queue(w, level, match->flow_hash);
-		unsigned owner = queue % w->board->n_workers;
-		if (owner != w->id) {
-			/* The distinguisher travels as an offset into the packet,
-			 * unless it is an identity trust assigned (not in the packet). */
-			const uint8_t *dist = (const uint8_t *)match->distinguisher.ptr;
-			bool in_pkt = match->distinguisher.len && dist >= pkt->data && dist < pkt->data + pkt->len;
-			struct fg_handoff h = {
-				.pkt = *pkt, .hdr = *hdr, .work = *work, .generation = cfg->generation,
-				.flow_hash = match->flow_hash,
-				.cfg_level = match->level, .schema = match->schema, .queue = queue, .weight = match->weight,
-				.dist_off = in_pkt ? (uint16_t)(dist - pkt->data) : 0,
-				.dist_len = match->distinguisher.len,
-				.dist_assigned = match->distinguisher.len && !in_pkt,
-			};
-			if (hand_over(w, owner, &h)) {
-				FG_STAT_ADD(w->stats.handed_off, 1);
-				return;
-			}
-			/* The owner is this far behind: answer now rather than lose it. */
-			refuse_arrival(w, cfg, pkt, hdr, work, match, stats_key, level, FG_REJECT_QUEUE_FULL, now);
-			return;
-		}
-	}
-	admit(w, cfg, pkt, hdr, work, match, stats_key, queue, now);
-}
-
-static void handle_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
-			   const struct fg_msg *m, uint64_t now)
-{
-	struct fg_fc_match match;
-	struct fg_work work;
-	if (classify_request(w, cfg, pkt, m, &match, &work, now))
-		route_request(w, cfg, pkt, &m->hdr, &match, &work, stats_key_of(cfg, &match), now);
-}
-
-/* A request another worker handed over.  Classified with the same
- * configuration: admitted into the queue it chose.  Otherwise (a reload in
- * between) classified and placed again, as if it had just arrived here. */
-static void take_over(struct fg_worker *w, const struct fg_config *cfg, struct fg_handoff *h, uint64_t now)
-{
-	FG_STAT_ADD(w->stats.taken_over, 1);
-	if (likely(h->generation == cfg->generation && w->config_generation == cfg->generation)) {
-		struct fg_fc_match match = {
-			.schema = h->schema, .level = h->cfg_level, .flow_hash = h->flow_hash, .weight = h->weight,
-			.distinguisher = { h->dist_len ? (const char *)h->pkt.data + h->dist_off : "", h->dist_len },
-		};
-		if (unlikely(h->dist_assigned)) { /* the same configuration assigns the same user */
-			struct fg_fc_request fr = { 0 };
-			fg_trust_assign_identity(&cfg->trust, h->pkt.peer.ip, &fr);
-			match.distinguisher = fr.user;
-		}
-		admit(w, cfg, &h->pkt, &h->hdr, &h->work, &match, stats_key_of(cfg, &match), h->queue, now);
-		return;
-	}
-	struct fg_msg m;
-	if (fg_proto_decode(h->pkt.data, h->pkt.len, &m) != FG_PROTO_OK) { /* it decoded before: defensive */
-		w->io.ops->free(w->io.ctx, &h->pkt);
-		return;
-	}
-	handle_request(w, cfg, &h->pkt, &m, now);
 }
 
 static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt,
@@ -805,7 +732,7 @@ static enum rx_kind decode_header(struct fg_worker *w, const struct fg_config *c
 		return RX_ANSWER;
 	}
 	if (w->mesh && owner < w->mesh->n_workers) {
-		struct fg_handoff h = { .pkt = *pkt, .hdr = m->hdr, .cfg_level = FG_HANDOFF_ANSWER };
+		struct fg_handoff h = { .pkt = *pkt, .hdr = m->hdr };
 		if (hand_over(w, owner, &h))
 			FG_STAT_ADD(w->stats.answers_forwarded, 1);
 		else
@@ -862,7 +789,7 @@ void fg_worker_handle_burst(struct fg_worker *w, const struct fg_config *cfg, st
 		for (unsigned i = 0; i < k; i++) {
 			const struct rx_item *it = &items[i];
 			if (it->kind == RX_REQUEST)
-				route_request(w, cfg, &p[i], &it->hdr, &it->match, &it->work, it->stats_key, now);
+				admit(w, cfg, &p[i], &it->hdr, &it->work, &it->match, it->stats_key, now);
 			else if (it->kind == RX_ANSWER)
 				handle_answer(w, cfg, &p[i], &it->hdr, now);
 		}
@@ -963,8 +890,9 @@ void fg_worker_dispatch(struct fg_worker *w, const struct fg_config *cfg, uint64
 	fg_worker__retire_idle_levels(w);
 }
 
-/* What the other workers handed over: requests for this worker's queues,
- * answers for its requests.  A burst per ring per poll. */
+/* What the other workers passed over: answers for this worker's requests
+ * (the backend's answer arrived at another worker).  A burst per ring per
+ * poll. */
 static unsigned take_handoffs(struct fg_worker *w, const struct fg_config *cfg, uint64_t now)
 {
 	unsigned n_workers = w->mesh->n_workers, taken = 0;
@@ -974,12 +902,8 @@ static unsigned take_handoffs(struct fg_worker *w, const struct fg_config *cfg, 
 			continue;
 		unsigned n = fg_spsc_pop(&w->mesh->rings[from * n_workers + w->id], hs, FG_RX_BURST, sizeof(hs[0]));
 		taken += n;
-		for (unsigned i = 0; i < n; i++) {
-			if (hs[i].cfg_level == FG_HANDOFF_ANSWER)
-				handle_answer(w, cfg, &hs[i].pkt, &hs[i].hdr, now);
-			else
-				take_over(w, cfg, &hs[i], now);
-		}
+		for (unsigned i = 0; i < n; i++)
+			handle_answer(w, cfg, &hs[i].pkt, &hs[i].hdr, now);
 	}
 	return taken;
 }

@@ -58,28 +58,18 @@ struct fg_level_rt {
 };
 
 /*
- * Several workers: queue q of a level is owned by worker q % n_workers.  The
- * worker that receives a request classifies it, deals its hand over all the
- * level's queues, picks the least loaded card (the board's loads: relaxed
- * reads of the owners' figures) and, when another worker owns it, hands the
- * request over through the SPSC ring from itself to the owner.  Answers from
- * backends go to the worker their dispatch id names the same way.  Seats:
- * each worker dispatches within its allotment (common/seats/seatshare.h).
+ * Several workers: a request waits and executes at the worker that received
+ * it, in that worker's own queue set (every worker has all of a level's
+ * queues); the allotter splits each level's seats per flow over the workers
+ * (common/seats/seatshare.h) and each worker queues a flow's requests with
+ * the weight of the share it has there.  Only a backend's answer that
+ * arrives at another worker than its request's (dispatch ids name the
+ * worker) crosses, through the SPSC ring from the receiving worker to the
+ * owner.
  */
-#define FG_HANDOFF_ANSWER UINT32_MAX /* cfg_level of a backend's answer */
-
 struct fg_handoff {
-	struct fg_pkt pkt;            /* the datagram, owned by the ring while in it */
+	struct fg_pkt pkt;            /* the answer, owned by the ring while in it */
 	struct fg_hdr hdr;            /* its decoded header */
-	struct fg_work work;          /* requests: the server's estimate (workest.h) */
-	uint64_t generation;          /* configuration the sender classified with */
-	uint64_t flow_hash;
-	uint32_t cfg_level, schema;   /* requests: the classification */
-	uint32_t queue;
-	uint32_t weight;              /* requests: the flow's weight (thousandths) */
-	uint16_t dist_off, dist_len;  /* the distinguisher, inside pkt.data ... */
-	bool dist_assigned;           /* ... or the user trust assigned to an untrusted source
-				       * (common/edge/trust.h): the owner assigns it again */
 };
 
 struct fg_mesh {

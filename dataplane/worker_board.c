@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * worker_board — several workers: the hand-off mesh between them, and each
- * worker's side of the board (publishing its queues' loads and seat use,
- * following the allotter's grants, the hand's least loaded queue over all
- * workers), and a lone worker's side of the levels' current limits.  See
+ * worker_board — several workers: the mesh between them (answers for another
+ * worker's requests), and each worker's side of the board (publishing its
+ * queues' loads and seat use, following the allotter's grants, the weight a
+ * flow queues with here), and a lone worker's side of the levels' current
+ * limits.  See
  * worker.h and common/seats/seatshare.h.
  */
 #include "worker.h"
@@ -59,13 +60,12 @@ int fg_worker_join(struct fg_worker *w, struct fg_mesh *mesh)
 	return 0;
 }
 
-static inline void store_load(const struct fg_level_board *lb, unsigned n_workers, uint32_t queue,
+static inline void store_load(const struct fg_level_board *lb, unsigned worker, uint32_t queue,
 			      const struct fg_queueset *qs, const struct fg_qs_queue *q)
 {
-	struct fg_queue_load *ld = fg_board_load(lb, n_workers, queue);
-	FG_STAT_SET(ld->work, fg_qs_queue_work(qs, q));
+	struct fg_queue_load *ld = fg_board_load(lb, worker, queue);
 	FG_STAT_SET(ld->demand, q->seats_waiting + q->seats_executing);
-	FG_STAT_SET(ld->weight, fg_qs_queue_weight(q));
+	FG_STAT_SET(ld->flow, q->n_foreign ? FG_QUEUE_SHARED : q->flow_hash);
 	FG_STAT_SET(ld->usage_key, fg_qs_queue_usage_key(qs, q));
 }
 
@@ -77,10 +77,9 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t level, uint32_t queu
 	if (!w->board || !rt->live)
 		return;
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
-	/* Only the owner writes a queue's load (not a queue that drains after
-	 * a shrink either). */
-	if (queue < lb->n_queues && queue % w->board->n_workers == w->id)
-		store_load(lb, w->board->n_workers, queue, &rt->qs, &rt->qs.queues[queue]);
+	/* Not a queue that drains after a shrink: the board has no row for it. */
+	if (queue < lb->n_queues)
+		store_load(lb, w->id, queue, &rt->qs, &rt->qs.queues[queue]);
 	if (!lb->exempt) {
 		uint32_t head = fg_qs_next_seats(&rt->qs);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
@@ -94,10 +93,13 @@ void fg_worker__publish_queue(struct fg_worker *w, uint32_t level, uint32_t queu
 	}
 }
 
-/* Following a new configuration with several workers: the level starts at
- * min(the seats this worker could use, its even share of the new limit) —
- * safe whatever the other workers still follow — and the new board gets this
- * worker's loads.  The allotter hands out the rest. */
+/* Following a new configuration with several workers: a level it had
+ * already starts at min(the seats this worker could use, its even share of
+ * the new limit, the seats it holds) — safe whatever the other workers still
+ * follow or hold: no worker starts anything new there before the allotter's
+ * first round counts what every worker holds; a new level at the even
+ * share.  The new board gets this worker's loads; the allotter hands out the
+ * rest. */
 void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uint32_t level, uint32_t held, uint64_t now)
 {
 	struct fg_level_rt *rt = &w->levels[level];
@@ -107,13 +109,19 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 		uint32_t limit = FG_STAT_GET(lb->limit);
 		uint32_t share = fg_seatshare_static(limit, n, w->id);
 		uint32_t start = held < share ? held : share;
+		/* A level it had already (held: its seats so far): a worker above
+		 * its even share holds seats the others' even shares count on
+		 * (the mesh seat-limit test found it).  A new level is new to
+		 * every worker: nobody holds seats there. */
+		if (held != UINT32_MAX && start > rt->qs.seats_in_use)
+			start = rt->qs.seats_in_use;
 		fg_qs_set_level_limit(&rt->qs, limit);
 		fg_qs_set_limit(&rt->qs, start, now);
 		FG_STAT_SET(lb->shares[w->id].applied, start);
 		FG_STAT_SET(lb->shares[w->id].used, rt->qs.seats_in_use);
 	}
-	for (uint32_t q = w->id; q < lb->n_queues && q < rt->qs.n_alloc; q += n)
-		store_load(lb, n, q, &rt->qs, &rt->qs.queues[q]);
+	for (uint32_t q = 0; q < lb->n_queues && q < rt->qs.n_alloc; q++)
+		store_load(lb, w->id, q, &rt->qs, &rt->qs.queues[q]);
 }
 
 /* One worker: apply the levels' current limits (borrowing) when they
@@ -155,24 +163,18 @@ void fg_worker__follow_grants(struct fg_worker *w, uint64_t now)
 	}
 }
 
-struct board_level {
-	const struct fg_level_board *lb;
-	unsigned n_workers;
-};
-
-static uint64_t board_work(const void *ctx, uint32_t queue)
-{
-	const struct board_level *b = ctx;
-	return FG_STAT_GET(fg_board_load(b->lb, b->n_workers, queue)->work);
-}
-
-/* The hand's least loaded queue over all workers' queues (relaxed reads of
- * the others' loads; the first card rotates, as with one worker). */
-uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t level, uint64_t flow_hash)
+uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const struct fg_fc_match *match,
+				 uint32_t *queue)
 {
 	struct fg_level_rt *rt = &w->levels[level];
-	const struct board_level b = { &w->board->levels[rt->cfg_index], w->board->n_workers };
-	uint32_t cards[FG_DEALER_MAX_HAND];
-	fg_qs_hand(&rt->qs, flow_hash, cards);
-	return fg_hand_least_loaded(cards, rt->qs.cfg.hand_size, w->deals++, board_work, &b);
+	*queue = fg_qs_choose_queue(&rt->qs, match->flow_hash);
+	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
+	if (*queue >= lb->n_queues) /* a queue that drains after a shrink: defensive */
+		return match->weight;
+	struct fg_queue_load *ld = fg_board_load(lb, w->id, *queue);
+	/* The flow's own weight, for the allotter's max-min over flows. */
+	if (FG_STAT_GET(ld->weight) != match->weight)
+		FG_STAT_SET(ld->weight, match->weight);
+	uint32_t share = FG_STAT_GET(ld->share_milli);
+	return share ? share : match->weight ? match->weight : FG_QS_WEIGHT_ONE;
 }

@@ -41,7 +41,11 @@ static struct fg_qs_config qs_config_of(const struct fg_config *cfg, const struc
 		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
 		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + level_slot,
 		.wide_limit = cfg->cluster && !l->exempt ? (l->nominal ? l->nominal : 1) : 0,
-		.weighted = l->weighted, .usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
+		/* Several workers: each queues its flows with the weight of
+		 * their share there (worker.h), so every level with queues is
+		 * run weighted. */
+		.weighted = l->weighted || (cfg->board && l->queues && l->policy != FG_FC_POLICY_USAGE_BASED),
+		.usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
 		.usage = fg_fc_level_usage_params(l),
 	};
 }

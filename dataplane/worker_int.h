@@ -12,6 +12,7 @@
 #include "worker.h"
 
 #include "compiler.h"
+#include "flowcontrol.h"
 
 /* Several workers: a queue's load and the level's seat use on the board
  * (and the demand signal when the level's next request stops fitting). */
@@ -24,8 +25,12 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 			   uint64_t now);
 /* Apply the seat grants the allotter made since the last poll. */
 void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
-/* The hand's least loaded queue over all workers' queues. */
-uint32_t fg_worker__choose_queue(struct fg_worker *w, uint32_t level, uint64_t flow_hash);
+/* Several workers: the queue of this worker's queue set a classified
+ * request joins (*queue) and the weight it queues with there: its flow's
+ * share at this worker from the allotter's last round (thousandths of a
+ * seat), or its flow weight before the flow has one. */
+uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const struct fg_fc_match *match,
+				 uint32_t *queue);
 /* Release at once the seats that answered requests of these runtime levels
  * still hold for their extra latency (the level shrank or went away). */
 void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_LEVELS], uint64_t now);

@@ -134,7 +134,7 @@ TEST(metrics_sum_and_label_the_statistics)
 	r.stats[1]->malformed_by_err[FG_PROTO_EMAGIC] = 3;
 	r.stats[0]->rejected[FG_REJECT_QUEUE_FULL] = 11;
 	r.stats[1]->rejected[FG_REJECT_QUEUE_FULL] = 1;
-	r.stats[1]->taken_over = 4;
+	r.stats[1]->answers_forwarded = 4;
 	r.stats[0]->buffers_in_use = 10;
 	r.stats[0]->buffers_reserved = 3;
 	static char body[1 << 17];
@@ -144,7 +144,7 @@ TEST(metrics_sum_and_label_the_statistics)
 		"fairgate_worker_rx_packets_total{worker=\"1\"} 7\n",
 		"fairgate_malformed_datagrams_total{reason=\"bad-magic\"} 5\n",
 		"fairgate_requests_rejected_total{reason=\"queue-full\"} 12\n",
-		"fairgate_worker_handoffs_total{worker=\"1\",direction=\"in\"} 4\n",
+		"fairgate_worker_answers_forwarded_total{worker=\"1\"} 4\n",
 		"fairgate_buffers_in_use 7\n",
 		"fairgate_config_generation 7\n",
 		"fairgate_flowcontrol_nominal_limit_seats{priority_level=\"global-default\"} 49\n",

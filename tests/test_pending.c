@@ -585,22 +585,26 @@ TEST(two_workers_snapshots_merge_into_one_order)
 	struct fg_pending_counts c;
 	long n = fg_pending_order(snaps, NW, &q, &it, &c);
 	CHECK_EQ(n, (long)waiting);
-	/* Each queue belongs to one worker (q % n), and the merged order keeps
-	 * every queue's own order and is sorted by finish ahead of R. */
-	uint32_t next_pos[16] = { 0 };
+	/* Every worker has its own queues (a request waits where it arrived),
+	 * and the merged order keeps every queue's own order and is sorted by
+	 * finish ahead of R. */
+	uint32_t next_pos[NW][16] = { { 0 } };
 	int64_t last = INT64_MIN;
 	for (long i = 0; i < n; i++) {
 		const struct fg_snapshot *s = snaps[it[i].snap];
 		const struct fg_snap_req *r = &s->reqs[it[i].req];
-		CHECK_EQ(r->queue % NW, s->worker);
-		CHECK_EQ(it[i].pos_queue, next_pos[r->queue]);
-		next_pos[r->queue]++;
+		CHECK(r->queue < 16 && s->worker < NW);
+		if (r->queue >= 16 || s->worker >= NW)
+			continue;
+		CHECK_EQ(it[i].pos_queue, next_pos[s->worker][r->queue]);
+		next_pos[s->worker][r->queue]++;
 		int64_t ahead = (int64_t)(r->finish - s->levels[r->level].r);
 		CHECK(ahead >= last);
 		last = ahead;
 	}
 	free(it);
-	/* dump_queues' snapshot: every queue of the level once, from its owner. */
+	/* dump_queues' snapshot: every queue of the level, an idle one once (from
+	 * worker q % n), one with requests from each worker that has some there. */
 	for (unsigned i = 0; i < NW; i++) {
 		fg_snapshot_free(snaps[i]);
 		snaps[i] = fg_snapshot_new("", FG_SNAP_ALL_LEVELS | FG_SNAP_ALL_QUEUES, 2048, 4096);
@@ -616,11 +620,11 @@ TEST(two_workers_snapshots_merge_into_one_order)
 			const struct fg_snap_queue *sq = &snaps[i]->queues[j];
 			if (!strcmp(snaps[i]->levels[sq->level].name, "pl") && sq->index < 16) {
 				seen[sq->index]++;
-				CHECK_EQ(sq->index % NW, i);
+				CHECK(sq->index % NW == i || sq->n_waiting || sq->n_executing);
 			}
 		}
 	for (unsigned k = 0; k < 16; k++)
-		CHECK_EQ(seen[k], 1);
+		CHECK(seen[k] >= 1 && seen[k] <= NW);
 	for (unsigned i = 0; i < NW; i++) {
 		fg_snapshot_free(snaps[i]);
 		w[i].snap = NULL;

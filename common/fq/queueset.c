@@ -481,6 +481,11 @@ static void leave_queue(struct fg_qs_queue *q, const struct fg_qs_req *r)
 	q->n_foreign -= r->foreign;
 }
 
+uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
+{
+	return qs->cfg.mode == FG_QS_QUEUE && qs->queues ? choose_queue(qs, flow_hash) : FG_QS_NO_QUEUE;
+}
+
 /* An arrival's common part: widths normalized, the request reset; for levels
  * without queues the verdict itself.  Returns -1 when a queue must be chosen. */
 static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_t initial_seats, uint16_t final_seats,

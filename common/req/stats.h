@@ -147,9 +147,8 @@ struct fg_worker_stats {
 	uint64_t held_for_backend;             /* admitted while every usable backend was full */
 	uint64_t untrusted_requests;           /* from sources outside trustedSources: identity assigned */
 	uint64_t cookie_challenges;            /* REJECT retry-with-cookie: the source must prove its address */
-	uint64_t handed_off, taken_over;       /* requests to/from other workers' queues */
 	uint64_t answers_forwarded;            /* backend answers passed to their request's worker */
-	uint64_t handoff_refused;              /* a full ring: request rejected, answer dropped */
+	uint64_t handoff_refused;              /* a full ring: an answer for another worker dropped */
 	uint64_t config_generation;            /* the configuration this worker follows */
 	uint32_t config_error;                 /* errno of the last configuration it could not follow; 0 */
 	uint64_t config_refused_generation;    /* the generation it last could not follow */

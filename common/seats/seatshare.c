@@ -27,9 +27,8 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		l->limit = fl->exempt ? 0 : fl->limit;
 		l->allotted_limit = l->limit;
 		l->n_queues = fl->queues;
-		l->per_owner = (fl->queues + n_workers - 1) / n_workers;
 		l->shares = aligned_alloc(FG_CACHE_LINE, sizeof(*l->shares) * n_workers);
-		l->loads = calloc(l->per_owner ? (size_t)l->per_owner * n_workers : 1, sizeof(*l->loads));
+		l->loads = calloc(l->n_queues ? (size_t)l->n_queues * n_workers : 1, sizeof(*l->loads));
 		l->credit = calloc(n_workers, sizeof(*l->credit));
 		if (!l->shares || !l->loads || !l->credit) {
 			fg_board_free(b);
@@ -478,7 +477,8 @@ unsigned fg_board_allot(struct fg_board *b)
 	unsigned W = b->n_workers, changed = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL, *weight = NULL;
-	uint64_t *usage_key = NULL;
+	uint64_t *key = NULL;
+	double *entry_share = NULL;
 	uint32_t demand_cap = 0;
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		struct fg_level_board *l = &b->levels[i];
@@ -499,28 +499,47 @@ unsigned fg_board_allot(struct fg_board *b)
 				v[w].reserved = s->grant;
 			v[w].grant = s->grant;
 		}
-		if (l->n_queues > demand_cap) {
-			uint32_t *nd = realloc(demand, sizeof(*demand) * l->n_queues);
+		/* Entry e = q * W + w is worker w's queue q (owner e % W). */
+		uint32_t n = l->n_queues * W;
+		if (n > demand_cap) {
+			uint32_t *nd = realloc(demand, sizeof(*demand) * n);
 			if (nd)
 				demand = nd;
-			uint32_t *nw = realloc(weight, sizeof(*weight) * l->n_queues);
+			uint32_t *nw = realloc(weight, sizeof(*weight) * n);
 			if (nw)
 				weight = nw;
-			uint64_t *nk = realloc(usage_key, sizeof(*usage_key) * l->n_queues);
+			uint64_t *nk = realloc(key, sizeof(*key) * n);
 			if (nk)
-				usage_key = nk;
-			if (!nd || !nw || !nk)
+				key = nk;
+			double *ns = realloc(entry_share, sizeof(*entry_share) * n);
+			if (ns)
+				entry_share = ns;
+			if (!nd || !nw || !nk || !ns)
 				continue; /* keep the current grants: safe */
-			demand_cap = l->n_queues;
+			demand_cap = n;
 		}
-		for (uint32_t q = 0; q < l->n_queues; q++) {
-			const struct fg_queue_load *ld = fg_board_load(l, W, q);
-			demand[q] = load_u32(&ld->demand);
-			weight[q] = load_u32(&ld->weight);
-			usage_key[q] = __atomic_load_n(&ld->usage_key, __ATOMIC_RELAXED);
+		for (uint32_t q = 0; q < l->n_queues; q++)
+			for (unsigned w = 0; w < W; w++) {
+				const struct fg_queue_load *ld = fg_board_load(l, w, q);
+				uint32_t e = q * W + w;
+				demand[e] = load_u32(&ld->demand);
+				weight[e] = load_u32(&ld->weight);
+				key[e] = __atomic_load_n(l->usage_based ? &ld->usage_key : &ld->flow, __ATOMIC_RELAXED);
+				if (!l->usage_based && key[e] == FG_QUEUE_SHARED)
+					key[e] = FG_QUEUE_SHARED - 1 - e; /* a max-min item of its own */
+			}
+		if (l->usage_based) {
+			fg_seatshare_round(limit, W, demand, weight, key, n, v, l->credit);
+		} else {
+			fg_seatshare_round_flows(limit, W, demand, weight, key, n, v, l->credit, entry_share);
+			for (uint32_t q = 0; q < l->n_queues; q++)
+				for (unsigned w = 0; w < W; w++) {
+					double milli = entry_share[q * W + w] * FG_QS_WEIGHT_ONE;
+					__atomic_store_n(&fg_board_load(l, w, q)->share_milli,
+							 milli > FG_QS_WEIGHT_MAX ? FG_QS_WEIGHT_MAX : (uint32_t)milli,
+							 __ATOMIC_RELAXED);
+				}
 		}
-		fg_seatshare_round(limit, W, demand, weight, l->usage_based ? usage_key : NULL, l->n_queues, v,
-				   l->credit);
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
 			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
@@ -533,6 +552,7 @@ unsigned fg_board_allot(struct fg_board *b)
 	}
 	free(demand);
 	free(weight);
-	free(usage_key);
+	free(key);
+	free(entry_share);
 	return changed;
 }

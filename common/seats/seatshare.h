@@ -2,21 +2,23 @@
 /*
  * seatshare — how several worker cores share one priority level's seats.
  *
- * Each queue of a level is owned by one worker (queue q by worker q % W).  A
- * level's limit C is split into per-worker allotments by the allotter thread
- * with a global max-min over the demands of all the level's queues (KEP
- * "Computing the max-min fair allocation"), recomputed every allotment
- * period and when a worker signals.  The split is pure arithmetic here
- * (fg_seatshare_round, also used by the simulator and the dataplane bench);
- * the hand-over between the allotter and the workers is the grant protocol
- * below.
+ * Every worker has all of a level's queues and queues a request where it
+ * arrived.  A level's limit C is split into per-worker allotments by the
+ * allotter thread with a global max-min over the level's flows (a flow that
+ * waits at several workers is one item, its share split over them by
+ * demand; fg_seatshare_round_flows), recomputed every allotment period and
+ * when a worker signals; UsageBased levels meet the queues' demands in usage
+ * order instead (fg_seatshare_round).  The split is pure arithmetic here
+ * (also used by the simulator and the dataplane bench); the hand-over
+ * between the allotter and the workers is the grant protocol below.
  *
  * The board: a per-configuration-generation table that the workers and the
  * allotter share (the only mutable memory a published fg_config points to).
- * Per level it has the queues' loads (written by each queue's owner, read by
- * every worker for the shortest-queue choice and by the allotter for the
- * demands) and one cache line per worker with its seat share.  When rounds
- * run is common/runtime/allotter.h's policy.
+ * Per level it has each worker's queues' loads (written by that worker, read
+ * by the allotter for the demands; the allotter writes back each queue's
+ * share, the weight its flow's requests queue with there) and one cache line
+ * per worker with its seat share.  When rounds run is
+ * common/runtime/allotter.h's policy.
  *
  * Grant protocol (keeps sum over workers of executing seats <= C):
  *   - a worker dispatches only while its seats in use fit its applied
@@ -28,9 +30,12 @@
  *     apply it any moment) and grants more only out of C - sum(reserved); a
  *     shrink is a grant below `applied` that frees its seats only once
  *     acknowledged and the seats drained;
- *   - a worker following a new configuration starts each level at
- *     min(applied, its static share of the new limit), so workers on
- *     different generations together stay within the larger of the limits;
+ *   - a worker following a new configuration starts each level it had at
+ *     min(applied, its static share of the new limit, the seats it holds)
+ *     (a new level at the static share),
+ *     so workers on different generations together stay within the larger
+ *     of the limits and none starts anything new before a round has counted
+ *     what each holds;
  *   - the level's limit itself moves (borrowing) only on the allotter
  *     thread, between rounds: a smaller limit is a round of shrinking
  *     grants like any other, a larger one frees seats to grant.
@@ -41,6 +46,7 @@
 #define FG_SEATSHARE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "defs.h"
@@ -64,13 +70,20 @@ struct fg_seat_share {
 	uint32_t head;                 /* worker: seats its next waiting request needs (0: none) */
 } __attribute__((aligned(FG_CACHE_LINE)));
 
-/* One queue's load as its owner publishes it. */
+/* One queue of one worker, as the worker publishes it (every worker has
+ * all the level's queues: a request waits at the worker that received it),
+ * and the share of the level the allotter's last round gave it. */
 struct fg_queue_load {
-	uint64_t work;                 /* estimated seat-ns waiting: the shortest-queue choice */
+	uint64_t flow;                 /* the flow that holds the queue alone (its hash), or
+					* FG_QUEUE_SHARED: the allotter's max-min item */
 	uint32_t demand;               /* seats waiting + executing: the max-min demand */
-	uint32_t weight;               /* its flow weight (thousandths; 0: 1): fg_qs_queue_weight */
+	uint32_t weight;               /* the flow's weight (thousandths; 0: 1) */
 	uint64_t usage_key;            /* UsageBased levels: fg_qs_queue_usage_key */
+	uint32_t share_milli;          /* allotter: the flow's share of the level here, thousandths
+					* of a seat (0: none yet); the weight its requests queue with */
 };
+/* A queue that several flows hold: one max-min item of its own. */
+#define FG_QUEUE_SHARED UINT64_MAX
 
 struct fg_level_board {
 	/* The level's current limit: nominal (or as fg_config_keep_level_limits
@@ -81,8 +94,7 @@ struct fg_level_board {
 	bool exempt;                   /* no limit, no sharing */
 	bool usage_based;              /* seats go by the queues' usage order (fg_seatshare_round) */
 	uint32_t n_queues;             /* 0: no queues (reject type): an even split */
-	uint32_t per_owner;            /* queue slots per worker: ceil(n_queues / W) */
-	struct fg_queue_load *loads;   /* owner-major: loads[(q % W) * per_owner + q / W] */
+	struct fg_queue_load *loads;   /* worker-major: loads[w * n_queues + q] */
 	struct fg_seat_share *shares;  /* [W] */
 	double *credit;                /* [W], the allotter's only (fg_seatshare_round) */
 	uint32_t allotted_limit;       /* the allotter's only: the limit its last round split; when the
@@ -131,9 +143,9 @@ void fg_board_free(struct fg_board *b);
  * of its limit as it is now. */
 void fg_board_reset_level(struct fg_board *b, uint32_t i);
 
-static inline struct fg_queue_load *fg_board_load(const struct fg_level_board *l, unsigned n_workers, uint32_t q)
+static inline struct fg_queue_load *fg_board_load(const struct fg_level_board *l, unsigned worker, uint32_t q)
 {
-	return &l->loads[(q % n_workers) * l->per_owner + q / n_workers];
+	return &l->loads[(size_t)worker * l->n_queues + q];
 }
 
 /* The even split a worker starts a level with: C / W, the remainder to the first workers. */

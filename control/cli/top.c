@@ -180,14 +180,15 @@ static void draw_screen(json_t *st, json_t *prev, double dt, double interval)
 	free(fr);
 	json_t *workers = json_object_get(st, "workers");
 	line(&sc, "%s", "");
-	line(&sc, "%-8s %6s %12s %12s %12s %10s", "WORKER", "BUSY", "DATAGRAMS/S", "HANDED OFF/S", "TAKEN OVER/S", "REFUSED");
+	line(&sc, "%-8s %6s %12s %12s %14s %10s", "WORKER", "BUSY", "DATAGRAMS/S", "REQUESTS/S", "ANSWERS FWD/S", "REFUSED");
 	json_t *w;
 	json_array_foreach(workers, i, w) {
 		json_t *pw = prev ? json_array_get(json_object_get(prev, "workers"), i) : NULL;
-		line(&sc, "%-8lld %5.0f%% %12.0f %12.0f %12.0f %10lld", geti(w, "worker"),
+		line(&sc, "%-8lld %5.0f%% %12.0f %12.0f %14.0f %10lld", geti(w, "worker"),
 		     json_number_value(json_object_get(w, "busyRatio")) * 100,
 		     rate(geti(w, "datagramsReceived"), pw, "datagramsReceived", dt),
-		     rate(geti(w, "handedOff"), pw, "handedOff", dt), rate(geti(w, "takenOver"), pw, "takenOver", dt),
+		     rate(geti(w, "requestsReceived"), pw, "requestsReceived", dt),
+		     rate(geti(w, "answersForwarded"), pw, "answersForwarded", dt),
 		     geti(w, "handoffRefused"));
 	}
 	json_t *backends = json_object_get(st, "backendPool");
