@@ -746,7 +746,7 @@ static void allot_flows(struct fg_sim *s, struct level *l, struct fg_seatshare_v
 		memset(l->flow_share, 0, sizeof(double) * (size_t)s->n_clients * W);
 		for (uint32_t e = 0; e < n; e++)
 			if (owner[e] >= 0)
-				l->flow_share[(size_t)owner[e] * W + e % W] += entry_share[e];
+				l->flow_share[(size_t)owner[e] * W + e % W] = entry_share[e];
 	}
 out:
 	free(demand);

@@ -642,20 +642,37 @@ static void dump_queues(struct fg_snapshot *const *snaps, unsigned n, struct tab
 		for (uint32_t j = 0; j < snaps[i]->n_queues; j++)
 			refs[k++] = (struct qref){ snaps[i], &snaps[i]->queues[j] };
 	qsort(refs, k, sizeof(*refs), by_level_queue);
-	for (size_t i = 0; i < k; i++) {
+	/* Every worker has its own queue q (a request waits where it arrived):
+	 * one row per level and index, the workers' queues q added up, as the
+	 * level's queue q (an idle one comes from one worker only, pending.h);
+	 * NextDispatchR the earliest of those with requests waiting. */
+	for (size_t i = 0, j; i < k; i = j) {
 		const struct fg_snap_queue *q = refs[i].q;
 		const char *name = refs[i].s->levels[q->level].name;
+		struct fg_snap_queue sum = *q;
+		for (j = i + 1; j < k && refs[j].q->index == q->index &&
+				!strcmp(refs[j].s->levels[refs[j].q->level].name, name); j++) {
+			const struct fg_snap_queue *o = refs[j].q;
+			if (o->n_waiting && (!sum.n_waiting || (int64_t)(o->f_prev - sum.f_prev) < 0))
+				sum.f_prev = o->f_prev;
+			sum.n_waiting += o->n_waiting;
+			sum.n_executing += o->n_executing;
+			sum.seats_executing += o->seats_executing;
+			sum.initial_seats_sum += o->initial_seats_sum;
+			sum.max_seats_sum += o->max_seats_sum;
+			sum.work_sum += o->work_sum;
+		}
 		char r[48], work[48];
-		fg_pending_format_r(q->f_prev, r, sizeof(r));
-		fg_pending_format_r(q->work_sum, work, sizeof(work));
+		fg_pending_format_r(sum.f_prev, r, sizeof(r));
+		fg_pending_format_r(sum.work_sum, work, sizeof(work));
 		cell_bytes(t, name, strnlen(name, FG_LEVEL_NAME_MAX));
-		cell_printf(t, "%" PRIu32, q->index);
-		cell_printf(t, "%" PRIu32, q->n_waiting);
-		cell_printf(t, "%" PRIu32, q->n_executing);
-		cell_printf(t, "%" PRIu32, q->seats_executing);
+		cell_printf(t, "%" PRIu32, sum.index);
+		cell_printf(t, "%" PRIu32, sum.n_waiting);
+		cell_printf(t, "%" PRIu32, sum.n_executing);
+		cell_printf(t, "%" PRIu32, sum.seats_executing);
 		cell_printf(t, "%s", r);
-		cell_printf(t, "%" PRIu64, q->initial_seats_sum);
-		cell_printf(t, "%" PRIu64, q->max_seats_sum);
+		cell_printf(t, "%" PRIu64, sum.initial_seats_sum);
+		cell_printf(t, "%" PRIu64, sum.max_seats_sum);
 		cell_printf(t, "%s", work);
 		row_end(t);
 	}

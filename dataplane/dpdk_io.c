@@ -465,8 +465,8 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	}
 	/* One RX queue per worker where the device spreads flows over queues:
 	 * RSS, a tap (the kernel picks a queue per flow) or a ring port (whoever
-	 * fills the rings spreads them); otherwise worker 0 receives all and
-	 * hands requests to their queues' owners. */
+	 * fills the rings spreads them); otherwise worker 0 receives all, and
+	 * since a request is queued where it arrives, does all the work. */
 	uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
 	bool spreads = rss || !strcmp(info.driver_name, "net_tap") || !strcmp(info.driver_name, "net_ring");
 	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && spreads ? n_lanes : 1;

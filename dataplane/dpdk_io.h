@@ -8,8 +8,8 @@
  *
  * Several workers: each has a lane — its own TX queue and, where the device
  * spreads flows over RX queues (RSS, or a tap's queues), its own RX queue;
- * otherwise lane 0 receives everything and the workers' hand-off rings carry
- * requests to their queues' owners.  The mbuf pool is shared (DPDK's
+ * otherwise lane 0 receives everything (and worker 0, where requests are
+ * queued where they arrive, does all the work: fairgate warns at start).  The mbuf pool is shared (DPDK's
  * per-lcore caches make it safe from every lane).
  * Thread contract: create/free from main; a lane's io ops from its worker.
  */

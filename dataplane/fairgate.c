@@ -269,8 +269,10 @@ static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_i
 	for (unsigned i = 0; i < n; i++)
 		ios[i] = fg_dpdk_io_lane(d->dio, i);
 	if (n > 1 && fg_dpdk_io_rx_queues(d->dio) < n)
-		fg_logf(FG_LOG_INFO, "the port has %u RX queue(s): worker 0 receives for all and hands requests over",
-			fg_dpdk_io_rx_queues(d->dio));
+		fg_logf(FG_LOG_WARN,
+			"the port has %u RX queue(s) for %u workers: a request is queued where it is received, so "
+			"worker 0 does all the work and the others only send (a port with RSS spreads the flows)",
+			fg_dpdk_io_rx_queues(d->dio), n);
 	return 0;
 }
 

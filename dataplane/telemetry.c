@@ -104,7 +104,7 @@ int fg_telemetry_register(struct fg_worker_stats *const *stats, unsigned n_worke
 					    "Priority levels summed over workers: seats, limit, queues, waiting, ...");
 	if (!rc)
 		rc = rte_telemetry_register_cmd("/fairgate/workers", cmd_workers,
-						"Per worker: datagrams, requests, hand-offs, allotment, configuration");
+						"Per worker: datagrams, requests, answers forwarded, allotment, configuration");
 	if (!rc)
 		rc = rte_telemetry_register_cmd("/fairgate/counters", cmd_counters, "fairgate's totals");
 	return rc;

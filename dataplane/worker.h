@@ -119,7 +119,6 @@ struct fg_worker {
 	uint32_t limits_seq;         /* one worker: the levels' current limits followed (config.h) */
 	struct fg_mesh *mesh;        /* NULL: the only worker */
 	struct fg_board *board;      /* the followed configuration's, with a mesh */
-	uint64_t deals;              /* rotates the first card of hands dealt here */
 	uint64_t periodic_due;       /* when the levels' R and the backends' state go to the statistics next */
 	struct fg_nonces nonces;     /* dispatch ids' unpredictable part */
 	struct fg_wheel lingering;   /* answered requests holding seats for their extra latency */

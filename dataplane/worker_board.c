@@ -69,8 +69,8 @@ static inline void store_load(const struct fg_level_board *lb, unsigned worker, 
 	FG_STAT_SET(ld->usage_key, fg_qs_queue_usage_key(qs, q));
 }
 
-/* One queue's load, and the level's seats in use here, for the other workers
- * and the allotter (relaxed stores: single writer). */
+/* One queue's load, and the level's seats in use here, for the allotter
+ * (relaxed stores: this worker is their only writer). */
 void fg_worker__publish_queue(struct fg_worker *w, uint32_t level, uint32_t queue)
 {
 	struct fg_level_rt *rt = &w->levels[level];
@@ -111,8 +111,10 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 		uint32_t start = held < share ? held : share;
 		/* A level it had already (held: its seats so far): a worker above
 		 * its even share holds seats the others' even shares count on
-		 * (the mesh seat-limit test found it).  A new level is new to
-		 * every worker: nobody holds seats there. */
+		 * (the mesh seat-limit test found it).  A level new to this
+		 * worker starts at the even share: right when it is new to every
+		 * worker; a level removed and added back while another worker
+		 * still drains it is the exception (that worker may hold more). */
 		if (held != UINT32_MAX && start > rt->qs.seats_in_use)
 			start = rt->qs.seats_in_use;
 		fg_qs_set_level_limit(&rt->qs, limit);
@@ -175,6 +177,18 @@ uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const stru
 	/* The flow's own weight, for the allotter's max-min over flows. */
 	if (FG_STAT_GET(ld->weight) != match->weight)
 		FG_STAT_SET(ld->weight, match->weight);
-	uint32_t share = FG_STAT_GET(ld->share_milli);
-	return share ? share : match->weight ? match->weight : FG_QS_WEIGHT_ONE;
+	/* The flow's share here, from any queue of its hand it holds here (a
+	 * flow with nothing waiting may take another card than last time). */
+	uint32_t share = FG_STAT_GET(ld->flow) == match->flow_hash ? FG_STAT_GET(ld->share_milli) : 0;
+	if (!share) {
+		uint32_t cards[FG_DEALER_MAX_HAND];
+		fg_qs_hand(&rt->qs, match->flow_hash, cards);
+		for (uint32_t i = 0; i < rt->qs.cfg.hand_size && !share; i++) {
+			const struct fg_queue_load *c = cards[i] < lb->n_queues ? fg_board_load(lb, w->id, cards[i]) : NULL;
+			if (c && FG_STAT_GET(c->flow) == match->flow_hash)
+				share = FG_STAT_GET(c->share_milli);
+		}
+	}
+	/* No share yet (a flow new here): one seat's weight until a round. */
+	return share ? share : FG_QS_WEIGHT_ONE;
 }

@@ -137,7 +137,9 @@ static bool copy_queues(struct fg_worker *w, struct fg_snapshot *s, struct fg_sn
 				return false;
 			b->queues--;
 			const struct fg_qs_queue *q = &qs->queues[c->queue];
-			/* An idle queue is listed by its owner only (worker.h: q % n), so each once. */
+			/* Every worker has its own queue q; an idle one is listed by
+			 * worker q % n only, so that the dump lists each index once
+			 * (control/visibility.c adds the workers' queues q up). */
 			bool listed = (s->flags & FG_SNAP_ALL_QUEUES) && c->queue < qs->cfg.queues &&
 				      c->queue % n_workers == w->id;
 			if (!q->n_waiting && !q->n_executing && !listed)

@@ -604,7 +604,8 @@ TEST(two_workers_snapshots_merge_into_one_order)
 	}
 	free(it);
 	/* dump_queues' snapshot: every queue of the level, an idle one once (from
-	 * worker q % n), one with requests from each worker that has some there. */
+	 * worker q % n), one with requests from each worker that has some there
+	 * (the dump adds those up into one row per index). */
 	for (unsigned i = 0; i < NW; i++) {
 		fg_snapshot_free(snaps[i]);
 		snaps[i] = fg_snapshot_new("", FG_SNAP_ALL_LEVELS | FG_SNAP_ALL_QUEUES, 2048, 4096);

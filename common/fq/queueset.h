@@ -266,8 +266,8 @@ void fg_qs_fini(struct fg_queueset *qs);
  * A request of a flow of `weight` (thousandths; 0 means 1, clamped to
  * FG_QS_WEIGHT_MAX, and 1 whatever it says on a level without cfg.weighted)
  * arrives into `queue`, or, with FG_QS_NO_QUEUE, into the least loaded queue
- * of the hand dealt from flow_hash (a multi-worker dataplane deals the hand
- * over all workers' queues and picks the owner's queue itself).
+ * of the hand dealt from flow_hash (docs/fair-queuing.md §1; a caller that
+ * needs the queue first takes it from fg_qs_choose_queue).
  * initial/final seats of 0 mean 1/0; widths are capped by max_seats; extra
  * latency in ns.  On FG_QS_QUEUED call fg_qs_dispatch_next.
  */

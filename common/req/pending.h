@@ -90,7 +90,7 @@ enum fg_snap_flags {
 	FG_SNAP_DETAILS = 1u,   /* decode each request's attributes */
 	FG_SNAP_EXECUTING = 2u, /* executing requests too (dump_requests) */
 	FG_SNAP_ALL_LEVELS = 4u, /* every level (dumps); else the named one */
-	FG_SNAP_ALL_QUEUES = 8u  /* idle queues too (dump_queues): each worker the queues it owns */
+	FG_SNAP_ALL_QUEUES = 8u  /* idle queues too (dump_queues): an idle queue q from worker q % n only */
 };
 
 /* One runtime level of one worker, as the copy began. */
@@ -102,12 +102,12 @@ struct fg_snap_level {
 	uint64_t guess_ns;
 	uint32_t n_waiting, n_executing, seats_in_use, active_queues;
 	uint64_t dispatched, rejected, timed_out;
-	uint32_t first_queue, n_queues; /* rows in fg_snapshot.queues (queues this worker owns) */
+	uint32_t first_queue, n_queues; /* rows in fg_snapshot.queues (this worker's queues listed) */
 };
 
 struct fg_snap_queue {
 	uint16_t level;                 /* index into fg_snapshot.levels */
-	uint32_t index;                 /* the level's queue index (all workers' queues are one range) */
+	uint32_t index;                 /* the queue's index in this worker's queue set of the level */
 	uint32_t n_waiting, n_executing, seats_executing;
 	uint64_t f_prev;                /* Kubernetes' nextDispatchR */
 	uint64_t head_tie;              /* the order's tie of its head (dispatch order of equal finishes) */

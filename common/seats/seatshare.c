@@ -406,11 +406,12 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
 }
 
 /* Per-worker shares when the entries of one flow (equal flow key), one per
- * worker it waits or executes at, are one max-min item: demand the sum of
- * theirs (capped at the limit), weight the first one's.  The flow's
- * allocation is split over its entries in proportion to their demands, into
- * entry_share (when not NULL) and summed per owner (entry e at worker
- * e % W).  Out of memory: per entry, as shares_of. */
+ * queue it waits or executes in at any worker, are one max-min item: demand
+ * the sum of theirs (capped at the limit), weight the first one's.  The
+ * flow's allocation is split over the workers in proportion to its demand at
+ * each (entry e at worker e % W) and summed per worker; entry_share (when not
+ * NULL) receives, for each entry, its flow's share at that entry's worker.
+ * Out of memory: per entry, as shares_of. */
 static void shares_of_flows(uint32_t limit, unsigned n_workers, const uint32_t *demand, const uint32_t *weight,
 			    const uint64_t *flow, uint32_t n_entries, double *share, double *entry_share)
 {
@@ -440,13 +441,18 @@ static void shares_of_flows(uint32_t limit, unsigned n_workers, const uint32_t *
 	if (!order || !items || !alloc || !sum || fg_maxmin_solve(limit, items, n_flows, FG_MAXMIN_SLACK, alloc, NULL, NULL)) {
 		shares_of(limit, n_workers, demand, weight, n_entries, share);
 	} else {
-		for (uint32_t i = 0, f = 0; i < n; i++) {
-			if (i && flow[order[i]] != flow[order[i - 1]])
-				f++;
-			double part = alloc[f] * demand[order[i]] / sum[f];
-			share[order[i] % n_workers] += part;
-			if (entry_share)
-				entry_share[order[i]] = part;
+		double at[FG_SEATSHARE_MAX_WORKERS];
+		for (uint32_t i = 0, f = 0; i < n; f++) {
+			uint32_t j = i;
+			for (unsigned w = 0; w < n_workers; w++)
+				at[w] = 0;
+			for (; j < n && flow[order[j]] == flow[order[i]]; j++)
+				at[order[j] % n_workers] += alloc[f] * demand[order[j]] / sum[f];
+			for (unsigned w = 0; w < n_workers; w++)
+				share[w] += at[w];
+			for (uint32_t k = i; entry_share && k < j; k++)
+				entry_share[order[k]] = at[order[k] % n_workers];
+			i = j;
 		}
 	}
 	free(order);
@@ -534,10 +540,16 @@ unsigned fg_board_allot(struct fg_board *b)
 			fg_seatshare_round_flows(limit, W, demand, weight, key, n, v, l->credit, entry_share);
 			for (uint32_t q = 0; q < l->n_queues; q++)
 				for (unsigned w = 0; w < W; w++) {
+					/* A flow's share at this worker, thousandths of
+					 * a seat: at least 1 when it has one (0 means none
+					 * yet), stored only when it changed (the worker
+					 * reads the line). */
 					double milli = entry_share[q * W + w] * FG_QS_WEIGHT_ONE;
-					__atomic_store_n(&fg_board_load(l, w, q)->share_milli,
-							 milli > FG_QS_WEIGHT_MAX ? FG_QS_WEIGHT_MAX : (uint32_t)milli,
-							 __ATOMIC_RELAXED);
+					uint32_t m = milli <= 0 ? 0 : milli < 1 ? 1 : milli > FG_QS_WEIGHT_MAX
+						? FG_QS_WEIGHT_MAX : (uint32_t)milli;
+					uint32_t *slot = &fg_board_load(l, w, q)->share_milli;
+					if (load_u32(slot) != m)
+						__atomic_store_n(slot, m, __ATOMIC_RELAXED);
 				}
 		}
 		for (unsigned w = 0; w < W; w++) {

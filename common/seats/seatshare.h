@@ -32,10 +32,12 @@
  *     acknowledged and the seats drained;
  *   - a worker following a new configuration starts each level it had at
  *     min(applied, its static share of the new limit, the seats it holds)
- *     (a new level at the static share),
+ *     (a level new to it at the static share: the exception is a level
+ *     removed and added back while another worker still drains it),
  *     so workers on different generations together stay within the larger
- *     of the limits and none starts anything new before a round has counted
- *     what each holds;
+ *     of the limits, and a worker above its static share starts nothing new
+ *     until its own seats fall below that start or a round has counted what
+ *     each holds;
  *   - the level's limit itself moves (borrowing) only on the allotter
  *     thread, between rounds: a smaller limit is a round of shrinking
  *     grants like any other, a larger one frees seats to grant.
@@ -164,8 +166,9 @@ struct fg_seatshare_view {
 };
 
 /*
- * One round for one level (limit C, W workers, the demands of its queues,
- * queue q owned by worker q % W):
+ * One round for one level (limit C, W workers, the demands of n_queues
+ * entries, entry e at worker e % W — the board passes each worker's queues
+ * as entries q * W + w):
  *   - shares: the weighted max-min allocation of C over the queues'
  *     demands (each capped at C; weights in thousandths, NULL: all 1;
  *     common/seats/maxmin), summed per owner — real numbers; on a UsageBased
@@ -206,8 +209,9 @@ void fg_seatshare_round(uint32_t limit, unsigned n_workers, const uint32_t *dema
  * several workers carry the same key; a queue shared by several flows a key
  * of its own).  Each flow, not each entry, is one max-min item, so a flow
  * that arrives at several workers gets one share in all; its allocation is
- * split over its entries in proportion to their demands (entry_share, when
- * not NULL, receives each entry's part).  Credits, targets and grants as in
+ * split over the workers in proportion to its demand at each (entry_share,
+ * when not NULL, receives for each entry its flow's share at that entry's
+ * worker, whatever queues the flow holds there).  Credits, targets and grants as in
  * fg_seatshare_round (MaxMin), except that the seats left after each
  * worker's whole share go by remainder plus credit, the worker that holds
  * one keeping it until another is owed a seat more: fractional shares are
