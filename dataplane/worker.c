@@ -6,7 +6,7 @@
  * configurations in worker_config.c, visibility snapshots in
  * worker_snapshot.c.
  *
- * Why this file is over 1,000 lines: it is the per-datagram path — a
+ * Why this file is large (near 1,000 lines): it is the per-datagram path — a
  * burst's stages, classification, admission, dispatch, the answer — as
  * static functions in one compilation unit, so that the compiler may inline
  * across them (the build has no LTO); what is not per datagram lives in the
