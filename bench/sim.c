@@ -52,7 +52,7 @@ struct level {
 	struct fg_qs_config cfg;
 	struct fg_queueset *qs;        /* one per worker */
 	struct fg_dealer dealer;
-	uint64_t enqueues;
+	uint32_t rotation;             /* the first card visited (owner placement) */
 	uint64_t limit_violations;     /* instants where the workers together exceeded the limit */
 	uint32_t draining;             /* seats held above a shrunk limit, allowed to finish (0: none) */
 	uint32_t demand;               /* seats in use + waiting, as last fed to the integrator */
@@ -674,7 +674,7 @@ static int place(const struct fg_sim *s, struct level *l, uint64_t hash, int rx,
 	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&l->dealer, hash, cards);
 	const struct sim_level_workers ctx = { l, (uint32_t)workers };
-	uint32_t best = fg_hand_least_loaded(cards, l->cfg.hand_size, l->enqueues++, sim_queue_work, &ctx);
+	uint32_t best = fg_hand_least_loaded(cards, l->cfg.hand_size, &l->rotation, sim_queue_work, &ctx);
 	*queue = best;
 	return (int)(best % (uint32_t)workers);
 }

@@ -423,19 +423,6 @@ struct choice {
 	uint64_t flow_hash;
 };
 
-/* A queue's waiting work, doubled, plus one when another flow holds it (waits
- * or executes there): the least loaded card wins as in Kubernetes, and of
- * cards with equal work one nobody else holds, so that a flow does not share
- * a queue it need not (the flows stay apart, per-flow fairness). */
-static uint64_t queue_work_for(const void *ctx, uint32_t queue)
-{
-	const struct choice *c = ctx;
-	const struct fg_qs_queue *q = &c->qs->queues[queue];
-	uint64_t work = fg_qs_queue_work(c->qs, q);
-	bool other = queue_active(q) && (q->n_foreign || q->flow_hash != c->flow_hash);
-	return (work > UINT64_MAX / 2 - 1 ? UINT64_MAX / 2 - 1 : work) * 2 + other;
-}
-
 /* Whether the flow waits in the queue and has it to itself, with room: it
  * took it while idle, no request of another flow waits or executes there,
  * and some but fewer than queueLengthLimit of its requests wait.  (Keeping
@@ -447,21 +434,31 @@ static inline bool queue_held_alone(const struct fg_queueset *qs, const struct f
 	       q->n_waiting < qs->cfg.queue_length_limit;
 }
 
-/* The queue of the hand the flow already waits in alone, so that a flow with many
- * requests takes one queue's share, not one per card it spreads over (per-flow
- * fairness, docs/fair-queuing.md); otherwise (a collision, or its queue is
- * full) the hand's queue with the least waiting work, the first card rotating
- * (Kubernetes' choice), which still lets a flow that collides with a heavy
- * one move to a free card. */
+/* A card's rank for the flow, lowest taken, in one visit of the hand:
+ * 0 for a queue the flow already waits in alone, so that a flow with many
+ * requests takes one queue's share, not one per card it spreads over
+ * (per-flow fairness, docs/fair-queuing.md); otherwise 1 + the queue's
+ * waiting work doubled, plus one when another flow holds it (waits or
+ * executes there) — the least loaded card as in Kubernetes, which still lets
+ * a flow that collides with a heavy one move to a free card, and of cards
+ * with equal work one nobody else holds, so that flows stay apart. */
+static inline uint64_t queue_rank_for(const void *ctx, uint32_t queue)
+{
+	const struct choice *c = ctx;
+	const struct fg_qs_queue *q = &c->qs->queues[queue];
+	if (queue_held_alone(c->qs, q, c->flow_hash))
+		return 0;
+	uint64_t work = fg_qs_queue_work(c->qs, q);
+	bool other = queue_active(q) && (q->n_foreign || q->flow_hash != c->flow_hash);
+	return 1 + (work > UINT64_MAX / 2 - 2 ? UINT64_MAX / 2 - 2 : work) * 2 + other;
+}
+
 static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
 {
 	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
-	for (uint32_t i = 0; i < qs->cfg.hand_size; i++)
-		if (queue_held_alone(qs, &qs->queues[cards[i]], flow_hash))
-			return cards[i];
 	const struct choice c = { qs, flow_hash };
-	return fg_hand_least_loaded(cards, qs->cfg.hand_size, qs->enqueues++, queue_work_for, &c);
+	return fg_hand_least_loaded(cards, qs->cfg.hand_size, &qs->rotation, queue_rank_for, &c);
 }
 
 /* A request joins queue q: the first of an idle queue takes it for its flow;

@@ -220,7 +220,7 @@ struct fg_queueset {
 	uint64_t guess_ns;
 	uint64_t guess_samples;
 	uint64_t tie;                /* round-robin counter for equal finishes */
-	uint64_t enqueues;           /* rotates the first card */
+	uint32_t rotation;           /* the first card visited: deals modulo the hand */
 	uint32_t seats_in_use;
 	uint32_t level_limit;        /* the level's seats; cfg.concurrency_limit may be a smaller allotment */
 	uint32_t n_waiting;

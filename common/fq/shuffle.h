@@ -41,18 +41,22 @@ int fg_dealer_init(struct fg_dealer *d, uint32_t deck, uint32_t hand);
 /*
  * Shuffle sharding's queue choice (KEP "Assignment to a Queue"): the card
  * whose queue has the least waiting work.  The first card visited rotates
- * with `rotation` (a count of deals), and a strict < keeps the first in that
+ * with *rotation, which the call advances (it is the count of deals modulo
+ * the hand, kept so because a divide costs tens of cycles per arrival; a
+ * hand that shrank restarts it at 0), and a strict < keeps the first in that
  * order on ties, as Kubernetes' shuffleShardLocked.  work(ctx, queue) reads
  * a queue's waiting work: one worker's queue set, the board of several, the
- * simulator's — one choice for all of them.
+ * simulator's — one choice for all of them.  A work of 0 ends the visit:
+ * nothing can be less, and a caller may give 0 to the card it must take.
  */
-static inline uint32_t fg_hand_least_loaded(const uint32_t *cards, uint32_t hand, uint64_t rotation,
+static inline uint32_t fg_hand_least_loaded(const uint32_t *cards, uint32_t hand, uint32_t *rotation,
 					    uint64_t (*work)(const void *ctx, uint32_t queue), const void *ctx)
 {
-	uint32_t offset = (uint32_t)(rotation % hand), best = cards[offset];
+	uint32_t offset = *rotation < hand ? *rotation : 0, best = cards[offset];
+	*rotation = offset + 1 < hand ? offset + 1 : 0;
 	uint64_t best_work = work(ctx, best);
-	for (uint32_t i = 1; i < hand; i++) {
-		uint32_t c = cards[(offset + i) % hand];
+	for (uint32_t i = 1; i < hand && best_work; i++) {
+		uint32_t c = cards[offset + i < hand ? offset + i : offset + i - hand];
 		uint64_t w = work(ctx, c);
 		if (w < best_work) {
 			best = c;
