@@ -166,7 +166,7 @@ static void *build_sock_io(uint32_t n, void *arg)
 	(void)arg;
 	struct fg_endpoint lo = { .ip = htonl(INADDR_LOOPBACK), .port = 0 };
 	int err = 0;
-	return fg_sock_io_create(&lo, n, &err);
+	return fg_sock_io_create(&lo, n, false, &err);
 }
 
 static void undo_sock_io(void *obj) { fg_sock_io_free(obj); }

@@ -227,8 +227,8 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	/* Gauges: a sum of samples taken at slightly different moments. */
 	single(e, "fairgate_buffers_in_use", G, "I/O buffers out of the pool, not counting the answer reserves.",
 	       t.buffers_in_use);
-	single(e, "fairgate_buffers_pool_size", G, "I/O buffers the shared pool holds in all.",
-	       FG_STAT_GET(v->worker_stats[0]->buffers_total));
+	single(e, "fairgate_buffers_pool_size", G, "I/O buffers the pools hold in all (DPDK: one shared pool; socket mode: one per worker).",
+	       t.buffers_total);
 	single(e, "fairgate_buffers_reserved", G, "I/O buffers kept in the workers' answer reserves.", t.buffers_reserved);
 	if (v->allotter) {
 		single(e, "fairgate_allotter_rounds_total", C, "Seat allotment rounds run between workers.",

@@ -94,7 +94,7 @@ static void install_signals(void)
 struct daemon {
 	struct fg_daemon_args args;
 	struct fg_settings *s;              /* = &args.settings */
-	struct fg_sock_io *sio;
+	struct fg_sock_io *sio[FG_MAX_WORKER_CORES]; /* socket mode: one lane per worker */
 	struct fg_dpdk_io *dio;
 	FILE *dpdk_log;                     /* DPDK's log stream into ours (log.h) */
 	struct fg_config *published;        /* RCU-protected: workers read it, control publishes */
@@ -113,6 +113,8 @@ struct daemon {
 	uint64_t drain_cut_until_ns;        /* a drain ended with requests executing: the latest of their
 					     * backend time-outs (0: none cut) */
 	pthread_t allotter_thread;
+	pthread_t worker_threads[FG_MAX_WORKER_CORES]; /* socket mode: workers 1..n-1 */
+	unsigned worker_threads_started;
 	int allotter_stop;                  /* __atomic release/acquire */
 	bool allotter_running, lcores_launched, rcu_registered;
 };
@@ -129,7 +131,8 @@ struct worker_arg {
 static void run_worker(struct daemon *d, struct fg_worker *w)
 {
 	uint64_t drain_deadline = 0;
-	if (w->id == 0 && w->io.ops->pool_size) /* the pool is shared: one worker reports it */
+	bool reports_pool = w->id == 0 || w->io.ops->counts_per_lane; /* a shared pool: worker 0 reports it */
+	if (reports_pool && w->io.ops->pool_size)
 		FG_STAT_SET(w->stats.buffers_total, w->io.ops->pool_size(w->io.ctx));
 	for (;;) {
 		rcu_quiescent_state();
@@ -143,7 +146,7 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 		}
 		unsigned n = fg_worker_poll(w, cfg, now);
 		fg_stats_poll(&w->stats, now, n != 0);
-		if (w->id == 0) /* the pool is shared: one worker reports it */
+		if (reports_pool)
 			FG_STAT_SET(w->stats.buffers_in_use, w->io.ops->in_use(w->io.ctx));
 		if (w->draining && (w->executing.count == 0 || now >= drain_deadline || stop_now)) {
 			if (w->executing.count) { /* cut short: those may still run at the backends, at most
@@ -163,6 +166,10 @@ static void run_worker(struct daemon *d, struct fg_worker *w)
 			uint64_t sleep = next > now ? next - now : 0;
 			if (sleep > FG_IDLE_WAIT_NS)
 				sleep = FG_IDLE_WAIT_NS;
+			/* Its requests wait for seats the allotter may grant any
+			 * moment (a round within 50 us of asking). */
+			if (d->workers.n > 1 && w->waiting.head != FG_REQ_NIL && sleep > FG_SHARED_WAIT_NS)
+				sleep = FG_SHARED_WAIT_NS;
 			rcu_thread_offline();
 			w->io.ops->wait(w->io.ctx, sleep);
 			rcu_thread_online();
@@ -190,6 +197,58 @@ static int worker_lcore_main(void *arg)
 	run_worker(wa->d, wa->w);
 	rcu_unregister_thread();
 	return 0;
+}
+
+/* Socket mode: a worker thread other than the main one. */
+static void *worker_thread_main(void *arg)
+{
+	worker_lcore_main(arg);
+	return NULL;
+}
+
+/* Workers 1..n-1: on the next DPDK lcores, or (socket mode) on threads of
+ * their own, which the kernel schedules.  0, or 1 when a thread could not
+ * start (the caller then stops the ones that did). */
+static int launch_workers(struct daemon *d, struct worker_arg *args)
+{
+	unsigned launched = 1, lcore;
+	if (d->dio) {
+		RTE_LCORE_FOREACH_WORKER(lcore) {
+			if (launched >= d->workers.n)
+				break;
+			args[launched] = (struct worker_arg){ d, d->workers.w[launched] };
+			rte_eal_remote_launch(worker_lcore_main, &args[launched], lcore);
+			launched++;
+		}
+		d->lcores_launched = true;
+		return 0;
+	}
+	for (; launched < d->workers.n; launched++) {
+		args[launched] = (struct worker_arg){ d, d->workers.w[launched] };
+		int rc = pthread_create(&d->worker_threads[launched], NULL, worker_thread_main, &args[launched]);
+		if (rc) {
+			fg_logf(FG_LOG_ERROR, "cannot start worker %u's thread: %s", launched, strerror(rc));
+			/* The workers never started count as past their drain. */
+			__atomic_add_fetch(&d->workers_done, d->workers.n - launched, __ATOMIC_ACQ_REL);
+			return 1;
+		}
+		char name[16];
+		snprintf(name, sizeof(name), "fg-worker-%u", launched);
+		pthread_setname_np(d->worker_threads[launched], name);
+		d->worker_threads_started = launched;
+	}
+	return 0;
+}
+
+/* Wait for the workers launch_workers started. */
+static void join_workers(struct daemon *d)
+{
+	if (d->lcores_launched)
+		rte_eal_mp_wait_lcore();
+	d->lcores_launched = false;
+	for (unsigned i = 1; i <= d->worker_threads_started; i++)
+		pthread_join(d->worker_threads[i], NULL);
+	d->worker_threads_started = 0;
 }
 
 /* The allotter thread steps borrowing between levels (common/runtime/borrower.h)
@@ -248,12 +307,21 @@ static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_i
 	/* Waiting requests hold their datagram: one buffer per request slot. */
 	uint32_t n_buffers = d->s->max_requests + FG_RX_BURST * 4;
 	if (d->s->io == FG_IO_SOCKET) {
-		if (!(d->sio = fg_sock_io_create(&d->s->listen, n_buffers, &err))) {
+		/* Several lanes share the port (SO_REUSEPORT): first make sure
+		 * nothing else holds it, as one lane's plain bind would. */
+		if (n > 1 && (err = fg_sock_io_claim_port(&d->s->listen)) < 0) {
 			fg_logf(FG_LOG_ERROR, "cannot listen on %s: %s", fg_endpoint_format(&d->s->listen, ep, sizeof(ep)),
 				strerror(-err));
 			return 1;
 		}
-		ios[0] = fg_sock_io_as_io(d->sio);
+		for (unsigned i = 0; i < n; i++) {
+			if (!(d->sio[i] = fg_sock_io_create(&d->s->listen, n_buffers, n > 1, &err))) {
+				fg_logf(FG_LOG_ERROR, "cannot listen on %s (worker %u): %s",
+					fg_endpoint_format(&d->s->listen, ep, sizeof(ep)), i, strerror(-err));
+				return 1;
+			}
+			ios[i] = fg_sock_io_as_io(d->sio[i]);
+		}
 		return 0;
 	}
 	route_dpdk_log(d);
@@ -397,6 +465,22 @@ static int start_http(struct daemon *d)
 	return 0;
 }
 
+/* Datagrams dropped for a martian source: DPDK's lanes share one count,
+ * socket mode's lanes have one each (any thread: relaxed loads). */
+static uint64_t martians_total(void *ctx)
+{
+	const struct daemon *d = ctx;
+	uint64_t n = 0;
+	for (unsigned i = 0; i < d->workers.n; i++) {
+		const struct fg_io *io = &d->workers.w[i]->io;
+		if (io->ops->martians)
+			n += io->ops->martians(io->ctx);
+		if (!io->ops->counts_per_lane) /* one count for every lane */
+			break;
+	}
+	return n;
+}
+
 /* The control thread gets its own copies of the settings and the objects. */
 static int start_control(struct daemon *d)
 {
@@ -409,7 +493,7 @@ static int start_control(struct daemon *d)
 		.reload_fd = reload_fd, .reload_paths = d->args.config_paths, .n_reload_paths = d->args.n_config_paths,
 		.changes = &d->changes, .vis = d->vis,
 		.backend_mac = d->dio ? fg_dpdk_io_backend_mac : NULL, .backend_mac_ctx = d->dio,
-		.martians = d->workers.w[0]->io.ops->martians, .martians_ctx = d->workers.w[0]->io.ctx,
+		.martians = martians_total, .martians_ctx = d,
 		.cluster = d->cluster,
 	};
 	snprintf(view.http_listen, sizeof(view.http_listen), "%s", d->http ? fg_http_address(d->http) : "off");
@@ -560,30 +644,23 @@ static int start(struct daemon *d, int argc, char **argv, int own_argc)
 	return 0;
 }
 
-/* Worker 0 on this (the main) lcore, the others on the next lcores, until
- * a signal and the drain; then the totals. */
-static void run(struct daemon *d)
+/* Worker 0 on this (the main) thread, the others on the next lcores or on
+ * threads of their own, until a signal and the drain; then the totals.
+ * 0, or 1 when a worker could not start. */
+static int run(struct daemon *d)
 {
-	struct worker_arg args[FG_MAX_WORKER_CORES];
-	unsigned launched = 1, lcore;
-	if (d->workers.n > 1) {
-		RTE_LCORE_FOREACH_WORKER(lcore) {
-			if (launched >= d->workers.n)
-				break;
-			args[launched] = (struct worker_arg){ d, d->workers.w[launched] };
-			rte_eal_remote_launch(worker_lcore_main, &args[launched], lcore);
-			launched++;
-		}
-		d->lcores_launched = true;
+	static struct worker_arg args[FG_MAX_WORKER_CORES]; /* the workers read theirs until joined */
+	int rc = d->workers.n > 1 ? launch_workers(d, args) : 0;
+	if (rc) { /* the ones started stop at once, and so does worker 0 */
+		stop_signal = SIGTERM;
+		stop_now = 1;
 	}
 	/* systemd (Type=notify): the configuration is published and the workers
 	 * poll from here on; the control thread says STOPPING=1 at the drain. */
 	sd_notify(0, "READY=1");
 	run_worker(d, d->workers.w[0]);
 	sd_notify(0, "STOPPING=1"); /* again if the control thread said it: a quick drain may beat it */
-	if (d->lcores_launched)
-		rte_eal_mp_wait_lcore();
-	d->lcores_launched = false;
+	join_workers(d);
 	uint64_t received = 0, responded = 0, rejected = 0, malformed = 0;
 	for (unsigned i = 0; i < d->workers.n; i++) {
 		const struct fg_worker_stats *st = &d->workers.w[i]->stats;
@@ -596,13 +673,13 @@ static void run(struct daemon *d)
 	fg_logf(FG_LOG_INFO, "shut down (signal %d%s): %llu requests, %llu responded, %llu rejected, "
 		"%llu malformed datagrams", (int)stop_signal, stop_now ? ", drain cut short by a second signal" : "",
 		(unsigned long long)received, (unsigned long long)responded, (unsigned long long)rejected, (unsigned long long)malformed);
+	return rc;
 }
 
 /* Undo whatever start reached, in reverse order. */
 static void teardown(struct daemon *d)
 {
-	if (d->lcores_launched)
-		rte_eal_mp_wait_lcore();
+	join_workers(d);
 	if (d->allotter_running) {
 		__atomic_store_n(&d->allotter_stop, 1, __ATOMIC_RELEASE);
 		rcu_thread_offline();
@@ -631,7 +708,8 @@ static void teardown(struct daemon *d)
 		rcu_barrier();
 		rcu_unregister_thread();
 	}
-	fg_sock_io_free(d->sio);
+	for (unsigned i = 0; i < FG_MAX_WORKER_CORES; i++)
+		fg_sock_io_free(d->sio[i]);
 	fg_dpdk_io_free(d->dio);
 	if (d->dpdk_log) {
 		rte_openlog_stream(NULL); /* EAL falls back to its own stream */
@@ -654,7 +732,7 @@ int main(int argc, char **argv)
 		CPU_ZERO(&start_cpus);
 	int rc = start(&d, argc, argv, own_argc);
 	if (rc == 0)
-		run(&d);
+		rc = run(&d);
 	teardown(&d);
 	return rc < 0 ? 0 : rc;
 }

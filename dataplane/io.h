@@ -10,6 +10,7 @@
 #ifndef FG_IO_H
 #define FG_IO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "pkt.h"
@@ -36,9 +37,13 @@ struct fg_io_ops {
 	 * removed ones included): resolve new ones (ARP in DPDK mode); may be
 	 * NULL. */
 	void (*follow_backends)(void *ctx, const struct fg_backend_cfg *b, uint32_t n);
-	/* Datagrams dropped for a martian source, over all lanes; any thread
-	 * (relaxed loads: the control thread logs them); may be NULL. */
+	/* Datagrams dropped for a martian source (see counts_per_lane); any
+	 * thread (relaxed loads: the control thread logs them); may be NULL. */
 	uint64_t (*martians)(void *ctx);
+	/* Each lane has its own buffer pool and martian count (socket mode),
+	 * which its worker reports; else one of each for all lanes (DPDK),
+	 * which worker 0's lane reports. */
+	bool counts_per_lane;
 };
 
 struct fg_io {

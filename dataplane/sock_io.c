@@ -19,18 +19,25 @@
 #define SOCK_BUF_BYTES (4u << 20) /* kernel socket buffers: absorb bursts */
 #define SOCK_TX_MAX_WAITS 100u    /* 1 ms polls before a full send buffer drops */
 
-struct fg_sock_io {
+/* One socket's send batch. */
+struct sock_tx {
 	int fd;
+	struct mmsghdr msgs[SOCK_TX_BATCH];
+	struct iovec iov[SOCK_TX_BATCH];
+	struct sockaddr_in addr[SOCK_TX_BATCH];
+	uint32_t buf[SOCK_TX_BATCH];
+	uint8_t answer[SOCK_TX_BATCH];   /* the datagram is an answer to a client */
+	unsigned n;
+};
+
+struct fg_sock_io {
+	int fd;                 /* clients' datagrams (alone: the backends' too) */
+	int backend_fd;         /* one of several lanes: this lane's backend side (an ephemeral port); else -1 */
 	uint8_t *bufs;          /* n_bufs × FG_PROTO_MAX_DATAGRAM */
 	uint32_t n_bufs;
 	uint32_t *free_stack;
 	uint32_t n_free;
-	struct mmsghdr tx_msgs[SOCK_TX_BATCH];
-	struct iovec tx_iov[SOCK_TX_BATCH];
-	struct sockaddr_in tx_addr[SOCK_TX_BATCH];
-	uint32_t tx_buf[SOCK_TX_BATCH];
-	uint8_t tx_answer[SOCK_TX_BATCH];   /* the datagram is an answer to a client */
-	unsigned tx_n;
+	struct sock_tx tx[2];   /* [0] answers to clients, [1] requests to backends (one lane alone: both on fd) */
 	unsigned tx_dropped, tx_answers_dropped; /* since the last flush */
 	unsigned lo_ifindex;    /* loopback: the only interface a 127/8 source may arrive on */
 	uint64_t dropped_martians;
@@ -80,9 +87,9 @@ static bool martian_loopback(const struct fg_sock_io *s, struct msghdr *h, uint3
 	return true; /* no arrival interface: not believed */
 }
 
-static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
+/* Up to max datagrams from one socket into pkts. */
+static unsigned rx_socket(struct fg_sock_io *s, int fd, struct fg_pkt *pkts, unsigned max)
 {
-	struct fg_sock_io *s = ctx;
 	struct mmsghdr msgs[FG_RX_BURST];
 	struct iovec iov[FG_RX_BURST];
 	struct sockaddr_in from[FG_RX_BURST];
@@ -102,7 +109,7 @@ static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 						   .msg_iov = &iov[i], .msg_iovlen = 1,
 						   .msg_control = ctl[i].buf, .msg_controllen = sizeof(ctl[i].buf) };
 	}
-	int n = max ? recvmmsg(s->fd, msgs, max, MSG_DONTWAIT, NULL) : 0;
+	int n = max ? recvmmsg(fd, msgs, max, MSG_DONTWAIT, NULL) : 0;
 	if (n < 0)
 		n = 0;
 	unsigned out = 0;
@@ -124,37 +131,47 @@ static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 	return out;
 }
 
-/* Send the TX batch; datagrams the kernel refuses are counted in tx_dropped. */
-static void tx_batch(struct fg_sock_io *s)
+/* The backend side first: answers end requests and free their seats and
+ * buffers; then clients' requests. */
+static unsigned sio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
+{
+	struct fg_sock_io *s = ctx;
+	unsigned n = s->backend_fd >= 0 ? rx_socket(s, s->backend_fd, pkts, max) : 0;
+	return n + rx_socket(s, s->fd, pkts + n, max - n);
+}
+
+/* Send a batch; datagrams the kernel refuses are counted in tx_dropped. */
+static void tx_batch(struct fg_sock_io *s, struct sock_tx *t)
 {
 	unsigned done = 0, waits = 0;
-	while (done < s->tx_n) {
-		int n = sendmmsg(s->fd, s->tx_msgs + done, s->tx_n - done, MSG_DONTWAIT);
+	while (done < t->n) {
+		int n = sendmmsg(t->fd, t->msgs + done, t->n - done, MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == ENOBUFS) && waits++ < SOCK_TX_MAX_WAITS) {
 			/* Send buffer full: give the kernel a moment rather than drop an answer. */
-			struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+			struct pollfd pfd = { .fd = t->fd, .events = POLLOUT };
 			poll(&pfd, 1, 1);
 			continue;
 		}
 		if (n <= 0) {
 			/* Refused for good (no route, peer gone): drop the head, count it. */
 			s->tx_dropped++;
-			s->tx_answers_dropped += s->tx_answer[done];
+			s->tx_answers_dropped += t->answer[done];
 			n = 1;
 		}
 		done += (unsigned)n;
 	}
-	for (unsigned i = 0; i < s->tx_n; i++)
-		s->free_stack[s->n_free++] = s->tx_buf[i];
-	s->tx_n = 0;
+	for (unsigned i = 0; i < t->n; i++)
+		s->free_stack[s->n_free++] = t->buf[i];
+	t->n = 0;
 }
 
 static unsigned sio_flush(void *ctx, unsigned *answers_dropped)
 {
 	struct fg_sock_io *s = ctx;
-	tx_batch(s);
+	tx_batch(s, &s->tx[0]);
+	tx_batch(s, &s->tx[1]);
 	unsigned dropped = s->tx_dropped;
 	*answers_dropped = s->tx_answers_dropped;
 	s->tx_dropped = s->tx_answers_dropped = 0;
@@ -164,25 +181,26 @@ static unsigned sio_flush(void *ctx, unsigned *answers_dropped)
 static void sio_tx(void *ctx, struct fg_pkt *p)
 {
 	struct fg_sock_io *s = ctx;
-	if (s->tx_n == SOCK_TX_BATCH)
-		tx_batch(s);
-	unsigned i = s->tx_n++;
-	s->tx_addr[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = p->peer.port,
-					      .sin_addr.s_addr = p->peer.ip };
-	s->tx_iov[i] = (struct iovec){ p->data, p->len };
-	s->tx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &s->tx_addr[i], .msg_namelen = sizeof(s->tx_addr[i]),
-						 .msg_iov = &s->tx_iov[i], .msg_iovlen = 1 };
-	s->tx_buf[i] = buf_index(s, p->handle);
-	s->tx_answer[i] = p->answer;
+	struct sock_tx *t = &s->tx[!p->answer];
+	if (t->n == SOCK_TX_BATCH)
+		tx_batch(s, t);
+	unsigned i = t->n++;
+	t->addr[i] = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = p->peer.port,
+					   .sin_addr.s_addr = p->peer.ip };
+	t->iov[i] = (struct iovec){ p->data, p->len };
+	t->msgs[i].msg_hdr = (struct msghdr){ .msg_name = &t->addr[i], .msg_namelen = sizeof(t->addr[i]),
+					      .msg_iov = &t->iov[i], .msg_iovlen = 1 };
+	t->buf[i] = buf_index(s, p->handle);
+	t->answer[i] = p->answer;
 	p->handle = NULL;
 }
 
 static void sio_wait(void *ctx, uint64_t timeout_ns)
 {
 	struct fg_sock_io *s = ctx;
-	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = s->fd, .events = POLLIN }, { .fd = s->backend_fd, .events = POLLIN } };
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000ull), (long)(timeout_ns % 1000000000ull) };
-	ppoll(&pfd, 1, &ts, NULL);
+	ppoll(pfd, s->backend_fd >= 0 ? 2 : 1, &ts, NULL);
 }
 
 static uint64_t sio_in_use(void *ctx)
@@ -204,19 +222,54 @@ static uint64_t sio_martians(void *ctx)
 static const struct fg_io_ops sock_ops = {
 	.rx = sio_rx, .tx = sio_tx, .flush = sio_flush, .alloc = sio_alloc, .free = sio_free,
 	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use, .pool_size = sio_pool_size, .martians = sio_martians,
+	.counts_per_lane = true,
 };
 
 struct fg_io fg_sock_io_as_io(struct fg_sock_io *s) { return (struct fg_io){ &sock_ops, s }; }
 
-struct fg_sock_io *fg_sock_io_create(const struct fg_endpoint *listen, uint32_t n_buffers, int *err)
+/* A UDP socket with the arrival interface reported (the martian check),
+ * large buffers, bound to ip:port (port 0: an ephemeral one).  The fd, or
+ * -errno. */
+static int open_socket(uint32_t ip, uint16_t port, bool reuse_port)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int sz = SOCK_BUF_BYTES, on = 1;
+	if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) < 0 ||
+	    (reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0))
+		goto err;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = port, .sin_addr.s_addr = ip };
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		goto err;
+	return fd;
+err:;
+	int e = -errno;
+	close(fd);
+	return e;
+}
+
+int fg_sock_io_claim_port(const struct fg_endpoint *listen)
+{
+	int fd = open_socket(listen->ip, listen->port, false);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+struct fg_sock_io *fg_sock_io_create(const struct fg_endpoint *listen, uint32_t n_buffers, bool one_of_several,
+				     int *err)
 {
 	struct fg_sock_io *s = calloc(1, sizeof(*s));
 	if (!s) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	s->fd = -1;
-	s->n_bufs = n_buffers + FG_RX_BURST + SOCK_TX_BATCH;
+	s->fd = s->backend_fd = -1;
+	s->n_bufs = n_buffers + FG_RX_BURST + 2 * SOCK_TX_BATCH;
 	s->bufs = malloc((size_t)s->n_bufs * FG_PROTO_MAX_DATAGRAM);
 	s->free_stack = malloc(sizeof(*s->free_stack) * s->n_bufs);
 	if (!s->bufs || !s->free_stack) {
@@ -226,24 +279,20 @@ struct fg_sock_io *fg_sock_io_create(const struct fg_endpoint *listen, uint32_t 
 	for (uint32_t i = 0; i < s->n_bufs; i++)
 		s->free_stack[i] = s->n_bufs - 1 - i;
 	s->n_free = s->n_bufs;
-	s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s->fd < 0) {
-		*err = -errno;
+	if (!(s->lo_ifindex = if_nametoindex("lo"))) {
+		*err = errno ? -errno : -ENODEV; /* no loopback interface to check arrivals against */
 		goto err;
 	}
-	int sz = SOCK_BUF_BYTES, on = 1;
-	s->lo_ifindex = if_nametoindex("lo");
-	if (!s->lo_ifindex || setsockopt(s->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) < 0) {
-		*err = errno ? -errno : -ENODEV; /* no loopback interface, or no arrival interface to check */
+	if ((s->fd = open_socket(listen->ip, listen->port, one_of_several)) < 0) {
+		*err = s->fd;
 		goto err;
 	}
-	setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = listen->port, .sin_addr.s_addr = listen->ip };
-	if (bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		*err = -errno;
+	if (one_of_several && (s->backend_fd = open_socket(listen->ip, 0, false)) < 0) {
+		*err = s->backend_fd;
 		goto err;
 	}
+	s->tx[0].fd = s->fd;
+	s->tx[1].fd = s->backend_fd >= 0 ? s->backend_fd : s->fd;
 	return s;
 err:
 	fg_sock_io_free(s);
@@ -256,6 +305,8 @@ void fg_sock_io_free(struct fg_sock_io *s)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->backend_fd >= 0)
+		close(s->backend_fd);
 	free(s->bufs);
 	free(s->free_stack);
 	free(s);

@@ -239,6 +239,7 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used && w->levels[i].qs.usage.flows)
 			FG_STAT_SET(w->stats.levels[i].usage_overflowed, w->levels[i].qs.usage.overflowed);
+	fg_backendpool_refresh(&w->pool, now);
 	for (uint32_t b = 0; b < w->pool.n; b++)
 		fg_worker__publish_backend(w, b, now);
 }

@@ -130,6 +130,44 @@ TEST(an_answer_resets_the_shared_run)
 	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
 }
 
+/* A probe answered at one worker brings the backend back at the others,
+ * even one that dispatches nothing (its periodic refresh), unless it was
+ * ejected there after that answer, or its own probe is still out. */
+TEST(a_recovery_is_shared_between_workers)
+{
+	struct fg_backend_shared shared[FG_MAX_BACKENDS];
+	struct fg_backendpool a, b;
+	two_workers(&a, &b, 1, shared);
+	for (int i = 0; i < 3; i++)
+		time_out(&a, 0, 100 * MS);
+	fg_backendpool_refresh(&b, 200 * MS); /* b, idle, follows the ejection */
+	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
+	CHECK_EQ(fg_backendpool_pick(&a, 1, 1100 * MS), 0); /* a's probe, answered */
+	fg_backendpool_done(&a, 0, 1, true, 1150 * MS);
+	CHECK_EQ(a.b[0].state, FG_BACKEND_UP);
+	CHECK_EQ(shared[0].down_until, 0);
+	fg_backendpool_refresh(&b, 1200 * MS);
+	CHECK_EQ(b.b[0].state, FG_BACKEND_UP);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 1200 * MS), 0);
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 1200 * MS), 0); /* up: not one at a time */
+
+	/* b ejects it again after a's answer: that answer does not undo it. */
+	for (int i = 0; i < 3; i++)
+		time_out(&b, 0, 2000 * MS);
+	fg_backendpool_refresh(&b, 2100 * MS);
+	CHECK_EQ(b.b[0].state, FG_BACKEND_EJECTED);
+	/* b's own probe is out when a's next answer comes: b waits for its own. */
+	CHECK_EQ(fg_backendpool_pick(&b, 1, 3000 * MS), 0);
+	CHECK(b.b[0].probe_in_flight);
+	a.b[0].outstanding++;
+	a.b[0].state = FG_BACKEND_PROBING;
+	fg_backendpool_done(&a, 0, 1, true, 3100 * MS);
+	fg_backendpool_refresh(&b, 3200 * MS);
+	CHECK_EQ(b.b[0].state, FG_BACKEND_PROBING);
+	fg_backendpool_done(&b, 0, 1, true, 3300 * MS);
+	CHECK_EQ(b.b[0].state, FG_BACKEND_UP);
+}
+
 /* Only enabled backends are picked; a drained one keeps its health
  * accounting, a disabled one's timeouts neither eject it nor count; enable
  * starts an ejected backend afresh. */

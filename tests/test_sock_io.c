@@ -14,7 +14,7 @@ TEST(refused_sends_are_counted_and_the_batch_goes_on)
 {
 	struct fg_endpoint listen = { .ip = htonl(INADDR_LOOPBACK), .port = 0 };
 	int err = 0;
-	struct fg_sock_io *s = fg_sock_io_create(&listen, 64, &err);
+	struct fg_sock_io *s = fg_sock_io_create(&listen, 64, false, &err);
 	CHECK(s != NULL);
 	if (!s)
 		return;

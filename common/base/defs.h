@@ -55,6 +55,7 @@ _Static_assert(FG_BORROWING_SAMPLE_NS * 10 <= FG_MIN_BORROWING_PERIOD_NS, "a per
 #define FG_MAX_MAX_REQUESTS (1u << 24)
 #define FG_RX_BURST 32u
 #define FG_IDLE_WAIT_NS 1000000ull           /* socket mode: longest sleep when idle */
+#define FG_SHARED_WAIT_NS 50000ull           /* ... of one of several workers whose requests wait for seats */
 #define FG_FLOW_TABLE_SIZE 1024u             /* per-flow statistics entries (power of two) */
 #define FG_FLOW_NAME_MAX 512u            /* "schema/distinguisher" escaped, NUL included: a 253-byte schema and a long user whole */
 #define FG_PERIODIC_PUBLISH_NS 100000000ull /* the levels' R and backends' state in the statistics this often */

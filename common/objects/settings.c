@@ -196,9 +196,6 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 	if (s->cluster_etcd_user[0] && !https)
 		fg_errors_add(errs, "spec.clusterEtcdUser",
 			      "needs https:// endpoints (over http:// the password would cross the network in clear)");
-	if (s->workers > 1 && s->io != FG_IO_DPDK)
-		fg_errors_add(errs, "spec.workers", "more than one worker needs io: dpdk (socket mode runs one worker), got %u",
-			      s->workers);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (fg_endpoint_reaches(&s->listen, &s->backends[i].ep)) {
 			char path[64];

@@ -78,7 +78,8 @@ const struct fg_setting fg_settings_table[] = {
 	{ "maxRequests", "max-requests", FG_SET_U32, FIELD(max_requests), 1, FG_MAX_MAX_REQUESTS, false,
 	  "request slots per worker (waiting + executing); when all are taken: REJECT queue-full" },
 	{ "workers", "workers", FG_SET_U32, FIELD(workers), 1, FG_MAX_WORKER_CORES, false,
-	  "worker cores; more than 1 needs `io: dpdk` and as many EAL lcores (operations.md)" },
+	  "workers, each queuing what it receives: DPDK lcores (as many EAL lcores; the port's RSS spreads the "
+	  "flows) or, in socket mode, threads with a SO_REUSEPORT socket each (operations.md)" },
 	{ "allotmentPeriod", "allotment-period", FG_SET_DURATION, FIELD(allotment_period_ns),
 	  (int64_t)FG_MIN_ALLOTMENT_PERIOD_NS, (int64_t)FG_MAX_ALLOTMENT_PERIOD_NS, true,
 	  "how often each level's seats are re-split between workers; a worker whose request waits for want of "

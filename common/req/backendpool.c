@@ -42,6 +42,7 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 		 * previous address earned does not eject the new one. */
 		if (p->shared) {
 			__atomic_store_n(&p->shared[i].down_until, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->shared[i].back_at, 0, __ATOMIC_RELAXED);
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		}
 	}
@@ -69,18 +70,33 @@ void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n)
 	p->n = n;
 }
 
-/* Another worker ejected backend i: eject it here too, for the same time. */
+/* Another worker ejected backend i: eject it here too, for the same time.
+ * Another saw it answer after it was ejected here: it is back here too. */
 static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, struct fg_backend *b, uint64_t now)
 {
-	if (!p->shared || b->state != FG_BACKEND_UP || b->admin != FG_BACKEND_ENABLED)
+	if (!p->shared || b->admin != FG_BACKEND_ENABLED)
 		return;
+	if (b->state != FG_BACKEND_UP) {
+		if (!b->probe_in_flight && __atomic_load_n(&p->shared[i].back_at, __ATOMIC_RELAXED) > b->ejected_at) {
+			b->state = FG_BACKEND_UP;
+			b->eject_ns = 0;
+		}
+		return;
+	}
 	uint64_t until = __atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED);
 	if (now < until) {
 		b->state = FG_BACKEND_EJECTED;
 		b->until_ns = until;
+		b->ejected_at = now;
 		b->eject_ns = p->base_eject_ns;
 		b->probe_in_flight = false;
 	}
+}
+
+void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		follow_shared(p, i, &p->b[i], now);
 }
 
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
@@ -166,6 +182,11 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		if (b->state != FG_BACKEND_UP) {
 			b->state = FG_BACKEND_UP;
 			b->eject_ns = 0;
+			if (p->shared) { /* back for all, and no longer ejected for the others to follow */
+				if (__atomic_load_n(&p->shared[i].back_at, __ATOMIC_RELAXED) < now)
+					__atomic_store_n(&p->shared[i].back_at, now, __ATOMIC_RELAXED);
+				__atomic_store_n(&p->shared[i].down_until, 0, __ATOMIC_RELAXED);
+			}
 		}
 		return;
 	}
@@ -179,6 +200,7 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 			      : (b->eject_ns * 2 < p->max_eject_ns ? b->eject_ns * 2 : p->max_eject_ns);
 		b->state = FG_BACKEND_EJECTED;
 		b->until_ns = now + b->eject_ns;
+		b->ejected_at = now;
 		b->probe_in_flight = false;
 		b->ejections++;
 		if (p->shared) {

@@ -11,8 +11,10 @@
  * there at once (a request wider than it runs there alone); when every
  * usable backend is full, pick finds none and the caller holds the request
  * until one has room.  With several workers, timeouts in a row are counted
- * over all of them and a backend one of them ejects counts as ejected for
- * all (each then probes it once when the time is up).  Time is passed in.
+ * over all of them, a backend one of them ejects counts as ejected for all
+ * (each then probes it once when the time is up), and one that answers a
+ * worker after an ejection is back for all (a worker that receives nothing
+ * would otherwise show it ejected for ever).  Time is passed in.
  *
  * Backends sit in stable slots (the configuration keeps a backend's slot
  * for as long as its address stays listed, settings.h), so a request in
@@ -54,14 +56,17 @@ struct fg_backend {
 	uint32_t consecutive_timeouts;
 	uint64_t eject_ns;           /* current ejection length */
 	uint64_t until_ns;           /* ejected until */
+	uint64_t ejected_at;         /* when it was last ejected here */
 	uint64_t ejections;          /* statistics */
 };
 
 /* One backend as all workers see it: timeouts in a row counted over all of
- * them, and until when one of them ejected it (relaxed atomics: rare events,
- * any writer). */
+ * them, until when one of them ejected it, and when one last saw it answer
+ * while it was ejected or probed here (relaxed atomics: rare events, any
+ * writer). */
 struct fg_backend_shared {
 	uint64_t down_until;
+	uint64_t back_at;
 	uint32_t timeouts;
 };
 
@@ -100,6 +105,11 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 
 /* Whether any backend could take a request now. */
 bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);
+
+/* Follow what the other workers saw of every backend (an ejection, a
+ * recovery): for a worker's periodic publication, since a worker that
+ * dispatches nothing otherwise never looks. */
+void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now);
 
 /* The request sent to backend i ended: answered, or timed out. */
 void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, bool answered, uint64_t now);

@@ -324,6 +324,7 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
 		t->tx_failed += FG_STAT_GET(x->tx_failed);
 		t->flows_overflow += FG_STAT_GET(x->flows_overflow);
 		buffers += FG_STAT_GET(x->buffers_in_use);
+		t->buffers_total += FG_STAT_GET(x->buffers_total);
 		t->buffers_reserved += FG_STAT_GET(x->buffers_reserved);
 		t->answers_lost += FG_STAT_GET(x->answers_lost);
 		t->answers_unsent += FG_STAT_GET(x->answers_unsent);

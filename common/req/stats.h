@@ -155,9 +155,9 @@ struct fg_worker_stats {
 	uint64_t unfollowed_rejected;          /* requests refused unclassified while it could not follow */
 	uint64_t allotment_changes;            /* new seat grants applied */
 	uint32_t backends_usable;
-	uint64_t buffers_in_use;               /* I/O buffers out of the pool (worker 0: the shared pool's) */
+	uint64_t buffers_in_use;               /* I/O buffers out of its pool (a shared pool: worker 0's figure) */
 	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
-	uint64_t buffers_total;                /* worker 0: the shared pool's size */
+	uint64_t buffers_total;                /* its pool's size (a shared pool: worker 0's figure) */
 	uint32_t flows_used;                   /* entries taken in flows[] (reused ones count once) */
 	uint64_t flows_overflow;               /* requests folded into "(other)" */
 	uint64_t flows_reclaimed;              /* idle entries given to a new flow */
@@ -226,15 +226,16 @@ bool fg_stats_flow_read(const struct fg_worker_stats *s, uint32_t i, struct fg_f
 void fg_stats_init(struct fg_worker_stats *s);
 
 /* The daemon's counters summed over its workers (the readers' view: status,
- * /metrics, telemetry).  buffers_in_use is the shared pool's (worker 0's)
- * less the workers' answer reserves. */
+ * /metrics, telemetry).  buffers_in_use and buffers_total are over the
+ * pools (DPDK: one, which worker 0 reports; socket mode: one per worker),
+ * buffers_in_use less the workers' answer reserves. */
 struct fg_worker_totals {
 	uint64_t rx_datagrams, rx_malformed, rx_unexpected, responses_unmatched;
 	uint64_t malformed_by_err[FG_PROTO_ERR__COUNT];
 	uint64_t received, dispatched, responded, rejected_total, invalid_rejected;
 	uint64_t rejected[FG_REJECT__COUNT];
 	uint64_t tx_datagrams, tx_failed, flows_overflow;
-	uint64_t buffers_in_use, buffers_reserved, answers_lost, answers_unsent;
+	uint64_t buffers_in_use, buffers_total, buffers_reserved, answers_lost, answers_unsent;
 	uint64_t backend_ejections, held_for_backend, untrusted_requests, cookie_challenges;
 };
 

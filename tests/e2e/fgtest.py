@@ -26,6 +26,9 @@ BENCH = os.path.join(BUILD, "bench", "fairgate-bench")
 # test checks is scaled the same way (what it proves is that the answer
 # comes, not how fast a debug build gives it).
 SLOWDOWN = 3 if os.environ.get("ASAN_OPTIONS") else 1
+# FG_TEST_WORKERS=N: every socket-mode daemon a test starts without its own
+# worker count runs N workers (tests/meson.build runs some tests so again).
+WORKERS = int(os.environ.get("FG_TEST_WORKERS", "1"))
 
 REASONS = ["none", "queue-full", "concurrency-limit", "time-out", "invalid", "no-backend",
            "backend-timeout", "shutting-down", "retry-with-cookie"]
@@ -252,6 +255,8 @@ class Daemon:
             args += ["--config", self.config_path]
         for b in backends:
             args += ["--backend", b]
+        if WORKERS > 1 and not eal and "--workers" not in extra and "workers:" not in (config or ""):
+            args += ["--workers", str(WORKERS)]
         if eal:
             args += ["--io", "dpdk", "--"] + eal
         out = open(log, "w") if log else subprocess.PIPE

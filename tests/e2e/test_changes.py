@@ -159,7 +159,7 @@ p = subprocess.run([t.FAIRGATE, "--check", "--backend", b + ",seats=10"], captur
 t.check(p.returncode == 0 and "sum to 10 seats, below serverConcurrencyLimit 600" in p.stderr,
         "fairgate --check: capacities below the server limit are a warning")
 d.stop()
-d = t.Daemon([b + ",seats=1"], ["--seat-limit", "4"])
+d = t.Daemon([b + ",seats=1"], ["--seat-limit", "4", "--workers", "1"])  # a 1-seat backend: one worker
 p = ctl("apply", "-f", write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\n"
                              "spec: {serverConcurrencyLimit: 8}\n"))
 t.check(p.returncode == 0 and "sum to 1 seats, below serverConcurrencyLimit 8" in p.stderr,

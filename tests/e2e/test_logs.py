@@ -97,7 +97,7 @@ def find(msg, **fields):
     return [x for x in docs if x.get("msg") == msg and all(x.get(k) == v for k, v in fields.items())]
 
 
-started = find("started", io="socket", listen=d.addr, workers=1)
+started = find("started", io="socket", listen=d.addr, workers=t.WORKERS)
 t.check(len(started) == 1 and started[0]["level"] == "info" and started[0]["http"] != "off",
         f"start-up: listen address, io mode, workers, http ({started})")
 t.check(any(x["msg"].startswith("http on 127.0.0.1:") for x in docs), "the http line keeps its text")

@@ -40,7 +40,8 @@ def pending(addr, level=t.TEST_LEVEL, query=""):
 
 b_addr = f"127.0.0.1:{t.free_port()}"
 b = t.backend(b_addr)
-d = t.Daemon([b_addr], ["--seat-limit", "2", "--queue-wait", "60s", "--backend-timeout", "60s"],
+# One worker: the positions and which 2 requests execute are one queue set's.
+d = t.Daemon([b_addr], ["--seat-limit", "2", "--queue-wait", "60s", "--backend-timeout", "60s", "--workers", "1"],
              level=dict(queues=16, hand=1, qll=100))
 addr = d.http_address()
 
