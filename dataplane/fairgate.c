@@ -5,7 +5,8 @@
  * loop until a signal, the drain, and one teardown that is safe on a
  * partly started daemon.  docs/operations.md describes running it.
  *
- * Threads: the workers (the main lcore runs worker 0), the control thread
+ * Threads: the workers (the main thread runs worker 0; the others run on
+ * DPDK lcores, or in socket mode on threads of their own), the control thread
  * (control/), libmicrohttpd's thread for the HTTP endpoint (control/http.h;
  * httpListen off: none), and the allotter thread (borrowing between levels,
  * common/runtime/borrower.h; with several workers the allotments, common/runtime/allotter.h).  The control side's threads run on the CPUs the
