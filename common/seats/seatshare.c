@@ -250,9 +250,38 @@ static void lend_spares(unsigned n_workers, const struct fg_seatshare_view *v, c
 	}
 }
 
+/* Seats no share claims (the demands add up to less than the limit) as
+ * headroom, split evenly over the workers, the odd seats to the workers
+ * with the largest shares (ties: the lower index): an arrival where seats
+ * are free then starts at once, as in one queue set, instead of waiting a
+ * round for a seat the level has free.  Shares only fall short of the limit
+ * when every demand is met, so this takes nobody's share; the next round
+ * takes the headroom back as demands grow. */
+static void spread_headroom(uint32_t limit, unsigned n_workers, const double *share, uint32_t *target)
+{
+	uint64_t sum = 0;
+	for (unsigned w = 0; w < n_workers; w++)
+		sum += target[w];
+	if (sum >= limit)
+		return;
+	uint32_t spare = (uint32_t)(limit - sum), odd = spare % n_workers;
+	bool got[FG_SEATSHARE_MAX_WORKERS] = { false };
+	for (unsigned w = 0; w < n_workers; w++)
+		target[w] += spare / n_workers;
+	while (odd--) {
+		unsigned best = n_workers;
+		for (unsigned w = 0; w < n_workers; w++)
+			if (!got[w] && (best == n_workers || share[w] > share[best]))
+				best = w;
+		got[best] = true;
+		target[best]++;
+	}
+}
+
 /* Whole-seat targets from the shares: the largest-remainder rounding, the
- * spares of blocked wide heads lent (lend_spares), then wide heads fitted by
- * credit (fit_heads). */
+ * headroom no share claims spread (spread_headroom), the spares of blocked
+ * wide heads lent (lend_spares), then wide heads fitted by credit
+ * (fit_heads). */
 static void targets_of(uint32_t limit, unsigned n_workers, const double *share, const struct fg_seatshare_view *v,
 		       double *credit, bool turns, uint32_t *target)
 {
@@ -286,6 +315,7 @@ static void targets_of(uint32_t limit, unsigned n_workers, const double *share, 
 		}
 	}
 	round_shares(limit, n_workers, share, turns ? credit : NULL, v, target);
+	spread_headroom(limit, n_workers, share, target);
 	lend_spares(n_workers, v, credit, target);
 	fit_heads(n_workers, v, credit, target);
 }
