@@ -169,7 +169,8 @@ uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const stru
 				 uint32_t *queue)
 {
 	struct fg_level_rt *rt = &w->levels[level];
-	*queue = fg_qs_choose_queue(&rt->qs, match->flow_hash);
+	uint32_t cards[FG_DEALER_MAX_HAND];
+	*queue = fg_qs_choose_queue(&rt->qs, match->flow_hash, cards);
 	const struct fg_level_board *lb = &w->board->levels[rt->cfg_index];
 	if (*queue >= lb->n_queues) /* a queue that drains after a shrink: defensive */
 		return match->weight;
@@ -181,8 +182,6 @@ uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const stru
 	 * flow with nothing waiting may take another card than last time). */
 	uint32_t share = FG_STAT_GET(ld->flow) == match->flow_hash ? FG_STAT_GET(ld->share_milli) : 0;
 	if (!share) {
-		uint32_t cards[FG_DEALER_MAX_HAND];
-		fg_qs_hand(&rt->qs, match->flow_hash, cards);
 		for (uint32_t i = 0; i < rt->qs.cfg.hand_size && !share; i++) {
 			const struct fg_queue_load *c = cards[i] < lb->n_queues ? fg_board_load(lb, w->id, cards[i]) : NULL;
 			if (c && FG_STAT_GET(c->flow) == match->flow_hash)

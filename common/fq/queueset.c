@@ -453,9 +453,8 @@ static inline uint64_t queue_rank_for(const void *ctx, uint32_t queue)
 	return 1 + (work > UINT64_MAX / 2 - 2 ? UINT64_MAX / 2 - 2 : work) * 2 + other;
 }
 
-static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
+static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash, uint32_t *cards)
 {
-	uint32_t cards[FG_DEALER_MAX_HAND];
 	fg_dealer_deal(&qs->dealer, flow_hash, cards);
 	const struct choice c = { qs, flow_hash };
 	return fg_hand_least_loaded(cards, qs->cfg.hand_size, &qs->rotation, queue_rank_for, &c);
@@ -478,9 +477,11 @@ static void leave_queue(struct fg_qs_queue *q, const struct fg_qs_req *r)
 	q->n_foreign -= r->foreign;
 }
 
-uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash)
+uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash, uint32_t *hand)
 {
-	return qs->cfg.mode == FG_QS_QUEUE && qs->queues ? choose_queue(qs, flow_hash) : FG_QS_NO_QUEUE;
+	uint32_t cards[FG_DEALER_MAX_HAND];
+	return qs->cfg.mode == FG_QS_QUEUE && qs->queues ? choose_queue(qs, flow_hash, hand ? hand : cards)
+							  : FG_QS_NO_QUEUE;
 }
 
 /* An arrival's common part: widths normalized, the request reset; for levels
@@ -601,7 +602,11 @@ enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_re
 	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, weight, now);
 	if (v >= 0)
 		return (enum fg_qs_verdict)v;
-	return arrive_in_queue(qs, r, queue == FG_QS_NO_QUEUE ? choose_queue(qs, flow_hash) : queue, flow_hash, now);
+	if (queue == FG_QS_NO_QUEUE) {
+		uint32_t cards[FG_DEALER_MAX_HAND];
+		queue = choose_queue(qs, flow_hash, cards);
+	}
+	return arrive_in_queue(qs, r, queue, flow_hash, now);
 }
 
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)

@@ -380,7 +380,8 @@ void fg_qs_hand(const struct fg_queueset *qs, uint64_t flow_hash, uint32_t *card
 /* The queue an arrival of the flow would join (the queue set's own choice,
  * docs/fair-queuing.md §1), for a caller that needs it before arriving with
  * it (a weight that depends on the queue); FG_QS_NO_QUEUE on levels without
- * queues.  Rotates the first card as an arrival does. */
-uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash);
+ * queues.  Rotates the first card as an arrival does.  hand (NULL, or room
+ * for hand_size cards) receives the hand it dealt, when it dealt one. */
+uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash, uint32_t *hand);
 
 #endif
