@@ -643,8 +643,26 @@ static unsigned parse_counts(const char *s, unsigned counts[SC_MAX_COUNTS])
 /* What one series of runs is: N workers in one dataplane (the mesh), the
  * same with answers steered to their request's worker, or N independent
  * dataplanes of one worker each (nothing shared: the machine's own ceiling). */
-enum sc_kind { SC_MESH, SC_TO_OWNER, SC_INDEPENDENT };
+enum sc_kind { SC_MESH, SC_TO_OWNER, SC_INDEPENDENT, SC__KINDS };
 static const char *const sc_kind_label[] = { "", " (answers to owner)", " x 1 (independent)" };
+static const char *const sc_kind_name[] = { "mesh", "owner", "independent" };
+
+/* "mesh,owner": the kinds named, a bit each; 0 when a name is unknown. */
+static unsigned parse_kinds(const char *s)
+{
+	unsigned kinds = 0;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		unsigned k = 0;
+		while (k < SC__KINDS && (strlen(sc_kind_name[k]) != len || strncmp(s, sc_kind_name[k], len)))
+			k++;
+		if (k == SC__KINDS)
+			return 0;
+		kinds |= 1u << k;
+		s += len + (s[len] == ',');
+	}
+	return kinds;
+}
 
 struct sc_series {
 	unsigned n;
@@ -762,10 +780,11 @@ static void report(const struct sc_series *series, unsigned n_series, unsigned r
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fairgate-bench dataplane --mode scaling [--workers 1,2] [--requests R] [--window W]\n"
-		   "       [--runs 5] [--flows F] [--json]\n"
+		   "       [--runs 5] [--flows F] [--series mesh,owner,independent] [--json]\n"
 		   "  R requests per worker and run (default %u), W in flight per worker (default %u);\n"
 		   "  each repeat runs every count N, for N > 1 also with answers steered to their owner and\n"
-		   "  N independent one-worker dataplanes\n",
+		   "  N independent one-worker dataplanes; --series keeps only those named (e.g. one\n"
+		   "  to profile: perf record ... --workers 2 --series owner)\n",
 		SC_DEFAULT_REQUESTS, SC_DEFAULT_WINDOW);
 }
 
@@ -775,7 +794,8 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 	unsigned runs = SC_DEFAULT_RUNS;
 	unsigned long long per_worker = SC_DEFAULT_REQUESTS;
 	int json = 0;
-	static const struct option opts[] = { { "mode", required_argument, 0, 'm' },
+	unsigned kinds = (1u << SC__KINDS) - 1;
+	static const struct option opts[] = { { "mode", required_argument, 0, 'm' }, { "series", required_argument, 0, 's' },
 		{ "workers", required_argument, 0, 'w' }, { "requests", required_argument, 0, 'r' },
 		{ "window", required_argument, 0, 'W' }, { "runs", required_argument, 0, 'n' },
 		{ "flows", required_argument, 0, 'f' }, { "json", no_argument, 0, 'j' },
@@ -791,6 +811,7 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 		case 'n': runs = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'f': flows = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'j': json = 1; break;
+		case 's': kinds = parse_kinds(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -801,11 +822,11 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 		max_n = counts[i] > max_n ? counts[i] : max_n;
 		flows_split &= flows % counts[i] == 0;
 	}
-	if (!n_counts || window < 1 || window > SC_MAX_WINDOW || per_worker < window || per_worker > SC_MAX_REQUESTS ||
+	if (!n_counts || !kinds || window < 1 || window > SC_MAX_WINDOW || per_worker < window || per_worker > SC_MAX_REQUESTS ||
 	    runs < 1 || runs > SC_MAX_RUNS || flows == 0 || flows > 1000000 || !flows_split) {
 		fprintf(stderr, "fairgate-bench dataplane: --mode scaling: --workers N[,N...] (at most %u counts, "
-				"1..%u each), --window 1..%u, --requests W..%u, --runs 1..%u, --flows 1..1000000 "
-				"and a multiple of every worker count\n",
+				"1..%u each), --series of mesh, owner, independent, --window 1..%u, --requests W..%u, "
+				"--runs 1..%u, --flows 1..1000000 and a multiple of every worker count\n",
 			SC_MAX_COUNTS, SC_MAX_WORKERS, SC_MAX_WINDOW, SC_MAX_REQUESTS, SC_MAX_RUNS);
 		return 2;
 	}
@@ -833,11 +854,16 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 		rc = mesh ? 0 : 1;
 		if (counts[i] == 1 && mesh && !n_singles)
 			singles[n_singles++] = mesh;
-		series[n_series++] = (struct sc_series){ .n = counts[i], .kind = SC_MESH, .group = { mesh }, .n_rigs = 1 };
+		if (kinds & 1u << SC_MESH)
+			series[n_series++] =
+				(struct sc_series){ .n = counts[i], .kind = SC_MESH, .group = { mesh }, .n_rigs = 1 };
 		if (counts[i] == 1 || rc)
 			continue;
-		series[n_series++] =
-			(struct sc_series){ .n = counts[i], .kind = SC_TO_OWNER, .group = { mesh }, .n_rigs = 1 };
+		if (kinds & 1u << SC_TO_OWNER)
+			series[n_series++] =
+				(struct sc_series){ .n = counts[i], .kind = SC_TO_OWNER, .group = { mesh }, .n_rigs = 1 };
+		if (!(kinds & 1u << SC_INDEPENDENT))
+			continue;
 		while (!rc && n_singles < counts[i]) {
 			struct sc_rig *single = rig_create(1, window, flows, n_rigs);
 			rigs[n_rigs++] = singles[n_singles++] = single;
@@ -846,6 +872,11 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 		struct sc_series *ind = &series[n_series++];
 		*ind = (struct sc_series){ .n = counts[i], .kind = SC_INDEPENDENT, .n_rigs = counts[i] };
 		memcpy(ind->group, singles, sizeof(singles[0]) * counts[i]);
+	}
+	if (!rc && !n_series) {
+		fprintf(stderr, "fairgate-bench dataplane: --mode scaling: no series left to run (owner and independent "
+				"need a worker count above 1)\n");
+		rc = 2;
 	}
 	/* A warm-up run of each series, then the repeats, each running every
 	 * series in turn so that they share the VM's moods. */
@@ -869,7 +900,7 @@ int fg_bench_dataplane_scaling(int argc, char **argv)
 	/* The hand-off alone, between the first two worker lcores. */
 	double ho[5][SC_MAX_RUNS];
 	struct sc_stat ho_stat[5] = { { 0, 0 } };
-	bool ho_done = !rc && max_n >= 2;
+	bool ho_done = !rc && max_n >= 2 && (kinds & 1u << SC_MESH); /* what the mesh's hand-offs cost */
 	for (unsigned run = 0; ho_done && run < runs; run++) {
 		struct sc_handoff_cost c;
 		if (handoff_cost(&rigs[0]->net, &c)) {

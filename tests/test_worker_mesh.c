@@ -26,9 +26,9 @@ TEST(mesh_requests_stay_where_they_arrive_and_answers_come_back)
 	mesh_step(&r, 0);
 	CHECK_EQ(r.w[0].stats.received, 40);
 	CHECK_EQ(r.w[0].stats.dispatched, 32); /* its even share of the 64 seats, until the allotter moves them */
-	fg_board_allot(r.cfgs[0]->board); /* worker 1 idle: its seats go back once it acknowledges */
+	fg_board_allot(r.cfgs[0]->board, NULL); /* worker 1 idle: its seats go back once it acknowledges */
 	mesh_step(&r, 1);
-	fg_board_allot(r.cfgs[0]->board);
+	fg_board_allot(r.cfgs[0]->board, NULL);
 	mesh_step(&r, 0);
 	CHECK_EQ(r.w[0].stats.dispatched, 40);
 	CHECK_EQ(r.w[1].stats.received + r.w[1].stats.dispatched, 0);
@@ -140,7 +140,7 @@ static uint64_t mesh_drain(struct mesh_rig *r, uint64_t *executing, uint8_t *exe
 		}
 		for (unsigned i = 0; i < r->n; i++)
 			mesh_step(r, i);
-		fg_board_allot(r->cfgs[r->n_cfgs - 1]->board);
+		fg_board_allot(r->cfgs[r->n_cfgs - 1]->board, NULL);
 		r->now += MS;
 		mesh_collect(r, executing, exec_backend, n_exec, 8192);
 	}
@@ -438,14 +438,14 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 			bool pending = false;
 			for (unsigned w = 0; w < r.n; w++)
 				pending |= lb->shares[w].grant_seq != lb->shares[w].acked_seq;
-			fg_board_allot(cfg->board);
+			fg_board_allot(cfg->board, NULL);
 			if (phase == 1 && !pending)
 				phase = 2;
 		} else { /* a borrowing round moves the limit (2..20 seats), then allots */
 			limit = 2 + (uint32_t)rand_r(&rng) % 19;
 			bound = limit > bound ? limit : bound;
 			fg_config_set_level_limit(cfg, k, limit);
-			fg_board_allot(cfg->board);
+			fg_board_allot(cfg->board, NULL);
 			phase = 1;
 			changes++;
 		}

@@ -9,14 +9,18 @@ bool fg_allotter_step(struct fg_allotter *a, const struct fg_config *cfg, bool a
 {
 	if (!cfg->board)
 		return false;
-	bool due = now >= a->next_round_ns;
+	/* A moved limit at once: the grants of the old one may exceed it. */
+	bool due = now >= a->next_round_ns || fg_board_limit_moved(cfg->board);
 	bool signal = fg_board_take_signal(cfg->board); /* taken every step, see allotter.h */
 	if (!due && !signal)
 		return false;
 	a->next_round_ns = now + cfg->allotment_period_ns;
 	if (!all_follow)
 		return false;
-	unsigned grants = fg_board_allot(cfg->board);
+	bool contended = true;
+	unsigned grants = fg_board_allot(cfg->board, &contended);
+	if (!contended) /* every demand met with seats to spare: a worker that runs out signals */
+		a->next_round_ns = now + cfg->allotment_period_ns * FG_ALLOT_RELAXED_PERIODS;
 	FG_STAT_ADD(a->stats.rounds, 1);
 	FG_STAT_ADD(a->stats.signalled_rounds, signal && !due);
 	FG_STAT_ADD(a->stats.grants, grants);

@@ -6,8 +6,14 @@
  * worker raised the board's demand signal (a request waits for want of
  * allotted seats); and only once every worker follows the configuration the
  * board belongs to (a worker still on an older one may hold seats the board
- * does not know of).  The signal is taken on every step, so that a signal
- * raised before a periodic round does not cause a second round right after.
+ * does not know of).  After a round that found no level contended (every
+ * demand met, with headroom: seatshare.h), the next periodic round waits
+ * FG_ALLOT_RELAXED_PERIODS periods: nothing needs moving until a worker runs
+ * out of its headroom, and then it signals; meanwhile the rounds cost the
+ * workers' CPUs nothing and leave the board's lines in their caches.  A
+ * level limit that moved (borrowing) is split at the next step whatever the
+ * period.  The signal is taken on every step, so that a signal raised
+ * before a periodic round does not cause a second round right after.
  *
  * The daemon's allotter thread, the dataplane benchmark, the simulator's
  * workers and the tests all step this one policy; time is an argument.
@@ -23,6 +29,9 @@
 
 #include "config.h"
 #include "seatshare.h"
+
+/* Periods between rounds while no level is contended (see above). */
+#define FG_ALLOT_RELAXED_PERIODS 8u
 
 struct fg_allotter {
 	uint64_t next_round_ns;          /* the next periodic round is due at this time */

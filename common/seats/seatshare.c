@@ -508,8 +508,17 @@ void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t
 
 static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
-unsigned fg_board_allot(struct fg_board *b)
+bool fg_board_limit_moved(const struct fg_board *b)
 {
+	for (uint32_t i = 0; i < b->n_levels; i++)
+		if (!b->levels[i].exempt && load_u32(&b->levels[i].limit) != b->levels[i].allotted_limit)
+			return true;
+	return false;
+}
+
+unsigned fg_board_allot(struct fg_board *b, bool *contended)
+{
+	bool any_contended = false;
 	unsigned W = b->n_workers, changed = 0;
 	struct fg_seatshare_view v[FG_SEATSHARE_MAX_WORKERS];
 	uint32_t *demand = NULL, *weight = NULL;
@@ -564,6 +573,10 @@ unsigned fg_board_allot(struct fg_board *b)
 				if (!l->usage_based && key[e] == FG_QUEUE_SHARED)
 					key[e] = FG_QUEUE_SHARED - 1 - e; /* a max-min item of its own */
 			}
+		uint64_t total_demand = 0;
+		for (uint32_t e = 0; e < n; e++)
+			total_demand += demand[e];
+		any_contended |= total_demand >= limit;
 		if (l->usage_based) {
 			fg_seatshare_round(limit, W, demand, weight, key, n, v, l->credit);
 		} else {
@@ -584,6 +597,7 @@ unsigned fg_board_allot(struct fg_board *b)
 		}
 		for (unsigned w = 0; w < W; w++) {
 			struct fg_seat_share *s = &l->shares[w];
+			any_contended |= v[w].head && v[w].grant < v[w].used + v[w].head; /* still blocked */
 			if (v[w].pending || (v[w].grant == load_u32(&s->applied) && limit == l->allotted_limit))
 				continue;
 			__atomic_store_n(&s->grant, v[w].grant, __ATOMIC_RELAXED);
@@ -596,5 +610,7 @@ unsigned fg_board_allot(struct fg_board *b)
 	free(weight);
 	free(key);
 	free(entry_share);
+	if (contended)
+		*contended = any_contended;
 	return changed;
 }

@@ -224,8 +224,14 @@ void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t
 /*
  * One allotment round over a board (the allotter): reads every worker's
  * share and queue loads, writes new grants.  Call only when every worker
- * follows the board's configuration generation.  Returns the grants changed.
+ * follows the board's configuration generation.  Returns the grants changed;
+ * *contended (when not NULL): some level's demands reach its limit, or some
+ * worker's next request still does not fit its grant.
  */
-unsigned fg_board_allot(struct fg_board *b);
+unsigned fg_board_allot(struct fg_board *b, bool *contended);
+
+/* Whether some level's limit moved (borrowing) since the round that last
+ * split it: the allotter's thread only; a round is then due at once. */
+bool fg_board_limit_moved(const struct fg_board *b);
 
 #endif
