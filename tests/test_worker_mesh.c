@@ -125,6 +125,49 @@ TEST(mesh_blocked_worker_signals_the_allotter)
 	mesh_fini(&r);
 }
 
+/* Nothing contended: a round spreads the free seats as headroom (an
+ * arrival at either worker starts at once), and the next periodic round
+ * waits FG_ALLOT_RELAXED_PERIODS periods; a contended level, a moved limit
+ * or a signal bring the rounds back at once. */
+TEST(mesh_rounds_relax_while_nothing_is_contended)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_config *c = r.cfgs[0];
+	struct fg_board *b = c->board;
+	struct fg_level_board *lb = &b->levels[fg_fc_level_index(c->fc, "pl")];
+	struct fg_allotter a = { .next_round_ns = 0 };
+	uint64_t period = c->allotment_period_ns = MS;
+	mesh_send(&r, 1, "u1", 1); /* client 1 % 4: worker 1 */
+	mesh_step(&r, 1);
+	CHECK(fg_allotter_step(&a, c, true, r.now));
+	CHECK_EQ(a.next_round_ns, r.now + period * FG_ALLOT_RELAXED_PERIODS);
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	fg_board_allot(b, NULL); /* the seats worker 0 gave back go to worker 1 */
+	mesh_step(&r, 0);
+	mesh_step(&r, 1);
+	/* 1 seat in use of 8: 7 spare, 3 each and the odd one to the busier. */
+	CHECK_EQ(lb->shares[0].applied, 3);
+	CHECK_EQ(lb->shares[1].applied, 5);
+	CHECK(!fg_allotter_step(&a, c, true, r.now + period)); /* relaxed */
+	/* Borrowing moves the limit: at once. */
+	__atomic_store_n(&lb->limit, 6, __ATOMIC_RELAXED);
+	CHECK(fg_allotter_step(&a, c, true, r.now + period));
+	CHECK(!fg_allotter_step(&a, c, true, r.now + 2 * period));
+	/* Eight arrivals at worker 0: the level is contended, periods again. */
+	char user[16];
+	for (uint64_t id = 4; id <= 32; id += 4) {
+		snprintf(user, sizeof(user), "v%llu", (unsigned long long)id);
+		mesh_send(&r, id, user, 1); /* client 0: worker 0 */
+	}
+	mesh_step(&r, 0);
+	mesh_step(&r, 0);
+	CHECK(fg_allotter_step(&a, c, true, r.now + 2 * period)); /* worker 0's head did not fit: its signal */
+	CHECK_EQ(a.next_round_ns, r.now + 3 * period);
+	mesh_fini(&r);
+}
+
 /* The end of a random run: every worker follows the newest configuration,
  * the backends answer all that executes (executing[0..*n_exec), 8192 at
  * most) and allotment rounds run until nothing waits or holds a seat, for
