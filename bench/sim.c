@@ -31,7 +31,7 @@
 
 /*
  * A level as `workers` cores run it, in one of three placements
- * (docs/simulator.md): "owner" (the daemon today): queue q is owned by
+ * (docs/simulator.md): "owner" (the daemon until issue 28): queue q is owned by
  * worker q % workers, which holds it in its own queue set; an arrival deals
  * its hand over all the level's queues and joins the least loaded card's
  * owner, and every allotment period the seats are split into per-worker
@@ -39,8 +39,9 @@
  * request stays in the queue set of the worker that received it (every
  * worker has all the queues and chooses as one worker does), and the
  * allotment is a max-min over flows, each flow's share split over the
- * workers it waits at (fg_seatshare_round_flows).  "localWeighted": the same,
- * and each worker weighs its flows by the share the round gave them there.
+ * workers it waits at (fg_seatshare_round_flows).  "localWeighted" (the
+ * daemon, and the default): the same, and each worker weighs its flows by
+ * the share the round gave them there.
  * Either way only seats that are free are granted.
  * cfg.concurrency_limit is the level's current limit: its nominal limit at
  * the start, then what each borrowing round gives it (fixed by
@@ -333,7 +334,7 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		goto bad;
 	s->workers = (int)workers;
 	const char *placement;
-	if (fg_jf_string(root, "placement", false, "owner", 32, &placement, "", err, errlen))
+	if (fg_jf_string(root, "placement", false, "localWeighted", 32, &placement, "", err, errlen))
 		goto bad;
 	if (!strcmp(placement, "owner"))
 		s->placement = SIM_PLACE_OWNER;
@@ -1119,7 +1120,8 @@ json_t *fg_sim_run(struct fg_sim *s)
 		lv->qs = calloc((size_t)s->workers, sizeof(*lv->qs));
 		if (!lv->qs)
 			return NULL;
-		if (s->placement == SIM_PLACE_LOCAL_WEIGHTED && lv->cfg.mode == FG_QS_QUEUE) {
+		/* Several workers, as the daemon: one worker queues flows with their own weights. */
+		if (s->placement == SIM_PLACE_LOCAL_WEIGHTED && s->workers > 1 && lv->cfg.mode == FG_QS_QUEUE) {
 			lv->cfg.weighted = true; /* the flows' local weights are their shares */
 			lv->flow_share = calloc((size_t)s->n_clients * (size_t)s->workers, sizeof(*lv->flow_share));
 			if (!lv->flow_share)

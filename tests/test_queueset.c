@@ -281,6 +281,66 @@ TEST(a_flow_keeps_to_its_queue_and_leaves_a_shared_one)
 	fg_qs_fini(&qs);
 }
 
+/* What a flow owes follows the flow, not the queue: a flow served ahead of
+ * its share that comes back through another (idle) queue of its hand starts
+ * from its own finish time, and a flow that takes the queue it left starts
+ * at R, not from the debt left there. */
+TEST(a_flows_debt_follows_it_to_another_queue)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 16, .hand_size = 2, .queue_length_limit = 100,
+				  .concurrency_limit = 2, .fixed_guess = true, .initial_guess_ns = SEC, .seed = 1 };
+	struct fg_queueset qs;
+	fg_qs_init(&qs, &c, 0);
+	struct fg_qs_req a[3], other, b;
+	/* Flow 111 takes both seats for 0.1 s while flow 333 waits: it runs
+	 * ahead of its share (R moves at one seat, its queue at two). */
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &a[0], 3, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_EXECUTE);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &a[1], 3, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_EXECUTE);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &other, 7, 333, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_QUEUED);
+	uint64_t now = SEC / 10;
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(fg_qs_finish(&qs, &a[i], now), 0); /* no extra latency: released at once */
+	uint64_t owed = qs.queues[3].f_prev;
+	/* Back through queue 5 (idle, never used): it starts from what it owes. */
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &a[2], 5, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, now), FG_QS_QUEUED);
+	CHECK(owed > qs.r);
+	CHECK_EQ(qs.queues[5].f_prev, owed);
+	CHECK(fg_qs_dispatch_next(&qs, now) == &other); /* flow 333 first: it is owed */
+	CHECK(fg_qs_dispatch_next(&qs, now) == &a[2]);
+	/* Another flow in queue 3, where flow 111's debt was left: from R. */
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &b, 3, 222, 1, 0, 0, FG_QS_WEIGHT_ONE, now), FG_QS_QUEUED);
+	CHECK_EQ(qs.queues[3].f_prev, qs.r);
+	fg_qs_fini(&qs);
+}
+
+/* A queue another flow's requests joined while it was busy leaves no debt
+ * for the flow that took it: its finish time is theirs too.  (Flow 111,
+ * light, took queue 3; heavy flow 222's requests joined it and ran ahead;
+ * taken as 111's debt, 111 would start behind 222's backlog.) */
+TEST(a_shared_queue_leaves_no_debt_to_its_first_flow)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 16, .hand_size = 2, .queue_length_limit = 100,
+				  .concurrency_limit = 4, .fixed_guess = true, .initial_guess_ns = SEC, .seed = 1 };
+	struct fg_queueset qs;
+	fg_qs_init(&qs, &c, 0);
+	struct fg_qs_req light[2], heavy[3], other;
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &light[0], 3, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_EXECUTE);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(fg_qs_arrive_weighted(&qs, &heavy[i], 3, 222, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_EXECUTE);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &other, 7, 333, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_QUEUED);
+	uint64_t now = SEC / 10;
+	CHECK_EQ(fg_qs_finish(&qs, &light[0], now), 0);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(fg_qs_finish(&qs, &heavy[i], now), 0);
+	/* Flow 111 back through idle queue 5: from its own finish (the 0.1 s
+	 * its one request took), not from queue 3's (all four requests'). */
+	uint64_t shared_finish = qs.queues[3].f_prev;
+	CHECK(shared_finish > SEC / 10);
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &light[1], 5, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, now), FG_QS_QUEUED);
+	CHECK(fg_qs_later(qs.queues[5].f_prev, qs.r) <= SEC / 10);
+	fg_qs_fini(&qs);
+}
+
 /* A share below one seat-ns per step: R still moves (its fraction is
  * carried from one step to the next, not dropped at each). */
 TEST(virtual_time_moves_in_steps_below_one_seat_ns)

@@ -172,9 +172,56 @@ static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
 	r->guess_ns = qs->guess_ns;
 }
 
-static inline uint64_t head_finish(const struct fg_qs_queue *q)
+static inline struct fg_qs_flow_debt *debt_of(const struct fg_queueset *qs, uint64_t flow_hash)
 {
-	return fg_qs_virtual_finish(q->f_prev, q->head->arrival_r, fg_qs_req_cost(q->head));
+	return &qs->debts[(flow_hash ^ flow_hash >> 32) & (FG_QS_DEBTS - 1)];
+}
+
+/* The flow's own chain of finish times when queue q is held by one flow
+ * alone (struct fg_qs_flow_debt), kept in this wrap of R; else NULL. */
+static inline struct fg_qs_flow_debt *flow_chain(const struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	if (q->mixed)
+		return NULL;
+	struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
+	return d->flow_hash == q->flow_hash && d->epoch == (uint32_t)qs->stats.epochs ? d : NULL;
+}
+
+/* Where queue q's next request starts in virtual time (before R): after
+ * its queue's last finish and, while its flow waits in other queues it
+ * holds too (it spilled over: its queue was full), after that flow's last
+ * finish in any of them — so a flow backlogged in several queues of its
+ * hand is served as one flow, not one per queue (per-flow fairness,
+ * docs/fair-queuing.md §1).  A flow that waits in one queue keeps that
+ * queue's own chain (its requests still executing elsewhere do not count:
+ * taken as several queues, a 1-seat flow beside 2-seat heads lost the
+ * seat-time idled before them, k8s_different_widths 0.24% -> 7.4%). */
+static inline uint64_t queue_start(const struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	const struct fg_qs_flow_debt *d = flow_chain(qs, q);
+	return d && d->waiting_in > 1 ? later(q->f_prev, d->f) : q->f_prev;
+}
+
+/* Queue q's first request started waiting (+1) or its last stopped (-1):
+ * its flow's count of queues it waits in. */
+static inline void count_waiting_queue(struct fg_queueset *qs, const struct fg_qs_queue *q, int delta)
+{
+	struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
+	if (d->flow_hash == q->flow_hash && (delta > 0 || d->waiting_in))
+		d->waiting_in += (uint32_t)delta;
+}
+
+/* Queue q's finish moved on (a dispatch): so does its flow's chain. */
+static inline void chain_dispatch(struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	struct fg_qs_flow_debt *d = flow_chain(qs, q);
+	if (d)
+		d->f = later(d->f, q->f_prev);
+}
+
+static inline uint64_t head_finish(const struct fg_queueset *qs, const struct fg_qs_queue *q)
+{
+	return fg_qs_virtual_finish(queue_start(qs, q), q->head->arrival_r, fg_qs_req_cost(q->head));
 }
 
 /* Put a queue back in dispatch order after its head or F_prev changed:
@@ -196,7 +243,7 @@ static void rekey(struct fg_queueset *qs, uint32_t qi)
 				q->head->arrival_ns);
 		return;
 	}
-	fg_order_insert(&qs->order, qi, head_finish(q), ++qs->tie);
+	fg_order_insert(&qs->order, qi, head_finish(qs, q), ++qs->tie);
 }
 
 /* Every queue with a waiting head in order again (the policy or all the keys changed). */
@@ -255,14 +302,20 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
 	qs->last_ns = now;
 	qs->level_limit = cfg->concurrency_limit;
+	if (!(qs->debts = calloc(FG_QS_DEBTS, sizeof(*qs->debts))))
+		return -ENOMEM;
 	if (cfg->mode != FG_QS_QUEUE)
 		return 0;
 	int rc = fg_dealer_init(&qs->dealer, cfg->queues, cfg->hand_size);
-	if (rc || cfg->queue_length_limit == 0)
+	if (rc || cfg->queue_length_limit == 0) {
+		fg_qs_fini(qs);
 		return -EINVAL;
+	}
 	qs->queues = calloc(cfg->queues, sizeof(*qs->queues));
-	if (!qs->queues)
+	if (!qs->queues) {
+		fg_qs_fini(qs);
 		return -ENOMEM;
+	}
 	qs->n_alloc = cfg->queues;
 	if ((rc = fg_order_init(&qs->order, cfg->queues, qs->guess_ns, cfg->seed)) || (rc = demands_init(&qs->demands, cfg)) ||
 	    (cfg->usage_based && (rc = fg_usage_init(&qs->usage, usage_flows_of(cfg), &cfg->usage, now)))) {
@@ -407,6 +460,8 @@ void fg_qs_fini(struct fg_queueset *qs)
 {
 	free(qs->queues);
 	qs->queues = NULL;
+	free(qs->debts);
+	qs->debts = NULL;
 	fg_order_fini(&qs->order);
 	demands_fini(&qs->demands);
 	if (qs->usage.flows)
@@ -460,6 +515,43 @@ static uint32_t choose_queue(struct fg_queueset *qs, uint64_t flow_hash, uint32_
 	return fg_hand_least_loaded(cards, qs->cfg.hand_size, &qs->rotation, queue_rank_for, &c);
 }
 
+
+/* The flow's entry in the table, taken for it if another flow had it. */
+static inline struct fg_qs_flow_debt *take_entry(struct fg_queueset *qs, uint64_t flow_hash)
+{
+	struct fg_qs_flow_debt *d = debt_of(qs, flow_hash);
+	if (d->flow_hash != flow_hash)
+		*d = (struct fg_qs_flow_debt){ .flow_hash = flow_hash, .f = qs->r, .epoch = (uint32_t)qs->stats.epochs };
+	else if (d->epoch != (uint32_t)qs->stats.epochs) { /* a finish from another wrap of R: not comparable */
+		d->f = qs->r;
+		d->epoch = (uint32_t)qs->stats.epochs;
+	}
+	return d;
+}
+
+/* Queue q went idle: what its flow owes stays with the flow, not the queue. */
+static void queue_went_idle(struct fg_queueset *qs, struct fg_qs_queue *q)
+{
+	q->idle_epoch = (uint32_t)qs->stats.epochs;
+	struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
+	/* Another flow took the entry since: forgotten.  A queue others
+	 * joined: not one flow's finish time. */
+	if (d->flow_hash == q->flow_hash && !q->mixed && d->epoch == q->idle_epoch)
+		d->f = later(d->f, q->f_prev);
+}
+
+/* An arrival finds queue q idle: the queue starts where the flow left off
+ * (its last finish in this wrap of R, if kept), else at R.  Either way the
+ * start is max(F_prev, R) next, so a flow keeps what it owes (F_prev ahead
+ * of R: it was served ahead of its share) but banks no credit; another
+ * flow's debt, left in the queue, is not inherited. */
+static void start_idle_queue(struct fg_queueset *qs, struct fg_qs_queue *q, uint64_t flow_hash)
+{
+	if (queue_active(q))
+		return;
+	q->f_prev = take_entry(qs, flow_hash)->f;
+}
+
 /* A request joins queue q: the first of an idle queue takes it for its flow;
  * one of another flow is counted until it leaves (leave_queue). */
 static void join_queue(struct fg_qs_queue *q, struct fg_qs_req *r, uint64_t flow_hash)
@@ -467,9 +559,11 @@ static void join_queue(struct fg_qs_queue *q, struct fg_qs_req *r, uint64_t flow
 	if (!queue_active(q)) {
 		q->flow_hash = flow_hash;
 		q->n_foreign = 0;
+		q->mixed = false;
 	}
 	r->foreign = q->flow_hash != flow_hash;
 	q->n_foreign += r->foreign;
+	q->mixed |= r->foreign;
 }
 
 static void leave_queue(struct fg_qs_queue *q, const struct fg_qs_req *r)
@@ -535,8 +629,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	if (qs->n_waiting == 0 && fg_qs_fits(qs, r->seats)) {
 		/* Nothing waits and the seats fit: exactly what queuing then
 		 * dispatching would do, without the round trip through the order. */
-		if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
-			q->f_prev = qs->r;
+		start_idle_queue(qs, q, flow_hash);
 		struct contribution before = contribution_of(q);
 		join_queue(q, r, flow_hash);
 		r->queue = qi;
@@ -546,7 +639,8 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 			r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
 			fg_usage_start(&qs->usage, r->flow, r->seats, r->guess_ns, now);
 		}
-		q->f_prev = later(q->f_prev, r->arrival_r) + fg_qs_req_cost(r);
+		q->f_prev = later(queue_start(qs, q), r->arrival_r) + fg_qs_req_cost(r);
+		chain_dispatch(qs, q);
 		q->seats_executing += r->seats;
 		q->n_executing++;
 		q->weight = r->weight;
@@ -561,12 +655,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		qs->stats.rejected_queue_full++;
 		return FG_QS_REJECT_QUEUE_FULL; /* the youngest is the one refused */
 	}
-	/* An idle queue keeps what it owes (F_prev ahead of R: it was served
-	 * ahead of its share) but banks no credit (the start is bumped to R).
-	 * Across a wrap of R its old F_prev can no longer be compared, so it
-	 * restarts at R. */
-	if (!queue_active(q) && q->idle_epoch != (uint32_t)qs->stats.epochs)
-		q->f_prev = qs->r;
+	start_idle_queue(qs, q, flow_hash);
 	join_queue(q, r, flow_hash);
 	r->queue = qi;
 	r->arrival_r = qs->r;
@@ -583,7 +672,8 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	else
 		q->head = r;
 	q->tail = r;
-	q->n_waiting++;
+	if (!q->n_waiting++)
+		count_waiting_queue(qs, q, 1);
 	q->seats_waiting += r->seats;
 	q->waiting_initial += r->initial_seats;
 	q->waiting_extra += (uint64_t)r->final_seats * fg_qs_req_extra_ns(r);
@@ -640,7 +730,8 @@ static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct
 	else
 		q->tail = r->prev;
 	r->prev = r->next = NULL;
-	q->n_waiting--;
+	if (!--q->n_waiting)
+		count_waiting_queue(qs, q, -1);
 	q->seats_waiting -= r->seats;
 	q->waiting_initial -= r->initial_seats;
 	q->waiting_extra -= (uint64_t)r->final_seats * fg_qs_req_extra_ns(r);
@@ -672,7 +763,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 	 * service: its queue is credited with it (at most the head's cost), so
 	 * its next head leads the next burst instead of finding one seat left
 	 * again (docs/fair-queuing.md, section 8). */
-	uint64_t start = later(q->f_prev, r->arrival_r), cost = fg_qs_req_cost(r);
+	uint64_t start = later(queue_start(qs, q), r->arrival_r), cost = fg_qs_req_cost(r);
 	uint64_t credit = 0;
 	if (unlikely_held(qs)) {
 		if (qs->held_for == r) {
@@ -683,6 +774,7 @@ struct fg_qs_req *fg_qs_dispatch_next(struct fg_queueset *qs, uint64_t now)
 		qs->held_for = NULL; /* another head went first: the wait starts over */
 	}
 	q->f_prev = start + cost - credit;
+	chain_dispatch(qs, q);
 	struct contribution before = contribution_of(q);
 	unlink_waiting(qs, q, r);
 	q->seats_executing += r->seats;
@@ -715,7 +807,7 @@ void fg_qs_remove_waiting(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t 
 	if (was_head)
 		rekey(qs, r->queue);
 	if (!queue_active(q))
-		q->idle_epoch = (uint32_t)qs->stats.epochs;
+		queue_went_idle(qs, q);
 	r->state = FG_QS_IDLE;
 	qs->stats.removed++;
 }
@@ -731,6 +823,9 @@ uint64_t fg_qs_finish(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		int64_t correction = error >= 0 ? (int64_t)fg_qs_weighted((uint64_t)error, r->weight)
 						: -(int64_t)fg_qs_weighted((uint64_t)-error, r->weight);
 		q->f_prev += (uint64_t)correction;
+		struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
+		if (!r->foreign && d->flow_hash == q->flow_hash && d->epoch == (uint32_t)qs->stats.epochs)
+			d->f += (uint64_t)correction; /* its flow's chain took the guess too */
 		if (correction && q->head)
 			rekey(qs, r->queue);
 	}
@@ -763,7 +858,7 @@ void fg_qs_release(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t now)
 		leave_queue(q, r);
 		demand_changed(qs, before, contribution_of(q));
 		if (!queue_active(q))
-			q->idle_epoch = (uint32_t)qs->stats.epochs;
+			queue_went_idle(qs, q);
 	}
 	r->state = FG_QS_IDLE;
 	qs->stats.finished++;

@@ -7,9 +7,11 @@
  * - Modes: EXEMPT (never queued or rejected; seats still counted), REJECT (no
  *   queues: runs now if the seats fit, else concurrency-limit) and QUEUE.
  * - Arrival: shuffle sharding deals a hand of queues from the flow hash; the
- *   request joins the hand's queue with the least waiting work (the first
- *   card rotates per arrival, so ties spread).  It is refused (queue-full)
- *   when no seat is free and that queue holds queue_length_limit requests.
+ *   request joins the queue of the hand its flow waits in alone (with room),
+ *   else the hand's queue with the least waiting work, one no other flow
+ *   holds first on ties (the first card rotates per arrival, so ties
+ *   spread).  It is refused (queue-full) when no seat is free and that queue
+ *   holds queue_length_limit requests.
  * - Virtual time R advances at the max-min fair share of the seats left by
  *   queues with nothing waiting (their executing seats are not preemptible)
  *   over the demands (waiting + executing seats) of the queues that wait;
@@ -21,8 +23,11 @@
  *   skip list; ties in round-robin order) while the head's seats fit; a head that does not fit
  *   blocks the level (nothing bypasses it); a head wider than the limit runs
  *   alone.  A queue using less than its share is bumped to R on arrival, so
- *   it banks no credit; a queue served ahead of its share keeps that debt,
- *   even across idle periods.
+ *   it banks no credit; a flow served ahead of its share keeps that debt,
+ *   even across idle periods and into another queue of its hand (a table of
+ *   the flows' last finishes, struct fg_qs_flow_debt); while a flow waits in
+ *   several queues it took (spilled over a full one), each starts after the
+ *   flow's last finish in any of them, so it is served as one flow.
  * - Idle credit: the seat-time that idles while the first head waits for
  *   room (this queue set's free seats, from its block until its dispatch)
  *   is not its service: its queue's F_prev is set to S + cost - credit at
@@ -180,8 +185,11 @@ struct fg_qs_queue {
 	uint32_t idle_epoch;     /* wraps of R (low 32 bits) when the queue last went idle */
 	/* The flow that took the queue when it was idle, and how many of its
 	 * waiting or executing requests are of other flows: a flow keeps to
-	 * the queue it waits in alone (choose_queue, per-flow fairness). */
+	 * the queue it waits in alone (choose_queue, per-flow fairness);
+	 * whether any request of another flow joined since it went busy (its
+	 * finish time is then not that flow's own to keep: queue_went_idle). */
 	uint32_t n_foreign;
+	bool mixed;
 	uint64_t flow_hash;
 };
 
@@ -202,8 +210,26 @@ struct fg_qs_demands {
 	struct fg_wfairshare wshare, wbusy;
 };
 
+/* What a flow owed when a queue it held alone last went idle: its finish
+ * time there (valid in R's wrap `epoch`).  A direct-mapped table of
+ * FG_QS_DEBTS entries by flow hash: a flow that comes back to any queue of
+ * its hand starts from it, so that no flow sheds what it owes by taking a
+ * fresh idle queue (per-flow fairness).  A queue that other flows' requests
+ * joined while it was busy leaves no entry: its finish time is theirs too
+ * (taken as the first flow's, a light flow that shared its queue with a
+ * heavy one started behind the heavy one's backlog).  A collision only
+ * forgets. */
+#define FG_QS_DEBTS 256
+struct fg_qs_flow_debt {
+	uint64_t flow_hash;
+	uint64_t f;        /* the flow's last finish, over the queues it held alone */
+	uint32_t epoch;
+	uint32_t waiting_in; /* queues the flow took while idle in which requests wait now */
+};
+
 struct fg_queueset {
 	struct fg_qs_config cfg;
+	struct fg_qs_flow_debt *debts; /* [FG_QS_DEBTS], allocated for every mode (a level may become Queue) */
 	struct fg_dealer dealer;
 	struct fg_qs_queue *queues;
 	uint32_t n_alloc;            /* queues allocated: >= cfg.queues after a shrink, until restart */
