@@ -8,7 +8,10 @@
  * waits at several workers is one item, its share split over them by
  * demand; fg_seatshare_round_flows), recomputed every allotment period and
  * when a worker signals; UsageBased levels meet the queues' demands in usage
- * order instead (fg_seatshare_round).  The split is pure arithmetic here
+ * order instead (fg_seatshare_round).  Seats that no share claims (every
+ * demand met) go to the workers as headroom, split evenly, so an arrival
+ * where seats are free starts without waiting for a round; the next round
+ * takes them back as demands grow.  The split is pure arithmetic here
  * (also used by the simulator and the dataplane bench); the hand-over
  * between the allotter and the workers is the grant protocol below.
  *
