@@ -341,6 +341,39 @@ TEST(a_shared_queue_leaves_no_debt_to_its_first_flow)
 	fg_qs_fini(&qs);
 }
 
+/* A flow that waits in two queues (it spilled over its first) is served as
+ * one flow: with one seat, flows A (queues 3 and 5) and B (queue 7) take
+ * turns, where per-queue fairness gave A two dispatches for each of B's
+ * (the first turn may go to A twice: its second queue was keyed before its
+ * first one's dispatch moved the flow on). */
+TEST(a_flow_waiting_in_several_queues_is_served_as_one)
+{
+	struct fg_qs_config c = { .mode = FG_QS_QUEUE, .queues = 16, .hand_size = 2, .queue_length_limit = 6,
+				  .concurrency_limit = 1, .fixed_guess = true, .initial_guess_ns = SEC, .seed = 1 };
+	struct fg_queueset qs;
+	fg_qs_init(&qs, &c, 0);
+	struct fg_qs_req x, a[12], b[6];
+	CHECK_EQ(fg_qs_arrive_weighted(&qs, &x, 9, 999, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_EXECUTE);
+	for (int i = 0; i < 12; i++) /* six in queue 3, then six spilled into queue 5 */
+		CHECK_EQ(fg_qs_arrive_weighted(&qs, &a[i], i < 6 ? 3 : 5, 111, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_QUEUED);
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ(fg_qs_arrive_weighted(&qs, &b[i], 7, 222, 1, 0, 0, FG_QS_WEIGHT_ONE, 0), FG_QS_QUEUED);
+	uint64_t now = SEC;
+	CHECK_EQ(fg_qs_finish(&qs, &x, now), 0);
+	int b_first = 0;
+	for (int k = 0; k < 12; k++) {
+		struct fg_qs_req *r = fg_qs_dispatch_next(&qs, now);
+		CHECK(r != NULL);
+		if (!r)
+			break;
+		b_first += r >= &b[0] && r <= &b[5];
+		now += SEC;
+		CHECK_EQ(fg_qs_finish(&qs, r, now), 0);
+	}
+	CHECK(b_first >= 5); /* per queue: 4 of the first 12 */
+	fg_qs_fini(&qs);
+}
+
 /* A share below one seat-ns per step: R still moves (its fraction is
  * carried from one step to the next, not dropped at each). */
 TEST(virtual_time_moves_in_steps_below_one_seat_ns)

@@ -203,12 +203,21 @@ static inline uint64_t queue_start(const struct fg_queueset *qs, const struct fg
 }
 
 /* Queue q's first request started waiting (+1) or its last stopped (-1):
- * its flow's count of queues it waits in. */
-static inline void count_waiting_queue(struct fg_queueset *qs, const struct fg_qs_queue *q, int delta)
+ * its flow's count of queues it waits in.  Counted only when the queue's
+ * flow is the one that waits (a request of another flow waiting in a queue
+ * where the flow only executes is not the flow spilling); an entry another
+ * flow took since only forgets. */
+static inline void count_waiting_queue(struct fg_queueset *qs, struct fg_qs_queue *q, int delta)
 {
 	struct fg_qs_flow_debt *d = debt_of(qs, q->flow_hash);
-	if (d->flow_hash == q->flow_hash && (delta > 0 || d->waiting_in))
-		d->waiting_in += (uint32_t)delta;
+	if (delta > 0) {
+		q->waiting_counted = !q->head->foreign && d->flow_hash == q->flow_hash;
+		d->waiting_in += q->waiting_counted;
+	} else if (q->waiting_counted) {
+		q->waiting_counted = false;
+		if (d->flow_hash == q->flow_hash && d->waiting_in)
+			d->waiting_in--;
+	}
 }
 
 /* Queue q's finish moved on (a dispatch): so does its flow's chain. */
@@ -402,6 +411,8 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 {
 	advance(qs, now);
 	bool rekey_needed = p->cfg.usage_based != qs->cfg.usage_based;
+	if (rekey_needed) /* back to MaxMin, or away from it: no flow keeps a debt from before */
+		memset(qs->debts, 0, sizeof(*qs->debts) * FG_QS_DEBTS);
 	qs->cfg = p->cfg;
 	qs->level_limit = p->cfg.concurrency_limit;
 	qs->dealer = p->dealer;

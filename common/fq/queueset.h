@@ -190,6 +190,7 @@ struct fg_qs_queue {
 	 * finish time is then not that flow's own to keep: queue_went_idle). */
 	uint32_t n_foreign;
 	bool mixed;
+	bool waiting_counted;    /* counted in its flow's fg_qs_flow_debt.waiting_in */
 	uint64_t flow_hash;
 };
 
