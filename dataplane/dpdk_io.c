@@ -14,6 +14,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -57,6 +58,7 @@ struct fg_dpdk_lane {
 	uint16_t rxq, txq;
 	bool has_rx;
 	uint16_t ip_id;
+	uint16_t backend_port;  /* its requests' source port (network order): their answers come back to it */
 	struct rte_mbuf *tx[DPDK_TX_BATCH];
 	uint8_t tx_answer[DPDK_TX_BATCH];   /* the frame is an answer to a client */
 	unsigned tx_n;
@@ -80,7 +82,23 @@ struct fg_dpdk_io {
 	unsigned n_lanes, n_rxq;
 	struct fg_dpdk_lane *lanes;
 	int eal_ready, port_started;
+	/* Several lanes: lane i sends to backends from port backend_port_base + i
+	 * (host order; 0 with one lane: the listen port), and answers to it are
+	 * steered to lane i's RX queue by an rte_flow rule where the port takes
+	 * one (flows[i]), else passed between workers in software. */
+	uint16_t backend_port_base;
+	struct rte_flow *flows[FG_MAX_WORKER_CORES];
+	char steering[256];
 };
+
+/* A UDP port of fairgate's on this address: the listen port (clients), or
+ * a lane's backend-side port (*backend_side: answers only). */
+static inline bool own_port(const struct fg_dpdk_io *d, uint16_t port, uint8_t *backend_side)
+{
+	*backend_side = port != d->udp_port;
+	return !*backend_side ||
+	       (d->backend_port_base && (uint16_t)(rte_be_to_cpu_16(port) - d->backend_port_base) < d->n_lanes);
+}
 
 /* Any lane reads the table while lane 0 adds to it (backends added live,
  * dio_follow_backends): an entry is written before the count that shows it
@@ -183,10 +201,11 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 		/* Multi-segment frames are larger than any request we accept. */
 		enum fg_net_kind k = m->nb_segs == 1 ? fg_net_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len, &f)
 						      : FG_NET_BAD;
+		uint8_t backend_side = 0;
 		if (k == FG_NET_ARP) {
 			handle_arp(l, &f);
 			rte_pktmbuf_free(m);
-		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port &&
+		} else if (k == FG_NET_UDP && f.dst_ip == d->ip && own_port(d, f.dst_port, &backend_side) &&
 			   !fg_ip_is_martian_source(f.src_ip) && f.src_ip != d->ip && !(f.src_mac[0] & 1)) {
 			/* (a group source MAC is as martian as a loopback source IP:
 			 * the answer would go to every host on the segment) */
@@ -198,10 +217,11 @@ static unsigned dio_rx(void *ctx, struct fg_pkt *pkts, unsigned max)
 			p->peer.ip = f.src_ip;
 			p->peer.port = f.src_port;
 			memcpy(p->peer.mac, f.src_mac, 6);
+			p->backend_side = backend_side;
 		} else {
 			if (k == FG_NET_BAD || k == FG_NET_FRAGMENT)
 				l->dropped_bad++;
-			else if (k == FG_NET_UDP && f.dst_ip == d->ip && f.dst_port == d->udp_port)
+			else if (k == FG_NET_UDP && f.dst_ip == d->ip && own_port(d, f.dst_port, &backend_side))
 				__atomic_store_n(&l->dropped_martians, l->dropped_martians + 1, __ATOMIC_RELAXED);
 			else
 				l->dropped_other++;
@@ -272,7 +292,8 @@ static void dio_tx(void *ctx, struct fg_pkt *p)
 	m->data_off = (uint16_t)(hdr - (uint8_t *)m->buf_addr);
 	m->data_len = (uint16_t)(FG_NET_HDRS_LEN + p->len);
 	m->pkt_len = m->data_len;
-	fg_net_build_udp(hdr, d->mac, dst, d->ip, p->peer.ip, d->udp_port, p->peer.port, (uint16_t)p->len, l->ip_id++);
+	fg_net_build_udp(hdr, d->mac, dst, d->ip, p->peer.ip, p->answer ? d->udp_port : l->backend_port, p->peer.port,
+			 (uint16_t)p->len, l->ip_id++);
 	queue_tx(l, m, p->answer);
 }
 
@@ -435,6 +456,67 @@ struct fg_dpdk_io *fg_dpdk_io_create(int eal_argc, char **eal_argv, const struct
 	return d;
 }
 
+/* One rule: UDP to fairgate's address and `port` goes to RX queue `queue`. */
+static struct rte_flow *steer_port(uint16_t eth_port, uint32_t ip, uint16_t port, uint16_t queue,
+				   struct rte_flow_error *err)
+{
+	const struct rte_flow_attr attr = { .ingress = 1 };
+	const struct rte_flow_item_ipv4 ip_spec = { .hdr.dst_addr = ip }, ip_mask = { .hdr.dst_addr = UINT32_MAX };
+	const struct rte_flow_item_udp udp_spec = { .hdr.dst_port = port }, udp_mask = { .hdr.dst_port = UINT16_MAX };
+	const struct rte_flow_item pattern[] = {
+		{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+		{ .type = RTE_FLOW_ITEM_TYPE_IPV4, .spec = &ip_spec, .mask = &ip_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_UDP, .spec = &udp_spec, .mask = &udp_mask },
+		{ .type = RTE_FLOW_ITEM_TYPE_END },
+	};
+	const struct rte_flow_action_queue to = { .index = queue };
+	const struct rte_flow_action actions[] = {
+		{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &to },
+		{ .type = RTE_FLOW_ACTION_TYPE_END },
+	};
+	return rte_flow_create(eth_port, &attr, pattern, actions, err);
+}
+
+/* Several lanes: steer the answers to each lane's backend-side port to its
+ * RX queue with an rte_flow rule per lane, where the port takes them; where
+ * it does not (or it has fewer RX queues than lanes), the lane that
+ * receives an answer passes it to its request's worker through the mesh.
+ * d->steering says which, for the start-up log. */
+static void steer_answers(struct fg_dpdk_io *d)
+{
+	if (d->n_lanes < 2) {
+		snprintf(d->steering, sizeof(d->steering), "one worker: answers and requests on the listen port");
+		return;
+	}
+	if (d->n_rxq < d->n_lanes) {
+		snprintf(d->steering, sizeof(d->steering),
+			 "forwarded between workers in software (the port has %u RX queue(s) for %u workers)", d->n_rxq,
+			 d->n_lanes);
+		return;
+	}
+	struct rte_flow_error err = { .message = NULL };
+	unsigned i = 0;
+	for (; i < d->n_lanes; i++)
+		if (!(d->flows[i] = steer_port(d->port, d->ip, d->lanes[i].backend_port, d->lanes[i].rxq, &err)))
+			break;
+	if (i == d->n_lanes) {
+		snprintf(d->steering, sizeof(d->steering),
+			 "steered to their worker's RX queue by rte_flow (worker i's requests leave from port %u + i)",
+			 d->backend_port_base);
+		return;
+	}
+	while (i--) {
+		rte_flow_destroy(d->port, d->flows[i], NULL);
+		d->flows[i] = NULL;
+	}
+	snprintf(d->steering, sizeof(d->steering),
+		 "forwarded between workers in software (rte_flow rules refused: %s; worker i's requests leave "
+		 "from port %u + i)",
+		 err.message ? err.message : rte_strerror(rte_errno), d->backend_port_base);
+}
+
+const char *fg_dpdk_io_steering(const struct fg_dpdk_io *d) { return d->steering; }
+
 struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s, uint32_t n_buffers, unsigned n_lanes,
 				     char *errbuf, size_t errlen)
 {
@@ -470,8 +552,18 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
 	bool spreads = rss || !strcmp(info.driver_name, "net_tap") || !strcmp(info.driver_name, "net_ring");
 	d->n_rxq = n_lanes > 1 && info.max_rx_queues >= n_lanes && spreads ? n_lanes : 1;
+	/* Several lanes: each its own backend-side port, listen port + 1 + i. */
+	uint32_t listen_port = rte_be_to_cpu_16(s->listen.port);
+	if (n_lanes > 1 && listen_port + n_lanes > UINT16_MAX) {
+		snprintf(errbuf, errlen, "listen port %u leaves no room for the %u workers' backend-side ports "
+			 "(listen port + 1 .. listen port + %u)", listen_port, n_lanes, n_lanes);
+		goto err;
+	}
+	d->backend_port_base = n_lanes > 1 ? (uint16_t)(listen_port + 1) : 0;
 	for (unsigned i = 0; i < n_lanes; i++)
-		d->lanes[i] = (struct fg_dpdk_lane){ .d = d, .rxq = (uint16_t)i, .txq = (uint16_t)i, .has_rx = i < d->n_rxq };
+		d->lanes[i] = (struct fg_dpdk_lane){ .d = d, .rxq = (uint16_t)i, .txq = (uint16_t)i, .has_rx = i < d->n_rxq,
+						     .backend_port = n_lanes > 1 ? rte_cpu_to_be_16((uint16_t)(d->backend_port_base + i))
+										 : s->listen.port };
 	/* Held packets + RX/TX descriptors + TX batches + per-lane caches +
 	 * what the hand-off rings between lanes' workers can hold + each
 	 * worker's reserve for the answers it owes. */
@@ -512,6 +604,7 @@ struct fg_dpdk_io *fg_dpdk_io_attach(uint16_t port, const struct fg_settings *s,
 	memcpy(d->mac, mac.addr_bytes, 6);
 	d->ip = s->listen.ip;
 	d->udp_port = s->listen.port;
+	steer_answers(d);
 	for (uint32_t i = 0; i < s->n_backends; i++) {
 		if (s->backends[i].static_mac || arp_find(d, s->backends[i].ep.ip))
 			continue;
@@ -530,6 +623,9 @@ void fg_dpdk_io_free(struct fg_dpdk_io *d)
 	if (d->port_started) {
 		for (unsigned i = 0; i < d->n_lanes; i++)
 			dio_flush(&d->lanes[i], &(unsigned){ 0 });
+		for (unsigned i = 0; i < d->n_lanes; i++)
+			if (d->flows[i])
+				rte_flow_destroy(d->port, d->flows[i], NULL);
 		rte_eth_dev_stop(d->port);
 		rte_eth_dev_close(d->port);
 	}

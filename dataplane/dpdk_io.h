@@ -9,8 +9,13 @@
  * Several workers: each has a lane — its own TX queue and, where the device
  * spreads flows over RX queues (RSS, or a tap's queues), its own RX queue;
  * otherwise lane 0 receives everything (and worker 0, where requests are
- * queued where they arrive, does all the work: fairgate warns at start).  The mbuf pool is shared (DPDK's
- * per-lcore caches make it safe from every lane).
+ * queued where they arrive, does all the work: fairgate warns at start).
+ * Lane i sends its requests to backends from UDP port listen port + 1 + i,
+ * so their answers come to that port: an rte_flow rule per lane steers them
+ * to the lane's RX queue where the port takes rules, else whichever lane
+ * receives one passes it to its worker (the mesh).  Requests that arrive at
+ * a backend-side port are not taken (pkt.backend_side).  The mbuf pool is
+ * shared (DPDK's per-lcore caches make it safe from every lane).
  * Thread contract: create/free from main; a lane's io ops from its worker.
  */
 #ifndef FG_DPDK_IO_H
@@ -45,6 +50,9 @@ void fg_dpdk_eal_cleanup(bool initialized);
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d); /* lane 0 */
 struct fg_io fg_dpdk_io_lane(struct fg_dpdk_io *d, unsigned lane);
 unsigned fg_dpdk_io_rx_queues(const struct fg_dpdk_io *d);
+/* How the backends' answers reach the worker that sent the request, a
+ * sentence for the start-up log. */
+const char *fg_dpdk_io_steering(const struct fg_dpdk_io *d);
 /* What ARP taught about a backend's address ip: 1 and its MAC, 0 still
  * asking, -1 not asked (a static MAC, or not a backend's).  Any thread
  * (status reads it); d is a struct fg_dpdk_io. */

@@ -337,6 +337,8 @@ static int start_io(struct daemon *d, int eal_argc, char **eal_argv, struct fg_i
 	}
 	for (unsigned i = 0; i < n; i++)
 		ios[i] = fg_dpdk_io_lane(d->dio, i);
+	if (n > 1)
+		fg_logf(FG_LOG_INFO, "answers from backends: %s", fg_dpdk_io_steering(d->dio));
 	if (n > 1 && fg_dpdk_io_rx_queues(d->dio) < n)
 		fg_logf(FG_LOG_WARN,
 			"the port has %u RX queue(s) for %u workers: a request is queued where it is received, so "

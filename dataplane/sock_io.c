@@ -127,6 +127,7 @@ static unsigned rx_socket(struct fg_sock_io *s, int fd, struct fg_pkt *pkts, uns
 		memset(&p->peer, 0, sizeof(p->peer));
 		p->peer.ip = from[i].sin_addr.s_addr;
 		p->peer.port = from[i].sin_port;
+		p->backend_side = fd == s->backend_fd;
 	}
 	return out;
 }

@@ -721,8 +721,14 @@ static enum rx_kind decode_header(struct fg_worker *w, const struct fg_config *c
 		rx_malformed(w, cfg, pkt, err);
 		return RX_DONE;
 	}
-	if (m->hdr.type == FG_MSG_REQUEST)
-		return RX_REQUEST;
+	if (m->hdr.type == FG_MSG_REQUEST) {
+		if (likely(!pkt->backend_side))
+			return RX_REQUEST;
+		/* A request to the port the backends answer on: not a client's way in. */
+		FG_STAT_ADD(w->stats.rx_unexpected, 1);
+		w->io.ops->free(w->io.ctx, pkt);
+		return RX_DONE;
+	}
 	unsigned owner = fg_dispatch_id_worker(m->hdr.request_id);
 	if (owner == w->id) {
 		/* Only an answer is relayed on its header: its request's slot is

@@ -118,7 +118,7 @@ static inline void fake_fini(struct fake_io *f)
 /* Queue a datagram as if received from `from`. */
 static inline void fake_inject(struct fake_io *f, const void *data, size_t len, struct fg_endpoint from)
 {
-	struct fg_pkt p;
+	struct fg_pkt p = { .handle = NULL };
 	if (fake_alloc(f, &p))
 		abort();
 	memcpy(p.data, data, len);

@@ -319,7 +319,7 @@ static void pool_fini(struct pool_io *f)
 static void pool_inject(struct pool_io *f, uint64_t id, const char *user, const char *ns, struct fg_endpoint from)
 {
 	struct fg_msg m;
-	struct fg_pkt p;
+	struct fg_pkt p = { .handle = NULL };
 	CHECK_EQ(pool_alloc(f, &p), 0);
 	fg_msg_init(&m, FG_MSG_REQUEST, id);
 	m.user = fg_str_of(user);
@@ -419,7 +419,7 @@ static void answer_running(struct wrig *r, uint64_t took)
 		}
 	r->now += took;
 	struct fg_msg m;
-	struct fg_pkt pk;
+	struct fg_pkt pk = { .handle = NULL };
 	CHECK_EQ(pool_alloc(&r->io, &pk), 0);
 	fg_msg_init(&m, FG_MSG_RESPONSE, dispatch);
 	pk.len = (uint32_t)fg_proto_encode(pk.data, pk.cap, &m);

@@ -188,6 +188,18 @@ TEST(workers_and_allotment_period)
 	e = (struct fg_errors){ .len = 0 };
 	CHECK_EQ(fg_settings_validate(&s, &e), 0);
 	CHECK_EQ(e.count, 0);
+	/* DPDK: worker i's backend-side port is listen port + 1 + i. */
+	s.io = FG_IO_DPDK;
+	uint16_t port = s.listen.port;
+	s.listen.port = htons(65533);
+	e = (struct fg_errors){ .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), -EINVAL);
+	CHECK(strstr(e.text, "spec.listen: port 65533 leaves no room for the 4 workers' backend-side ports"));
+	s.listen.port = htons(65531);
+	e = (struct fg_errors){ .len = 0 };
+	CHECK_EQ(fg_settings_validate(&s, &e), 0);
+	s.listen.port = port;
+	s.io = FG_IO_SOCKET;
 }
 
 /* A backend that is fairgate itself (a wildcard listen reaches loopback on

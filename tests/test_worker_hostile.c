@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of one worker (dataplane/worker.c) against hostile input
- * (security.md): malformed datagrams, forged and stale answers, greedy
+ * (security.md): malformed datagrams, forged and stale answers, requests
+ * at a backend-side port, greedy
  * widths on every level type, untrusted sources and their cookies, dispatch
  * ids that cannot be guessed and late answers that reach nobody.  Rig:
  * worker_rig.h. */
@@ -32,6 +33,28 @@ TEST(forged_and_stale_responses_are_dropped)
 	CHECK_EQ(r.w.stats.responded, 1);
 	CHECK_EQ(r.w.stats.responses_unmatched, 4);
 	check_invariant(&r);
+	rig_fini(&r);
+}
+
+/* A request sent to a backend-side port (pkt.backend_side: where only
+ * answers belong) is dropped and counted; the same request on the client
+ * port is served. */
+TEST(requests_at_the_backend_side_are_dropped)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 2);
+	send_request(&r, 0, 1, "a", 1);
+	r.io.rxq[(r.io.rx_tail - 1) % FAKE_BUFS].backend_side = 1;
+	step(&r);
+	CHECK_EQ(r.w.stats.rx_unexpected, 1);
+	CHECK_EQ(r.w.stats.received, 0);
+	struct fg_msg m;
+	struct fg_endpoint to;
+	CHECK(!next_sent(&r, &m, &to));
+	send_request(&r, 0, 2, "a", 1);
+	step(&r);
+	CHECK_EQ(r.w.stats.received, 1);
+	CHECK(next_sent(&r, &m, &to));
 	rig_fini(&r);
 }
 

@@ -6,6 +6,7 @@
 #include "clock.h"
 
 #include <ctype.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -196,6 +197,11 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 	if (s->cluster_etcd_user[0] && !https)
 		fg_errors_add(errs, "spec.clusterEtcdUser",
 			      "needs https:// endpoints (over http:// the password would cross the network in clear)");
+	/* DPDK with several workers: worker i sends to backends from listen port + 1 + i. */
+	if (s->io == FG_IO_DPDK && s->workers > 1 && (uint32_t)ntohs(s->listen.port) + s->workers > UINT16_MAX)
+		fg_errors_add(errs, "spec.listen",
+			      "port %u leaves no room for the %u workers' backend-side ports (listen port + 1 .. + %u)",
+			      (unsigned)ntohs(s->listen.port), s->workers, s->workers);
 	for (uint32_t i = 0; i < s->n_backends; i++)
 		if (fg_endpoint_reaches(&s->listen, &s->backends[i].ep)) {
 			char path[64];

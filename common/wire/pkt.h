@@ -27,6 +27,7 @@ struct fg_pkt {
 	uint32_t cap;  /* bytes writable at data */
 	struct fg_endpoint peer;
 	uint8_t answer; /* on transmit: an answer to a client (a send that fails loses it) */
+	uint8_t backend_side; /* on receive: it came to a worker's backend-side port, where only answers belong */
 };
 
 #endif

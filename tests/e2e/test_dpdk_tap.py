@@ -136,6 +136,7 @@ for _ in range(20):
         ws = st.get("workers", [])
         t.check(len(ws) == WORKERS and all(w["requestsReceived"] > 0 for w in ws) and "handedOff" not in ws[0],
                 f"every worker takes requests where they arrive ({[w['requestsReceived'] for w in ws]})")
+        forwarded = sum(w.get("answersForwarded", 0) for w in ws)
         al = st.get("allotter") or {}
         t.check(al.get("rounds", 0) > 0 and al.get("roundsOnSignal", 0) > 0 and al.get("grants", 0) > 0,
                 f"the allotter ran, also on workers' demand signals ({al})")
@@ -222,6 +223,14 @@ for _ in range(20):
     t.check(c["buffersInUse"] == baseline, f"mbufs back to baseline ({c['buffersInUse']} vs {baseline})")
     rc, err = d.stop()
     t.check(rc == 0, f"clean exit (rc={rc})")
+    if WORKERS > 1:
+        # Worker i's requests leave from the listen port + 1 + i; the log says
+        # how their answers come back to it.  Steered by rte_flow, none had
+        # to be passed between workers; in software, the lanes pass them.
+        steer = [ln for ln in (err or "").splitlines() if "answers from backends:" in ln]
+        by_flow = bool(steer) and "steered to their worker's RX queue by rte_flow" in steer[0]
+        t.check(steer and (by_flow and forwarded == 0 or not by_flow and "in software" in steer[0]),
+                f"the answers' way back is said at start and holds ({forwarded} forwarded; {steer[:1]})")
 finally:
     t.cleanup()
     sh("ip", "netns", "del", NS)
