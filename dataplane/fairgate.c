@@ -132,7 +132,7 @@ struct worker_arg {
 static void run_worker(struct daemon *d, struct fg_worker *w)
 {
 	uint64_t drain_deadline = 0;
-	bool reports_pool = w->id == 0 || w->io.ops->counts_per_lane; /* a shared pool: worker 0 reports it */
+	bool reports_pool = w->id == 0 || w->io.ops->pool_per_lane; /* a shared pool: worker 0 reports it */
 	if (reports_pool && w->io.ops->pool_size)
 		FG_STAT_SET(w->stats.buffers_total, w->io.ops->pool_size(w->io.ctx));
 	for (;;) {
@@ -478,7 +478,7 @@ static uint64_t martians_total(void *ctx)
 		const struct fg_io *io = &d->workers.w[i]->io;
 		if (io->ops->martians)
 			n += io->ops->martians(io->ctx);
-		if (!io->ops->counts_per_lane) /* one count for every lane */
+		if (!io->ops->pool_per_lane) /* one count for every lane */
 			break;
 	}
 	return n;

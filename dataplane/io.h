@@ -37,13 +37,15 @@ struct fg_io_ops {
 	 * removed ones included): resolve new ones (ARP in DPDK mode); may be
 	 * NULL. */
 	void (*follow_backends)(void *ctx, const struct fg_backend_cfg *b, uint32_t n);
-	/* Datagrams dropped for a martian source (see counts_per_lane); any
+	/* Datagrams dropped for a martian source (see pool_per_lane); any
 	 * thread (relaxed loads: the control thread logs them); may be NULL. */
 	uint64_t (*martians)(void *ctx);
 	/* Each lane has its own buffer pool and martian count (socket mode),
-	 * which its worker reports; else one of each for all lanes (DPDK),
-	 * which worker 0's lane reports. */
-	bool counts_per_lane;
+	 * which its worker reports, and a buffer never leaves its worker (an
+	 * answer that reaches another worker cannot be passed on); else one of
+	 * each for all lanes (DPDK), which worker 0's lane reports, and buffers
+	 * may cross between workers. */
+	bool pool_per_lane;
 };
 
 struct fg_io {

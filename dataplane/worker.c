@@ -738,7 +738,12 @@ static enum rx_kind decode_header(struct fg_worker *w, const struct fg_config *c
 			__builtin_prefetch(&w->reqs.slots[slot], 1);
 		return RX_ANSWER;
 	}
-	if (w->mesh && owner < w->mesh->n_workers) {
+	if (w->mesh && owner < w->mesh->n_workers && w->io.ops->pool_per_lane) {
+		/* Its buffer cannot leave this worker's pool (socket mode, where a
+		 * backend answers the socket that sent the request): not for us. */
+		FG_STAT_ADD(w->stats.responses_unmatched, 1);
+		w->io.ops->free(w->io.ctx, pkt);
+	} else if (w->mesh && owner < w->mesh->n_workers) {
 		struct fg_handoff h = { .pkt = *pkt, .hdr = m->hdr };
 		if (hand_over(w, owner, &h))
 			FG_STAT_ADD(w->stats.answers_forwarded, 1);

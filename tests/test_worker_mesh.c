@@ -80,6 +80,18 @@ TEST(mesh_answer_from_the_wrong_backend_or_for_no_worker_is_dropped)
 	mesh_step(&r, 1);
 	CHECK_EQ(r.w[0].stats.answers_forwarded, 1);
 	CHECK_EQ(r.w[1].stats.responses_unmatched, 1);
+	/* Buffers of a pool per lane (socket mode) never leave their worker:
+	 * an answer for another worker is dropped where it arrived. */
+	struct fg_io_ops per_lane = fake_ops;
+	per_lane.pool_per_lane = true;
+	r.w[0].io.ops = &per_lane;
+	fake_inject(&r.io, buf, (size_t)n, r.backend[0]);
+	long in_use = r.io.in_use;
+	mesh_step(&r, 0);
+	CHECK_EQ(r.w[0].stats.answers_forwarded, 1);
+	CHECK_EQ(r.w[0].stats.responses_unmatched, 1);
+	CHECK_EQ(r.io.in_use, in_use - 1);
+	r.w[0].io.ops = &fake_ops;
 	mesh_fini(&r);
 }
 
