@@ -19,6 +19,7 @@
 #include "readfile.h"
 #include "queueset.h"
 #include "seatshare.h"
+#include "sim_backends.h"
 #include "sim_ideal.h"
 
 #define SIM_MAX_WINDOWS 64
@@ -95,10 +96,11 @@ struct client {
 struct sim_req {
 	struct fg_qs_req q;          /* first: the queue set hands these back */
 	int client, thread, worker;
+	int backend;                 /* with backends: where it executes (-1: held for room) */
 	uint32_t gen;
 };
 
-enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT, EV_BORROW };
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT, EV_BORROW, EV_BACKEND };
 
 struct event {
 	int64_t t;
@@ -138,6 +140,9 @@ struct fg_sim {
 	uint32_t n_reqs, cap_reqs;
 	uint32_t *free_reqs;
 	uint32_t n_free;
+	struct sim_backends backends;  /* n 0: none, a request executes for its execTime */
+	uint32_t *held;                /* dispatched requests waiting for backend room, oldest first */
+	size_t held_head, n_held, cap_held;
 	int64_t now;
 };
 
@@ -321,7 +326,8 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 	/* "description" and "expect" are for people and the test suite (tests/test_sim.c). */
 	static const char *const known[] = { "serverConcurrencyLimit", "queueWaitLimit", "duration", "workers",
 					     "placement", "allotmentPeriod", "borrowingPeriod", "objects",
-					     "levelConcurrency", "windows", "clients", "description", "expect", NULL };
+					     "levelConcurrency", "windows", "clients", "backends", "backendEvents",
+					     "description", "expect", NULL };
 	if (fg_jf_known_keys(root, known, "", err, errlen) ||
 	    fg_jf_int(root, "serverConcurrencyLimit", SIM_DEFAULT_SCL, 1, 10000000, &s->scl, "", err, errlen) ||
 	    fg_jf_duration(root, "queueWaitLimit", SIM_DEFAULT_WAIT_NS, &s->wait_ns, "", err, errlen) ||
@@ -358,6 +364,8 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		fg_jf_fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
 		goto bad;
 	}
+	if (sim_backends_parse(root, s->duration_ns, &s->backends, err, errlen))
+		goto bad;
 	json_t *objects = json_object_get(root, "objects"), *v;
 	size_t i;
 	if (objects && !json_is_array(objects)) {
@@ -456,6 +464,7 @@ void fg_sim_free(struct fg_sim *s)
 	free(s->heap);
 	free(s->reqs);
 	free(s->free_reqs);
+	free(s->held);
 	free(s);
 }
 
@@ -583,6 +592,55 @@ static void next_call(struct fg_sim *s, int ci, int th, int64_t t)
 	schedule_arrival(s, ci, th, t);
 }
 
+/* --- backends (sim_backends.h) ---------------------------------------- */
+
+static void execute_on_backend(struct fg_sim *s, uint32_t ri)
+{
+	struct sim_req *r = &s->reqs[ri];
+	int64_t answer = sim_backends_start(&s->backends, r->backend, r->q.initial_seats, s->now,
+					    s->clients[r->client].exec_ns);
+	push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = ri, .gen = r->gen });
+}
+
+/* No backend has room: the request keeps its seats and waits, first come
+ * first served, as the daemon holds it. */
+static void hold(struct fg_sim *s, uint32_t ri)
+{
+	if (s->held_head + s->n_held == s->cap_held) {
+		if (s->held_head) { /* slide the live part to the front first */
+			memmove(s->held, s->held + s->held_head, s->n_held * sizeof(*s->held));
+			s->held_head = 0;
+		} else {
+			size_t cap = s->cap_held ? s->cap_held * 2 : 256;
+			uint32_t *h = realloc(s->held, cap * sizeof(*h));
+			if (!h) {
+				s->failed = true;
+				return;
+			}
+			s->held = h;
+			s->cap_held = cap;
+		}
+	}
+	s->held[s->held_head + s->n_held++] = ri;
+	s->backends.held++;
+}
+
+/* Room on a backend: the held requests start in their order while the
+ * oldest fits somewhere. */
+static void start_held(struct fg_sim *s)
+{
+	while (s->n_held) {
+		uint32_t ri = s->held[s->held_head];
+		struct sim_req *r = &s->reqs[ri];
+		if ((r->backend = sim_backends_pick(&s->backends, r->q.initial_seats)) < 0)
+			return;
+		s->held_head++;
+		s->n_held--;
+		execute_on_backend(s, ri);
+	}
+	s->held_head = 0;
+}
+
 static void start(struct fg_sim *s, uint32_t ri)
 {
 	struct sim_req *r = &s->reqs[ri];
@@ -604,6 +662,14 @@ static void start(struct fg_sim *s, uint32_t ri)
 	}
 	integrate(s, c, s->now);
 	c->cur_seats += r->q.initial_seats;
+	if (s->backends.n) {
+		r->backend = sim_backends_pick(&s->backends, r->q.initial_seats);
+		if (r->backend < 0)
+			hold(s, ri);
+		else
+			execute_on_backend(s, ri);
+		return;
+	}
 	push(s, (struct event){ .t = s->now + c->exec_ns, .type = EV_FINISH, .req = ri, .gen = r->gen });
 	int64_t next = s->now + c->exec_ns + c->think_ns;
 	next_call(s, r->client, r->thread, next > s->now ? next : s->now);
@@ -1000,6 +1066,11 @@ static void handle(struct fg_sim *s, const struct event *e)
 			push(s, (struct event){ .t = s->now + s->borrow_ns, .type = EV_BORROW });
 		return;
 	}
+	if (e->type == EV_BACKEND) {
+		sim_backends_apply(&s->backends, (int)e->req, s->now);
+		start_held(s);
+		return;
+	}
 	if (e->type == EV_ALLOT) {
 		for (int l = 0; l < s->n_levels; l++)
 			allot(s, &s->levels[l]);
@@ -1021,6 +1092,15 @@ static void handle(struct fg_sim *s, const struct event *e)
 		req_free(s, e->req);
 		after_refusal(s, ci, th);
 	} else if (e->type == EV_FINISH) {
+		if (s->backends.n) {
+			int64_t answer = sim_backends_answer_at(&s->backends, r->backend, s->now);
+			if (answer > s->now) { /* paused: the answer comes when the pause ends */
+				push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = e->req, .gen = r->gen });
+				return;
+			}
+			sim_backends_done(&s->backends, r->backend, r->q.initial_seats);
+			next_call(s, r->client, r->thread, s->now + (c->think_ns > 0 ? c->think_ns : 0));
+		}
 		integrate(s, c, s->now);
 		c->cur_seats -= r->q.initial_seats;
 		uint64_t release = fg_qs_finish(&l->qs[r->worker], &r->q, (uint64_t)s->now);
@@ -1028,6 +1108,8 @@ static void handle(struct fg_sim *s, const struct event *e)
 			push(s, (struct event){ .t = (int64_t)release, .type = EV_RELEASE, .req = e->req, .gen = r->gen });
 		else
 			req_free(s, e->req);
+		if (s->backends.n)
+			start_held(s);
 	} else { /* EV_RELEASE */
 		fg_qs_release(&l->qs[r->worker], &r->q, (uint64_t)s->now);
 		req_free(s, e->req);
@@ -1094,8 +1176,14 @@ static json_t *results(struct fg_sim *s)
 			"upperLimit", (json_int_t)b->max, "currentLimit", (json_int_t)b->current,
 			"avgCurrentLimit", avg));
 	}
-	return json_pack("{s:o, s:o, s:{s:I, s:I}}", "windows", windows, "levels", levels, "borrowing",
-			 "rounds", (json_int_t)s->borrow_rounds, "backstops", (json_int_t)s->borrow_backstops);
+	json_t *out = json_pack("{s:o, s:o, s:{s:I, s:I}}", "windows", windows, "levels", levels, "borrowing",
+				"rounds", (json_int_t)s->borrow_rounds, "backstops", (json_int_t)s->borrow_backstops);
+	json_t *backends = sim_backends_results(&s->backends);
+	if (backends) {
+		json_object_set_new(out, "backends", backends);
+		json_object_set_new(out, "heldForBackendRoom", json_integer((json_int_t)s->backends.held));
+	}
+	return out;
 }
 
 static int by_client_hash(const void *a, const void *b, void *clients)
@@ -1150,6 +1238,8 @@ json_t *fg_sim_run(struct fg_sim *s)
 		lends |= s->borrow[i].min < s->borrow[i].nominal;
 	if (lends && s->borrow_ns < s->duration_ns)
 		push(s, (struct event){ .t = s->borrow_ns, .type = EV_BORROW });
+	for (int k = 0; k < s->backends.n_events; k++)
+		push(s, (struct event){ .t = s->backends.ev[k].at, .type = EV_BACKEND, .req = (uint32_t)k });
 	/* Kubernetes' harness staggers thread starts: thread j of client i at
 	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
 	for (int ci = 0; ci < s->n_clients; ci++) {

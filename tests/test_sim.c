@@ -9,7 +9,7 @@
  * over the level's concurrency (its current limit at the end: borrowing may
  * have moved it).  The "expect" list of a scenario gives, per window, the
  * margin and what else must hold (an explicit ideal, bounds on flows' seats,
- * levels' average current limits, ...).
+ * clients' p99 queue waits, levels' average current limits, ...).
  */
 #include <dirent.h>
 #include <math.h>
@@ -75,6 +75,18 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 		double lo = json_number_value(json_array_get(b, 0)), hi = json_number_value(json_array_get(b, 1));
 		printf("  %s window %d: flow %d got %.4f seats, bounds [%g, %g]\n", file, w, f, measured[f], lo, hi);
 		CHECK(measured[f] >= lo && measured[f] <= hi);
+	}
+	/* Per-flow bounds on the 99th percentile of the queue wait (seconds;
+	 * null: none). */
+	json_t *max_wait = json_object_get(exp, "maxWaitP99");
+	for (size_t f = 0; f < n && f < json_array_size(max_wait); f++) {
+		json_t *bound = json_array_get(max_wait, f);
+		if (!json_is_number(bound))
+			continue;
+		double p99 = json_number_value(json_object_get(json_array_get(got, f), "waitP99"));
+		printf("  %s window %d: client %zu waited %.4f s at p99, at most %g\n", file, w, f, p99,
+		       json_number_value(bound));
+		CHECK(p99 <= json_number_value(bound));
 	}
 	const char *lname;
 	json_t *range;
@@ -290,6 +302,82 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"borrowingPeriod\": \"500us\", \"clients\": [{\"name\":\"a\"}]}",
 		     "borrowingPeriod: must be at least 1ms");
 	expect_error("{\"borrowingPeriod\": 10, \"clients\": [{\"name\":\"a\"}]}", "borrowingPeriod: must be a duration");
+	/* Backends and their events (bench/sim_backends.h). */
+#define C1 ", \"clients\": [{\"name\":\"a\"}]}"
+	expect_error("{\"backends\": []" C1, "backends: must be a list of 1..64");
+	expect_error("{\"backends\": [{\"capacty\": 2}]" C1, "backends[0].capacty: unknown field");
+	expect_error("{\"backends\": [{\"capacity\": -1}]" C1, "backends[0].capacity");
+	expect_error("{\"backends\": [{\"serviceScale\": 0}]" C1, "backends[0].serviceScale");
+	expect_error("{\"backends\": [{\"name\": \"x\"}, {\"name\": \"x\"}]" C1, "backends[1].name: x is named twice");
+	expect_error("{\"backendEvents\": []" C1, "backendEvents: needs a backends list");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"backend\": \"x\", \"action\": \"drain\"}]" C1,
+		     "backendEvents[0].at: required");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"y\", \"action\": \"drain\"}]" C1,
+		     "backendEvents[0].backend: no backend named y");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"stop\"}]" C1,
+		     "backendEvents[0].action: must be");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"pause\"}]" C1,
+		     "backendEvents[0].for: a pause needs a positive duration");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"set\"}]" C1,
+		     "\"set\" needs capacity or serviceScale");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"drain\", \"capacity\": 3}]" C1,
+		     "backendEvents[0].capacity: only for \"set\"");
+	expect_error("{\"duration\": \"5s\", \"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"6s\", \"backend\": \"x\", \"action\": \"drain\"}]" C1,
+		     "backendEvents[0].at: required, a duration within the scenario's");
+#undef C1
+}
+
+/* A scenario given as text, run: its results, or NULL (checked failed). */
+static json_t *run_text(const char *json)
+{
+	char err[512] = "";
+	struct fg_sim *s = fg_sim_load((const uint8_t *)json, strlen(json), err, sizeof(err));
+	if (!s)
+		fprintf(stderr, "  %s\n", err);
+	CHECK(s != NULL);
+	if (!s)
+		return NULL;
+	json_t *r = fg_sim_run(s);
+	CHECK(r != NULL);
+	fg_sim_free(s);
+	return r;
+}
+
+/* The backend model: a 4-seat level over one 2-seat backend holds two
+ * requests for room at a time; a backend set to serviceScale 2 halves the
+ * calls; a drained one takes nothing new (everything waits held) until
+ * enabled; a pause holds the answers.  Windows of 1 s, 4 threads of 100 ms. */
+TEST(backends_hold_slow_down_drain_and_pause)
+{
+	const char *json =
+		"{\"duration\": \"8s\", \"levelConcurrency\": {\"global-default\": 4},"
+		"\"windows\": [\"0s-1s\", \"2s-3s\", \"4s-5s\", \"6s-7s\"],"
+		"\"backends\": [{\"name\": \"b\", \"capacity\": 2}],"
+		"\"backendEvents\": [{\"at\": \"2s\", \"backend\": \"b\", \"action\": \"set\", \"serviceScale\": 2},"
+		"  {\"at\": \"4s\", \"backend\": \"b\", \"action\": \"drain\"},"
+		"  {\"at\": \"5s\", \"backend\": \"b\", \"action\": \"enable\"},"
+		"  {\"at\": \"5s\", \"backend\": \"b\", \"action\": \"set\", \"serviceScale\": 1},"
+		"  {\"at\": \"6s\", \"backend\": \"b\", \"action\": \"pause\", \"for\": \"500ms\"}],"
+		"\"clients\": [{\"name\": \"a\", \"threads\": 4, \"execTime\": \"100ms\"}]}";
+	json_t *r = run_text(json);
+	if (!r)
+		return;
+	uint64_t calls[4];
+	for (size_t w = 0; w < 4; w++)
+		calls[w] = (uint64_t)json_integer_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), w), "clients"), 0),
+			"dispatched"));
+	printf("  dispatched per window: %llu %llu %llu %llu, held %lld\n", (unsigned long long)calls[0],
+	       (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
+	       (long long)json_integer_value(json_object_get(r, "heldForBackendRoom")));
+	CHECK(calls[0] >= 20 && calls[0] <= 22);  /* 2 at a time, 100 ms each (+2 held at the start) */
+	CHECK(calls[1] >= 9 && calls[1] <= 11);   /* 200 ms each */
+	CHECK(calls[2] <= 2);                     /* drained: the 4 seats stay held */
+	CHECK(calls[3] >= 9 && calls[3] <= 11);   /* paused for half the window */
+	json_t *b = json_array_get(json_object_get(r, "backends"), 0);
+	CHECK_EQ(json_integer_value(json_object_get(b, "maxOutstanding")), 2);
+	CHECK(json_integer_value(json_object_get(r, "heldForBackendRoom")) > 40);
+	json_decref(r);
 }
 
 /* An open-loop client (rate > 0) needs no threads: threads 0 is accepted and
@@ -298,22 +386,15 @@ TEST(open_loop_without_threads)
 {
 	const char *json = "{\"duration\": \"20s\", \"levelConcurrency\": {\"global-default\": 10},"
 			   "\"clients\": [{\"name\": \"a\", \"threads\": 0, \"rate\": 5, \"execTime\": \"100ms\"}]}";
-	char err[512] = "";
-	struct fg_sim *s = fg_sim_load((const uint8_t *)json, strlen(json), err, sizeof(err));
-	if (!s)
-		fprintf(stderr, "  %s\n", err);
-	CHECK(s != NULL);
-	if (!s)
+	json_t *r = run_text(json);
+	if (!r)
 		return;
-	json_t *r = fg_sim_run(s);
-	CHECK(r != NULL);
 	json_t *c = json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), 0), "clients"), 0);
 	json_int_t n = json_integer_value(json_object_get(c, "dispatched"));
 	/* 5/s over 20 s: about 100 arrivals, all dispatched at once (0.5 seats of 10 used on average). */
 	CHECK(n > 60 && n < 140);
 	CHECK(fabs(json_real_value(json_object_get(c, "avgSeats")) - 0.5) < 0.2);
 	json_decref(r);
-	fg_sim_free(s);
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0}]}",
 		     "clients[0].threads: must be an integer in [1, 100000] for a closed-loop client (rate 0)");
 	expect_error("{\"clients\": [{\"name\":\"a\", \"threads\": 0, \"rate\": 0}]}", "clients[0].threads");
