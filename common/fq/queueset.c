@@ -107,8 +107,22 @@ static void advance(struct fg_queueset *qs, uint64_t now)
 		/* The fraction is carried: with many queues the share is below
 		 * one seat-ns per call, and R would never move. */
 		unsigned __int128 dr = (unsigned __int128)(now - qs->last_ns) * qs->r_rate + qs->r_frac;
-		qs->r_frac = (uint64_t)dr & ((1ull << FG_FAIRSHARE_FRAC_BITS) - 1);
 		uint64_t next = qs->r + (uint64_t)(dr >> FG_FAIRSHARE_FRAC_BITS);
+		/* R does not pass the smallest finish waiting to be dispatched:
+		 * virtual time follows the dispatches that happen, not the ones
+		 * the seats would make if they all completed.  While seats are
+		 * stuck (a paused backend holds them) R would otherwise run ahead
+		 * of every queue, and a newcomer starting at R would wait behind
+		 * the whole backlog (issue 29). */
+		uint32_t first = qs->order.count ? fg_order_first(&qs->order) : FG_ORDER_NIL;
+		if (first != FG_ORDER_NIL) {
+			uint64_t bound = later(qs->r, fg_order_key(&qs->order, first));
+			if ((int64_t)(next - bound) > 0) {
+				next = bound;
+				dr = 0;
+			}
+		}
+		qs->r_frac = (uint64_t)dr & ((1ull << FG_FAIRSHARE_FRAC_BITS) - 1);
 		if (next < qs->r)
 			qs->stats.epochs++;
 		qs->r = next;

@@ -15,7 +15,10 @@
  * - Virtual time R advances at the max-min fair share of the seats left by
  *   queues with nothing waiting (their executing seats are not preemptible)
  *   over the demands (waiting + executing seats) of the queues that wait;
- *   when every demand fits, at the largest consumption.  A queue's next
+ *   when every demand fits, at the largest consumption; and it never passes
+ *   the smallest virtual finish waiting to be dispatched, so that it follows
+ *   the dispatches that happen (seats stuck at a paused backend do not move
+ *   it ahead of every queue).  A queue's next
  *   request starts at S = max(F_prev, R at its arrival) and finishes at
  *   F = S + cost, cost = initial_seats * guess + final_seats * extra_latency
  *   (seat-nanoseconds), priced when the request reaches the head.  Dispatch
