@@ -597,8 +597,7 @@ static void next_call(struct fg_sim *s, int ci, int th, int64_t t)
 static void execute_on_backend(struct fg_sim *s, uint32_t ri)
 {
 	struct sim_req *r = &s->reqs[ri];
-	int64_t answer = sim_backends_start(&s->backends, r->backend, r->q.initial_seats, s->now,
-					    s->clients[r->client].exec_ns);
+	int64_t answer = sim_backends_start(&s->backends, r->backend, s->now, s->clients[r->client].exec_ns);
 	push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = ri, .gen = r->gen });
 }
 
@@ -632,13 +631,24 @@ static void start_held(struct fg_sim *s)
 	while (s->n_held) {
 		uint32_t ri = s->held[s->held_head];
 		struct sim_req *r = &s->reqs[ri];
-		if ((r->backend = sim_backends_pick(&s->backends, r->q.initial_seats)) < 0)
+		if ((r->backend = sim_backends_pick(&s->backends, r->q.initial_seats, s->now)) < 0)
 			return;
 		s->held_head++;
 		s->n_held--;
 		execute_on_backend(s, ri);
 	}
 	s->held_head = 0;
+}
+
+/* The levels' limits follow the backends' usable capacity, as the daemon's
+ * workers do (fg_backendpool_capacity, fg_qs_set_capacity). */
+static void follow_capacity(struct fg_sim *s)
+{
+	uint32_t usable, total;
+	fg_backendpool_capacity(&s->backends.pool, &usable, &total);
+	for (int l = 0; l < s->n_levels; l++)
+		for (int w = 0; w < s->workers; w++)
+			fg_qs_set_capacity(&s->levels[l].qs[w], usable, total, (uint64_t)s->now);
 }
 
 static void start(struct fg_sim *s, uint32_t ri)
@@ -663,7 +673,7 @@ static void start(struct fg_sim *s, uint32_t ri)
 	integrate(s, c, s->now);
 	c->cur_seats += r->q.initial_seats;
 	if (s->backends.n) {
-		r->backend = sim_backends_pick(&s->backends, r->q.initial_seats);
+		r->backend = sim_backends_pick(&s->backends, r->q.initial_seats, s->now);
 		if (r->backend < 0)
 			hold(s, ri);
 		else
@@ -1068,6 +1078,7 @@ static void handle(struct fg_sim *s, const struct event *e)
 	}
 	if (e->type == EV_BACKEND) {
 		sim_backends_apply(&s->backends, (int)e->req, s->now);
+		follow_capacity(s);
 		start_held(s);
 		return;
 	}
@@ -1098,7 +1109,7 @@ static void handle(struct fg_sim *s, const struct event *e)
 				push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = e->req, .gen = r->gen });
 				return;
 			}
-			sim_backends_done(&s->backends, r->backend, r->q.initial_seats);
+			sim_backends_done(&s->backends, r->backend, r->q.initial_seats, s->now);
 			next_call(s, r->client, r->thread, s->now + (c->think_ns > 0 ? c->think_ns : 0));
 		}
 		integrate(s, c, s->now);

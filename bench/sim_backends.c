@@ -16,7 +16,8 @@ static int find_backend(const struct sim_backends *bs, const char *name)
 	return -1;
 }
 
-static int parse_backend(json_t *o, int idx, struct sim_backend *b, char *err, size_t errlen)
+static int parse_backend(json_t *o, int idx, struct sim_backend *b, uint32_t *capacity_out, char *err,
+			 size_t errlen)
 {
 	char path[48];
 	snprintf(path, sizeof(path), "backends[%d].", idx);
@@ -33,7 +34,7 @@ static int parse_backend(json_t *o, int idx, struct sim_backend *b, char *err, s
 	    fg_jf_number(o, "serviceScale", 1.0, 0.001, 1000.0, &b->scale, path, err, errlen))
 		return -EINVAL;
 	snprintf(b->name, sizeof(b->name), "%s", name);
-	b->capacity = (uint32_t)capacity;
+	*capacity_out = (uint32_t)capacity;
 	return 0;
 }
 
@@ -93,11 +94,18 @@ int sim_backends_parse(json_t *root, int64_t duration_ns, struct sim_backends *o
 		return fg_jf_fail(err, errlen, "backendEvents: needs a backends list");
 	if (events && (!json_is_array(events) || json_array_size(events) > SIM_MAX_BACKEND_EVENTS))
 		return fg_jf_fail(err, errlen, "backendEvents: must be a list of at most %d events", SIM_MAX_BACKEND_EVENTS);
+	fg_backendpool_init(&out->pool, 0, 1, 0, 0); /* no timeouts here: nothing ejects */
 	json_array_foreach(list, i, v) {
-		if (parse_backend(v, (int)i, &out->b[i], err, errlen))
+		uint32_t capacity = 0;
+		if (parse_backend(v, (int)i, &out->b[i], &capacity, err, errlen))
 			return -EINVAL;
 		if (find_backend(out, out->b[i].name) >= 0)
 			return fg_jf_fail(err, errlen, "backends[%zu].name: %s is named twice", i, out->b[i].name);
+		/* A slot of the pool names it by its index (the address is the
+		 * pool's identity of a backend). */
+		fg_backendpool_follow(&out->pool, (uint32_t)i, (uint32_t)i + 1, 1, FG_BACKEND_ENABLED);
+		fg_backendpool_set_count(&out->pool, (uint32_t)i + 1);
+		fg_backendpool_set_capacity(&out->pool, (uint32_t)i, capacity);
 		out->n++;
 	}
 	json_array_foreach(events, i, v) {
@@ -108,28 +116,18 @@ int sim_backends_parse(json_t *root, int64_t duration_ns, struct sim_backends *o
 	return 0;
 }
 
-int sim_backends_pick(const struct sim_backends *bs, uint32_t seats)
+int sim_backends_pick(struct sim_backends *bs, uint32_t seats, int64_t now)
 {
-	int best = -1;
-	for (int i = 0; i < bs->n; i++) {
-		const struct sim_backend *b = &bs->b[i];
-		bool room = !b->capacity || b->outstanding + seats <= b->capacity ||
-			    (seats > b->capacity && !b->outstanding); /* too wide: alone */
-		if (b->draining || !room)
-			continue;
-		if (best < 0 || b->outstanding < bs->b[best].outstanding)
-			best = i;
-	}
-	return best;
+	uint32_t i = fg_backendpool_pick(&bs->pool, seats, (uint64_t)now);
+	return i == FG_BACKEND_NONE ? -1 : (int)i;
 }
 
-int64_t sim_backends_start(struct sim_backends *bs, int i, uint32_t seats, int64_t now, int64_t exec_ns)
+int64_t sim_backends_start(struct sim_backends *bs, int i, int64_t now, int64_t exec_ns)
 {
 	struct sim_backend *b = &bs->b[i];
-	b->outstanding += seats;
 	b->started++;
-	if (b->outstanding > b->max_outstanding)
-		b->max_outstanding = b->outstanding;
+	if (bs->pool.b[i].outstanding > b->max_outstanding)
+		b->max_outstanding = bs->pool.b[i].outstanding;
 	int64_t from = b->paused_until > now ? b->paused_until : now;
 	return from + (int64_t)((double)exec_ns * b->scale);
 }
@@ -139,9 +137,14 @@ int64_t sim_backends_answer_at(const struct sim_backends *bs, int i, int64_t now
 	return bs->b[i].paused_until > now ? bs->b[i].paused_until : now;
 }
 
-void sim_backends_done(struct sim_backends *bs, int i, uint32_t seats)
+void sim_backends_done(struct sim_backends *bs, int i, uint32_t seats, int64_t now)
 {
-	bs->b[i].outstanding -= seats;
+	fg_backendpool_done(&bs->pool, (uint32_t)i, seats, true, (uint64_t)now);
+}
+
+static void set_admin(struct sim_backends *bs, int i, uint8_t admin)
+{
+	fg_backendpool_follow(&bs->pool, (uint32_t)i, (uint32_t)i + 1, 1, admin);
 }
 
 void sim_backends_apply(struct sim_backends *bs, int k, int64_t now)
@@ -154,14 +157,14 @@ void sim_backends_apply(struct sim_backends *bs, int k, int64_t now)
 			b->paused_until = now + e->for_ns;
 		break;
 	case SIM_BACKEND_DRAIN:
-		b->draining = true;
+		set_admin(bs, e->backend, FG_BACKEND_DRAIN);
 		break;
 	case SIM_BACKEND_ENABLE:
-		b->draining = false;
+		set_admin(bs, e->backend, FG_BACKEND_ENABLED);
 		break;
 	case SIM_BACKEND_SET:
 		if (e->capacity >= 0)
-			b->capacity = (uint32_t)e->capacity;
+			fg_backendpool_set_capacity(&bs->pool, (uint32_t)e->backend, (uint32_t)e->capacity);
 		if (e->scale > 0)
 			b->scale = e->scale;
 		break;
@@ -175,7 +178,7 @@ json_t *sim_backends_results(const struct sim_backends *bs)
 	json_t *list = json_array();
 	for (int i = 0; i < bs->n; i++)
 		json_array_append_new(list, json_pack("{s:s, s:I, s:I, s:I}", "name", bs->b[i].name, "capacity",
-						      (json_int_t)bs->b[i].capacity, "started", (json_int_t)bs->b[i].started,
+						      (json_int_t)bs->pool.b[i].capacity, "started", (json_int_t)bs->b[i].started,
 						      "maxOutstanding", (json_int_t)bs->b[i].max_outstanding));
 	return list;
 }

@@ -195,6 +195,14 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		   config_generation);
 	PER_WORKER(e, v, "fairgate_worker_allotment_changes_total", C, "Seat grants the worker applied.",
 		   allotment_changes);
+	PER_WORKER(e, v, "fairgate_worker_backend_capacity_usable", G,
+		   "The listed backends' capacity that can take requests (enabled, up), in seats or backends: "
+		   "the levels' limits are scaled by usable / listed.", capacity_usable);
+	PER_WORKER(e, v, "fairgate_worker_backend_capacity_listed", G,
+		   "The listed backends' capacity (enabled, draining or disabled), in seats when every one has a "
+		   "capacity, else in backends.", capacity_total);
+	PER_WORKER(e, v, "fairgate_worker_backend_capacity_changes_total", C,
+		   "Times the usable backend capacity, and with it the levels' limits, moved.", capacity_changes);
 
 	struct fg_worker_totals t;
 	fg_stats_totals(v->worker_stats, v->n_workers, &t);

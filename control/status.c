@@ -162,6 +162,11 @@ static json_t *workers_json(const struct fg_control_view *v)
 			"configGeneration", (json_int_t)FG_STAT_GET(s->config_generation)));
 		/* A worker that could not follow the last configuration says why. */
 		json_object_set_new(json_array_get(arr, w), "busyRatio", json_real(FG_STAT_GET(s->busy_ppm) / 1e6));
+		/* The backends' capacity the levels' limits follow (issue 29). */
+		json_object_set_new(json_array_get(arr, w), "backendCapacityUsable",
+				    json_integer(FG_STAT_GET(s->capacity_usable)));
+		json_object_set_new(json_array_get(arr, w), "backendCapacityListed",
+				    json_integer(FG_STAT_GET(s->capacity_total)));
 		uint32_t err = FG_STAT_GET(s->config_error);
 		json_object_set_new(json_array_get(arr, w), "configError", err ? json_string(strerror((int)err)) : json_null());
 	}

@@ -932,6 +932,8 @@ unsigned fg_worker_poll(struct fg_worker *w, const struct fg_config *cfg, uint64
 		if (unlikely(seq != w->limits_seq))
 			fg_worker__follow_limits(w, cfg->limits, seq, now);
 	}
+	if (unlikely(w->pool.changes != w->pool_changes_seen))
+		fg_worker__follow_capacity(w, now);
 	unsigned taken = w->mesh ? take_handoffs(w, cfg, now) : 0;
 	struct fg_pkt pkts[FG_RX_BURST];
 	unsigned n = w->io.ops->rx(w->io.ctx, pkts, FG_RX_BURST);

@@ -126,6 +126,7 @@ struct fg_worker {
 	struct fg_pkt reserve[FG_ANSWER_RESERVE];
 	struct fg_snap_box *snap;    /* visibility snapshots asked by the control side (pending.h); NULL: none */
 	struct fg_backendpool pool;
+	uint32_t pool_changes_seen;  /* pool.changes when the levels last followed its capacity */
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_level_rt levels[FG_MAX_LEVELS];
 	struct fg_worker_stats stats;

@@ -165,6 +165,24 @@ void fg_worker__follow_grants(struct fg_worker *w, uint64_t now)
 	}
 }
 
+void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
+{
+	w->pool_changes_seen = w->pool.changes;
+	uint32_t usable, total;
+	fg_backendpool_capacity(&w->pool, &usable, &total);
+	if (usable != FG_STAT_GET(w->stats.capacity_usable) || total != FG_STAT_GET(w->stats.capacity_total))
+		FG_STAT_ADD(w->stats.capacity_changes, 1);
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used) {
+			struct fg_queueset *qs = &w->levels[i].qs;
+			fg_qs_set_capacity(qs, usable, total, now);
+			if (!w->board) /* several workers publish the board's level limit */
+				FG_STAT_SET(w->stats.levels[i].limit, qs->cfg.concurrency_limit);
+		}
+	FG_STAT_SET(w->stats.capacity_usable, usable);
+	FG_STAT_SET(w->stats.capacity_total, total);
+}
+
 uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const struct fg_fc_match *match,
 				 uint32_t *queue)
 {

@@ -25,6 +25,10 @@ void fg_worker__join_board(struct fg_worker *w, const struct fg_config *cfg, uin
 			   uint64_t now);
 /* Apply the seat grants the allotter made since the last poll. */
 void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
+/* The backends' usable capacity may have moved (w->pool.changes), or the
+ * levels are new (a configuration followed): every level's limits follow
+ * it (fg_qs_set_capacity). */
+void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now);
 /* Several workers: the queue of this worker's queue set a classified
  * request joins (*queue) and the weight it queues with there: its flow's
  * share at this worker from the allotter's last round (thousandths of a

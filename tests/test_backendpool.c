@@ -28,6 +28,54 @@ static void time_out(struct fg_backendpool *p, uint32_t i, uint64_t now)
 	fg_backendpool_done(p, i, 1, false, now);
 }
 
+/* The capacity the levels follow: in seats when every listed backend has
+ * one, else in backends; draining, disabled, ejected and probing backends
+ * are listed but not usable; removed ones are not listed; every change is
+ * counted in changes. */
+TEST(usable_capacity)
+{
+	struct fg_backendpool p;
+	init(&p, 3);
+	uint32_t usable, total, seen = p.changes;
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 3); /* no capacities: one per backend */
+	CHECK_EQ(total, 3);
+	fg_backendpool_set_capacity(&p, 0, 4);
+	fg_backendpool_set_capacity(&p, 1, 6);
+	fg_backendpool_set_capacity(&p, 2, 2);
+	CHECK(p.changes != seen);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 12);
+	CHECK_EQ(total, 12);
+	fg_backendpool_follow(&p, 1, p.b[1].ip, p.b[1].port, FG_BACKEND_DRAIN);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 6);
+	CHECK_EQ(total, 12);
+	fg_backendpool_follow(&p, 1, p.b[1].ip, p.b[1].port, FG_BACKEND_REMOVED);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 6);
+	CHECK_EQ(total, 6);
+	seen = p.changes;
+	for (int k = 0; k < 3; k++)
+		time_out(&p, 0, 0); /* ejected */
+	CHECK(p.changes != seen);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 2);
+	CHECK_EQ(total, 6);
+	seen = p.changes;
+	CHECK_EQ(fg_backendpool_pick(&p, 1, 1000 * MS), 0); /* its probe */
+	CHECK(p.changes != seen);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 2); /* probing: not yet */
+	fg_backendpool_done(&p, 0, 1, true, 1001 * MS);
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 6);
+	fg_backendpool_set_capacity(&p, 2, 0); /* one without a capacity: count backends */
+	fg_backendpool_capacity(&p, &usable, &total);
+	CHECK_EQ(usable, 2);
+	CHECK_EQ(total, 2);
+}
+
 TEST(least_outstanding_seats)
 {
 	struct fg_backendpool p;

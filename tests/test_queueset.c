@@ -94,6 +94,47 @@ TEST(too_wide_runs_alone)
 	fg_qs_fini(&qs);
 }
 
+/* The backends' usable capacity scales the limits (issue 29): rounded up,
+ * at least 1, never above what was given; a new limit set meanwhile is
+ * scaled too; a shrink dispatches nothing new until the seats are below
+ * it; all capacity back: the given limits again. */
+TEST(capacity_scales_the_limits)
+{
+	struct fg_queueset qs;
+	init(&qs, 10, 10, SEC);
+	struct fg_qs_req r[12];
+	for (int i = 0; i < 8; i++)
+		CHECK(starts(&qs, &r[i], (uint64_t)i, 1, 0, 0, 0));
+	fg_qs_set_capacity(&qs, 1, 3, 0); /* ceil(10 / 3) = 4 */
+	CHECK_EQ(qs.cfg.concurrency_limit, 4);
+	CHECK_EQ(qs.level_limit, 4);
+	CHECK_EQ(fg_qs_arrive(&qs, &r[8], 8, 1, 0, 0, 0), FG_QS_QUEUED);
+	for (int i = 0; i < 4; i++)
+		fg_qs_finish(&qs, &r[i], SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == NULL); /* 4 in use: still at the limit */
+	fg_qs_finish(&qs, &r[4], SEC);
+	CHECK(fg_qs_dispatch_next(&qs, SEC) == &r[8]);
+	fg_qs_set_limit(&qs, 7, SEC); /* a new allotment: ceil(7 / 3) = 3 */
+	CHECK_EQ(qs.cfg.concurrency_limit, 3);
+	fg_qs_set_capacity(&qs, 0, 3, SEC); /* nothing usable: 1 seat, for a probe */
+	CHECK_EQ(qs.cfg.concurrency_limit, 1);
+	fg_qs_set_capacity(&qs, 5, 3, SEC); /* more than listed: no scaling */
+	CHECK_EQ(qs.cfg.concurrency_limit, 7);
+	CHECK_EQ(qs.level_limit, 10);
+	fg_qs_set_capacity(&qs, 3, 3, SEC);
+	CHECK_EQ(qs.cfg.concurrency_limit, 7);
+	fg_qs_set_limit(&qs, 0, SEC); /* 0 stays 0 */
+	fg_qs_set_capacity(&qs, 1, 2, SEC);
+	CHECK_EQ(qs.cfg.concurrency_limit, 0);
+	fg_qs_fini(&qs);
+	/* Exempt sets are not scaled. */
+	struct fg_qs_config c = { .mode = FG_QS_EXEMPT, .concurrency_limit = 5 };
+	CHECK_EQ(fg_qs_init(&qs, &c, 0), 0);
+	fg_qs_set_capacity(&qs, 1, 5, 0);
+	CHECK_EQ(qs.cfg.concurrency_limit, 5);
+	fg_qs_fini(&qs);
+}
+
 /* Cluster mode: a member's limit is its share of a cluster-wide limit
  * (wide_limit); a request is too wide only against the cluster-wide limit,
  * so at a share of 0 nothing runs, and a request wider than the share but

@@ -253,7 +253,10 @@ static void check_backend_seats(struct rig *r)
 }
 
 /* Drain: nothing new goes to the drained backend, what is in flight there is
- * answered by it; with every backend drained, new requests get no-backend. */
+ * answered by it, and the level's limit follows the usable capacity (issue
+ * 29: 2 backends without capacities, one drained: 8 seats -> 4) instead of
+ * dispatching more than the backends left can take; with every backend
+ * drained, new requests get no-backend; enabled again, the limit is back. */
 TEST(drained_backend_gets_nothing_new_and_finishes_in_flight)
 {
 	struct rig r;
@@ -271,6 +274,7 @@ TEST(drained_backend_gets_nothing_new_and_finishes_in_flight)
 	}
 	CHECK_EQ(n_ids[0], 2);
 	CHECK_EQ(n_ids[1], 2);
+	CHECK_EQ(pl_qs(&r.w)->cfg.concurrency_limit, 8);
 	struct fg_backend_cfg list[2] = { r.cfg->backends[0], r.cfg->backends[1] };
 	list[0].admin = FG_BACKEND_DRAIN;
 	rig_set_backends(&r, list, 2);
@@ -279,19 +283,25 @@ TEST(drained_backend_gets_nothing_new_and_finishes_in_flight)
 	r.now += MS;
 	step(&r);
 	CHECK_EQ(r.w.stats.backends[0].admin, FG_BACKEND_DRAIN);
-	while (next_sent(&r, &m, &to)) {
-		CHECK(fg_endpoint_same_addr(&to, &r.backend[1])); /* not to the drained one */
-		ids[1][n_ids[1]++] = m.hdr.request_id;
-	}
-	CHECK_EQ(n_ids[1], 6);
+	CHECK_EQ(pl_qs(&r.w)->cfg.concurrency_limit, 4);
+	CHECK_EQ(r.w.stats.capacity_usable, 1);
+	CHECK_EQ(r.w.stats.capacity_total, 2);
+	CHECK(!next_sent(&r, &m, &to)); /* the 4 seats are in use: bob waits */
 	CHECK_EQ(r.w.stats.backends[0].outstanding, 2);
-	/* The drained backend's answers are still taken. */
+	/* The drained backend's answers are still taken; the seats they free
+	 * go to backend 1. */
 	respond_from(&r, 0, ids[0][0], "late");
 	respond_from(&r, 0, ids[0][1], "late");
 	r.now += MS;
 	step(&r);
 	CHECK_EQ(r.w.stats.responded, 2);
 	CHECK_EQ(r.w.stats.backends[0].outstanding, 0);
+	while (next_sent(&r, &m, &to))
+		if (m.hdr.type == FG_MSG_REQUEST) {
+			CHECK(fg_endpoint_same_addr(&to, &r.backend[1])); /* not to the drained one */
+			ids[1][n_ids[1]++] = m.hdr.request_id;
+		}
+	CHECK_EQ(n_ids[1], 4);
 	check_backend_seats(&r);
 	/* Both drained: no backend is usable. */
 	list[1].admin = FG_BACKEND_DRAIN;
@@ -303,18 +313,22 @@ TEST(drained_backend_gets_nothing_new_and_finishes_in_flight)
 	while (next_sent(&r, &m, &to))
 		no_backend += m.hdr.type == FG_MSG_REJECT && m.hdr.reason == FG_REJECT_NO_BACKEND;
 	CHECK_EQ(no_backend, 1);
-	/* Enabled again: dispatches resume. */
+	/* Enabled again: the limit is back, bob's last two and carol's next go. */
 	list[0].admin = list[1].admin = FG_BACKEND_ENABLED;
 	rig_set_backends(&r, list, 2);
 	send_request(&r, 2, 10, "carol", 1);
 	r.now += MS;
 	step(&r);
-	CHECK(next_sent(&r, &m, &to));
-	CHECK_EQ(m.hdr.type, FG_MSG_REQUEST);
+	CHECK_EQ(pl_qs(&r.w)->cfg.concurrency_limit, 8);
+	unsigned sent = 0;
+	while (next_sent(&r, &m, &to)) {
+		CHECK_EQ(m.hdr.type, FG_MSG_REQUEST);
+		respond_from(&r, fg_endpoint_same_addr(&to, &r.backend[0]) ? 0 : 1, m.hdr.request_id, "ok");
+		sent++;
+	}
+	CHECK_EQ(sent, 3);
 	for (unsigned i = 0; i < n_ids[1]; i++)
 		respond_from(&r, 1, ids[1][i], "ok");
-	respond_from(&r, 0, m.hdr.request_id, "ok");
-	respond_from(&r, 1, m.hdr.request_id, "ok");
 	r.now += MS;
 	step(&r);
 	CHECK_EQ(r.w.stats.responded, 9);

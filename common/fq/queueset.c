@@ -316,6 +316,33 @@ static uint32_t usage_flows_of(const struct fg_qs_config *c)
 	return n < 1024 ? 1024 : n > 65536 ? 65536 : (uint32_t)n;
 }
 
+/* A limit as the callers set it, scaled by the backends' usable capacity
+ * (fg_qs_set_capacity): rounded up, at least 1 seat where there is any. */
+static uint32_t scaled_by_capacity(const struct fg_queueset *qs, uint32_t given)
+{
+	if (!qs->capacity_total || qs->capacity_usable >= qs->capacity_total || !given || qs->cfg.mode == FG_QS_EXEMPT)
+		return given;
+	uint64_t v = ((uint64_t)given * qs->capacity_usable + qs->capacity_total - 1) / qs->capacity_total;
+	return v ? (uint32_t)v : 1;
+}
+
+/* The limits in force from the given ones: scaled, and never above the
+ * limit the fair-share trees were sized for. */
+static void apply_limits(struct fg_queueset *qs)
+{
+	uint32_t size = qs->demands.share.size;
+	uint32_t limit = scaled_by_capacity(qs, qs->given_limit);
+	uint32_t level_limit = scaled_by_capacity(qs, qs->given_level_limit);
+	uint32_t was = qs->cfg.concurrency_limit;
+	qs->cfg.concurrency_limit = size && limit > size ? size : limit;
+	qs->level_limit = size && level_limit > size ? size : level_limit;
+	/* A moved allotment: the allotter is handing seats around (its own
+	 * credit covers the blocked head), so the idle seat-time is not ours. */
+	if (qs->cfg.concurrency_limit != was)
+		qs->held_for = NULL;
+	qs->rate_stale = true;
+}
+
 int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t now)
 {
 	memset(qs, 0, sizeof(*qs));
@@ -324,7 +351,7 @@ int fg_qs_init(struct fg_queueset *qs, const struct fg_qs_config *cfg, uint64_t 
 		return -EINVAL;
 	qs->guess_ns = cfg->initial_guess_ns ? cfg->initial_guess_ns : FG_QS_DEFAULT_GUESS_NS;
 	qs->last_ns = now;
-	qs->level_limit = cfg->concurrency_limit;
+	qs->level_limit = qs->given_limit = qs->given_level_limit = cfg->concurrency_limit;
 	if (!(qs->debts = calloc(FG_QS_DEBTS, sizeof(*qs->debts))))
 		return -ENOMEM;
 	if (cfg->mode != FG_QS_QUEUE)
@@ -428,7 +455,7 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 	if (rekey_needed) /* back to MaxMin, or away from it: no flow keeps a debt from before */
 		memset(qs->debts, 0, sizeof(*qs->debts) * FG_QS_DEBTS);
 	qs->cfg = p->cfg;
-	qs->level_limit = p->cfg.concurrency_limit;
+	qs->given_limit = qs->given_level_limit = p->cfg.concurrency_limit;
 	qs->dealer = p->dealer;
 	if (p->queues) {
 		free(qs->queues);
@@ -442,6 +469,7 @@ void fg_qs_commit(struct fg_queueset *qs, struct fg_qs_prep *p, uint64_t now)
 		demands_fini(&qs->demands);
 		qs->demands = p->demands;
 	}
+	apply_limits(qs); /* the backends' usable capacity still scales them */
 	if (p->new_usage) {
 		qs->usage = p->usage;
 		qs->usage.last_fold_ns = now;
@@ -727,21 +755,22 @@ enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_re
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now)
 {
 	advance(qs, now);
-	/* Never above the limit the fair-share trees were sized for. */
-	uint32_t size = qs->demands.share.size;
-	uint32_t was = qs->cfg.concurrency_limit;
-	qs->cfg.concurrency_limit = size && limit > size ? size : limit;
-	/* A moved allotment: the allotter is handing seats around (its own
-	 * credit covers the blocked head), so the idle seat-time is not ours. */
-	if (qs->cfg.concurrency_limit != was)
-		qs->held_for = NULL;
-	qs->rate_stale = true;
+	qs->given_limit = limit;
+	apply_limits(qs);
 }
 
 void fg_qs_set_level_limit(struct fg_queueset *qs, uint32_t level_limit)
 {
-	uint32_t size = qs->demands.share.size;
-	qs->level_limit = size && level_limit > size ? size : level_limit;
+	qs->given_level_limit = level_limit;
+	apply_limits(qs);
+}
+
+void fg_qs_set_capacity(struct fg_queueset *qs, uint32_t usable, uint32_t total, uint64_t now)
+{
+	advance(qs, now);
+	qs->capacity_usable = usable;
+	qs->capacity_total = total;
+	apply_limits(qs);
 }
 
 static void unlink_waiting(struct fg_queueset *qs, struct fg_qs_queue *q, struct fg_qs_req *r)

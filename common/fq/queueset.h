@@ -253,6 +253,11 @@ struct fg_queueset {
 	uint32_t rotation;           /* the first card visited: deals modulo the hand */
 	uint32_t seats_in_use;
 	uint32_t level_limit;        /* the level's seats; cfg.concurrency_limit may be a smaller allotment */
+	/* The limits as the callers set them (configuration, fg_qs_set_limit,
+	 * fg_qs_set_level_limit), before the backends' usable capacity scales
+	 * them (fg_qs_set_capacity; 0 of 0: all of it, no scaling). */
+	uint32_t given_limit, given_level_limit;
+	uint32_t capacity_usable, capacity_total;
 	uint32_t n_waiting;
 	uint32_t seats_waiting;
 	struct fg_qs_req *blocked;   /* the head that did not fit: valid right after fg_qs_dispatch_next
@@ -326,6 +331,15 @@ static inline enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct 
 /* A new seat allotment for this queue set (at most its capacity): it governs
  * the next dispatch; nothing running is aborted. */
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now_ns);
+
+/* The backends' usable capacity moved (issue 29: a backend ejected, drained
+ * or disabled, or back): this set's limits become the ones the callers set,
+ * scaled by usable / total and rounded up, at least 1 seat where the given
+ * limit has any (so that a probe can go), never above the given limit — so
+ * a worker never holds more than the allotter or the borrowing round gave
+ * it.  A shrink only stops new dispatches.  total 0, or usable >= total:
+ * no scaling.  Exempt sets are not scaled. */
+void fg_qs_set_capacity(struct fg_queueset *qs, uint32_t usable, uint32_t total, uint64_t now_ns);
 
 /* The level's own limit moved (borrowing between levels): the width cap and
  * "too wide, runs alone" follow it at once; with one worker the caller sets

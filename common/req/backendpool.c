@@ -46,6 +46,8 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		}
 	}
+	if (fresh || admin != b->admin)
+		p->changes++;
 	if (admin != b->admin && admin == FG_BACKEND_ENABLED) {
 		/* Enabled again: a fresh start, as an operator expects of "enable"
 		 * (the other workers' ejection too: each clears it as it follows). */
@@ -67,12 +69,14 @@ void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n)
 	n = n > FG_MAX_BACKENDS ? FG_MAX_BACKENDS : n;
 	for (uint32_t i = n; i < p->n; i++)
 		memset(&p->b[i], 0, sizeof(p->b[i]));
+	if (n != p->n)
+		p->changes++;
 	p->n = n;
 }
 
 /* Another worker ejected backend i: eject it here too, for the same time.
  * Another saw it answer after it was ejected here: it is back here too. */
-static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, struct fg_backend *b, uint64_t now)
+static inline void follow_shared(struct fg_backendpool *p, uint32_t i, struct fg_backend *b, uint64_t now)
 {
 	if (!p->shared || b->admin != FG_BACKEND_ENABLED)
 		return;
@@ -80,6 +84,7 @@ static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, str
 		if (!b->probe_in_flight && __atomic_load_n(&p->shared[i].back_at, __ATOMIC_RELAXED) > b->ejected_at) {
 			b->state = FG_BACKEND_UP;
 			b->eject_ns = 0;
+			p->changes++;
 		}
 		return;
 	}
@@ -90,6 +95,7 @@ static inline void follow_shared(const struct fg_backendpool *p, uint32_t i, str
 		b->ejected_at = now;
 		b->eject_ns = p->base_eject_ns;
 		b->probe_in_flight = false;
+		p->changes++;
 	}
 }
 
@@ -101,8 +107,10 @@ void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now)
 
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
 {
-	if (i < p->n)
+	if (i < p->n && p->b[i].capacity != seats) {
 		p->b[i].capacity = seats;
+		p->changes++;
+	}
 }
 
 /* Room for `seats` more; a request wider than the whole capacity runs alone. */
@@ -112,11 +120,12 @@ static inline bool has_room(const struct fg_backend *b, uint32_t seats)
 }
 
 /* Ejected backends whose time is up become probe candidates. */
-static inline bool available(struct fg_backend *b, uint64_t now)
+static inline bool available(struct fg_backendpool *p, struct fg_backend *b, uint64_t now)
 {
 	if (b->state == FG_BACKEND_EJECTED && now >= b->until_ns) {
 		b->state = FG_BACKEND_PROBING;
 		b->probe_in_flight = false;
+		p->changes++;
 	}
 	return b->state == FG_BACKEND_UP || (b->state == FG_BACKEND_PROBING && !b->probe_in_flight);
 }
@@ -129,7 +138,7 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 		if (b->admin != FG_BACKEND_ENABLED)
 			continue;
 		follow_shared(p, i, b, now);
-		if (!available(b, now))
+		if (!available(p, b, now))
 			continue;
 		/* A backend to probe goes first: one request tells whether it is back. */
 		if (b->state == FG_BACKEND_PROBING) {
@@ -182,6 +191,7 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		if (b->state != FG_BACKEND_UP) {
 			b->state = FG_BACKEND_UP;
 			b->eject_ns = 0;
+			p->changes++;
 			if (p->shared) { /* back for all, and no longer ejected for the others to follow */
 				if (__atomic_load_n(&p->shared[i].back_at, __ATOMIC_RELAXED) < now)
 					__atomic_store_n(&p->shared[i].back_at, now, __ATOMIC_RELAXED);
@@ -203,10 +213,28 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		b->ejected_at = now;
 		b->probe_in_flight = false;
 		b->ejections++;
+		p->changes++;
 		if (p->shared) {
 			if (__atomic_load_n(&p->shared[i].down_until, __ATOMIC_RELAXED) < b->until_ns)
 				__atomic_store_n(&p->shared[i].down_until, b->until_ns, __ATOMIC_RELAXED);
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		}
+	}
+}
+
+void fg_backendpool_capacity(const struct fg_backendpool *p, uint32_t *usable, uint32_t *total)
+{
+	bool all_sized = true;
+	for (uint32_t i = 0; i < p->n; i++)
+		all_sized &= p->b[i].admin == FG_BACKEND_REMOVED || p->b[i].capacity > 0;
+	*usable = *total = 0;
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct fg_backend *b = &p->b[i];
+		if (b->admin == FG_BACKEND_REMOVED)
+			continue;
+		uint32_t part = all_sized ? b->capacity : 1;
+		*total += part;
+		if (b->admin == FG_BACKEND_ENABLED && b->state == FG_BACKEND_UP)
+			*usable += part;
 	}
 }

@@ -76,6 +76,10 @@ struct fg_backendpool {
 	uint64_t base_eject_ns, max_eject_ns;
 	/* Several workers: what their pools share (NULL with one worker). */
 	struct fg_backend_shared *shared;
+	/* Bumped whenever what fg_backendpool_capacity counts may have changed
+	 * (a backend listed, removed, resized, ejected, probed, back; its
+	 * administrative state): its reader compares it with what it saw. */
+	uint32_t changes;
 	struct fg_backend b[FG_MAX_BACKENDS];
 };
 
@@ -110,6 +114,18 @@ bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);
  * recovery): for a worker's periodic publication, since a worker that
  * dispatches nothing otherwise never looks. */
 void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now);
+
+/*
+ * The part of the listed backends' capacity that can take requests now
+ * (issue 29: the levels' limits follow it): usable counts the enabled
+ * backends that are up (not ejected, not being probed), total every listed
+ * one (enabled, draining or disabled; not removed).  In seats when every
+ * listed backend has a capacity, else in backends (each counts 1).  This
+ * worker's view: with several workers, a backend's capacity is this
+ * worker's part, and another worker's ejection counts once it is followed
+ * (a pick, fg_backendpool_refresh).
+ */
+void fg_backendpool_capacity(const struct fg_backendpool *p, uint32_t *usable, uint32_t *total);
 
 /* The request sent to backend i ended: answered, or timed out. */
 void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, bool answered, uint64_t now);

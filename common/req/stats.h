@@ -154,6 +154,10 @@ struct fg_worker_stats {
 	uint64_t config_refused_generation;    /* the generation it last could not follow */
 	uint64_t unfollowed_rejected;          /* requests refused unclassified while it could not follow */
 	uint64_t allotment_changes;            /* new seat grants applied */
+	/* The backends' capacity the levels' limits follow (issue 29;
+	 * fg_backendpool_capacity: this worker's view, in seats or backends). */
+	uint32_t capacity_usable, capacity_total;
+	uint64_t capacity_changes;             /* times the usable part moved */
 	uint32_t backends_usable;
 	uint64_t buffers_in_use;               /* I/O buffers out of its pool (a shared pool: worker 0's figure) */
 	uint64_t buffers_reserved;             /* of those, kept in this worker's answer reserve */
