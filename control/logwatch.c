@@ -65,6 +65,7 @@ static void watch_backends(struct fg_logwatch *w, const struct fg_control_view *
 		if (b >= w->n_backends || strcmp(w->backends[b].addr, addr[b])) {
 			snprintf(w->backends[b].addr, sizeof(w->backends[b].addr), "%s", addr[b]);
 			w->backends[b].ejections = t.ejections;
+			w->backends[b].stalls = t.stalls;
 			w->backends[b].down = down;
 			continue;
 		}
@@ -75,6 +76,11 @@ static void watch_backends(struct fg_logwatch *w, const struct fg_control_view *
 		if (!quiet && w->backends[b].down && !down)
 			fg_log(FG_LOG_INFO, "backend recovered", FG_LOG_STR("backend", addr[b]),
 			       FG_LOG_UINT("ejections", t.ejections));
+		if (!quiet && t.stalls > w->backends[b].stalls)
+			fg_log(FG_LOG_WARN, "backend stalled", FG_LOG_STR("backend", addr[b]),
+			       FG_LOG_UINT("stalls", t.stalls), FG_LOG_UINT("outstandingSeats", t.outstanding),
+			       FG_LOG_UINT("latencyUs", t.latency_ns / 1000));
+		w->backends[b].stalls = t.stalls;
 		w->backends[b].ejections = t.ejections;
 		w->backends[b].down = down;
 	}

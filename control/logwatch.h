@@ -36,6 +36,7 @@ struct fg_logwatch {
 	struct {
 		char addr[32];
 		uint64_t ejections;
+		uint64_t stalls;
 		bool down;             /* some worker has it ejected or probing */
 	} backends[FG_MAX_BACKENDS];
 	uint64_t refused_generation[FG_MAX_WORKER_CORES];

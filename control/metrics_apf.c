@@ -315,6 +315,9 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, timeouts) },
 		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,
 		  offsetof(struct fg_backend_total, ejections) },
+		{ "fairgate_backend_stalls_total",
+		  "Times a worker saw the backend stall: requests outstanding, no answer for 8 times its learned latency.",
+		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, stalls) },
 	};
 	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
 		fg_expfmt_family(e, fam[f].name, fam[f].type, fam[f].help);
@@ -332,6 +335,19 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "state", state_names[s] } };
 			fg_expfmt_u64(e, st, l, 2, t[b].in_state[s]);
 		}
+	const char *stl = "fairgate_backend_stalled";
+	fg_expfmt_family(e, stl, FG_EXPFMT_GAUGE,
+			 "Workers that see the backend stalled (it gets no new request while another is up).");
+	const char *lat = "fairgate_backend_latency_seconds";
+	fg_expfmt_family(e, lat, FG_EXPFMT_GAUGE,
+			 "The backend's learned answer latency (the largest over the workers; 0: not learned yet).");
+	for (uint32_t b = 0; b < n; b++) {
+		struct fg_expfmt_label l = { "backend", addr[b] };
+		if (cfg->backends[b].admin == FG_BACKEND_REMOVED)
+			continue;
+		fg_expfmt_u64(e, stl, &l, 1, t[b].stalled);
+		fg_expfmt_double(e, lat, &l, 1, (double)t[b].latency_ns / 1e9);
+	}
 	/* Removed backends are left out: their slots linger only for answers in flight. */
 	const char *adm = "fairgate_backend_admin_state";
 	fg_expfmt_family(e, adm, FG_EXPFMT_GAUGE,

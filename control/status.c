@@ -224,6 +224,10 @@ static json_t *backends_json(const struct fg_control_view *v, const struct fg_co
 		json_object_set_new(row, "dispatched", json_integer((json_int_t)t.dispatched));
 		json_object_set_new(row, "ejectedUntil", t.in_state[1] ? wall_time(t.until_ns) : json_null());
 		json_object_set_new(row, "lastChange", wall_time(t.last_change_ns));
+		/* Stalled: no answer for long while busy (backendpool.h). */
+		json_object_set_new(row, "stalled", json_boolean(t.stalled > 0));
+		json_object_set_new(row, "stalls", json_integer((json_int_t)t.stalls));
+		json_object_set_new(row, "latencyMs", json_real((double)t.latency_ns / 1e6));
 		if (v->settings->io == FG_IO_DPDK) {
 			/* static: given as @MAC; arp: learned; arp-asking: not answered yet. */
 			uint8_t m[6];

@@ -240,8 +240,10 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 		if (w->levels[i].used && w->levels[i].qs.usage.flows)
 			FG_STAT_SET(w->stats.levels[i].usage_overflowed, w->levels[i].qs.usage.overflowed);
 	fg_backendpool_refresh(&w->pool, now);
-	for (uint32_t b = 0; b < w->pool.n; b++)
+	for (uint32_t b = 0; b < w->pool.n; b++) {
 		fg_worker__publish_backend(w, b, now);
+		FG_STAT_SET(w->stats.backends[b].latency_ns, w->pool.b[b].latency_samples ? w->pool.b[b].latency_ns : 0);
+	}
 }
 
 static inline struct fg_queueset *level_qs(struct fg_worker *w, const struct fg_req *r)
@@ -320,6 +322,8 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	uint64_t ejections = w->pool.b[r->backend].ejections;
+	if (answered)
+		fg_backendpool_learn_latency(&w->pool, r->backend, now - r->qs.dispatch_ns);
 	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
 	struct fg_backend_stats *bs = &w->stats.backends[r->backend];
 	if (unlikely(w->pool.b[r->backend].ejections != ejections)) {

@@ -276,9 +276,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	}
 	fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	follow_backends(w, cfg, now);
-	fg_worker__follow_capacity(w, now); /* new levels start scaled too */
 	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);
 	w->board = cfg->board;
+	fg_worker__follow_capacity(w, now); /* new levels start scaled too */
 	/* The queue sets started with limits read after limits_seq: a later
 	 * round is followed at the next poll (again, at worst). */
 	w->limits_seq = limits_seq;

@@ -76,6 +76,62 @@ TEST(usable_capacity)
 	CHECK_EQ(total, 2);
 }
 
+/* A request to backend i answered after latency: what the pool learns. */
+static void answer_after(struct fg_backendpool *p, uint32_t i, uint64_t sent, uint64_t latency)
+{
+	p->b[i].outstanding++;
+	fg_backendpool_learn_latency(p, i, latency);
+	fg_backendpool_done(p, i, 1, true, sent + latency);
+}
+
+/* A backend with requests outstanding that answers nothing for 8 times its
+ * learned latency is stalled: it gets nothing new while another is up, and
+ * is back at its next answer; with every backend stalled, picks go on (by
+ * least outstanding).  Not before it has answered 8 requests. */
+TEST(stalled_backend_gets_nothing_new)
+{
+	struct fg_backendpool p;
+	init(&p, 2);
+	uint64_t t = 1000 * MS;
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t), 0);
+	CHECK(!fg_backendpool_stalled(&p, 0, t + 10000 * MS)); /* nothing learned yet */
+	fg_backendpool_done(&p, 0, 1, true, t + 1);
+	for (int k = 0; k < 8; k++) {
+		answer_after(&p, 0, t, 10 * MS);
+		answer_after(&p, 1, t, 10 * MS);
+	}
+	CHECK_EQ(p.b[0].latency_ns, 10 * MS);
+	t += 100 * MS;
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t), 0); /* backend 0 busy from t */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t), 1);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 50 * MS), 0); /* 50 ms: below 8 x 10 ms */
+	fg_backendpool_done(&p, 1, 1, true, t + 60 * MS); /* backend 1 answers; 0 does not */
+	CHECK(!fg_backendpool_stalled(&p, 0, t + 80 * MS));
+	CHECK(fg_backendpool_stalled(&p, 0, t + 81 * MS));
+	for (int k = 0; k < 5; k++) /* 1 has fewer seats out at first, then more: still 1 */
+		CHECK_EQ(fg_backendpool_pick(&p, 1, t + 90 * MS), 1);
+	CHECK(p.b[0].stalled);
+	CHECK_EQ(p.b[0].stalls, 1);
+	/* Backend 1 stalls too: the least outstanding of them. */
+	CHECK(fg_backendpool_stalled(&p, 1, t + 200 * MS));
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 200 * MS), 0);
+	/* An answer from 0: no longer stalled, picked again by least outstanding. */
+	fg_backendpool_learn_latency(&p, 0, 10 * MS);
+	fg_backendpool_done(&p, 0, 1, true, t + 210 * MS);
+	CHECK(!fg_backendpool_stalled(&p, 0, t + 210 * MS));
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 210 * MS), 0);
+	CHECK_EQ(p.b[0].stalls, 1);
+	/* The floor: a backend answering in 1 ms stalls after 50 ms, not 8. */
+	struct fg_backendpool q;
+	init(&q, 1);
+	for (int k = 0; k < 8; k++)
+		answer_after(&q, 0, t, MS);
+	CHECK_EQ(fg_backendpool_pick(&q, 1, t), 0);
+	CHECK(!fg_backendpool_stalled(&q, 0, t + 50 * MS));
+	CHECK(fg_backendpool_stalled(&q, 0, t + 51 * MS));
+	CHECK_EQ(fg_backendpool_pick(&q, 1, t + 60 * MS), 0); /* the only one: picked anyway */
+}
+
 TEST(least_outstanding_seats)
 {
 	struct fg_backendpool p;

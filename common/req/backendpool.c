@@ -99,10 +99,46 @@ static inline void follow_shared(struct fg_backendpool *p, uint32_t i, struct fg
 	}
 }
 
+bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t now)
+{
+	const struct fg_backend *b = &p->b[i];
+	if (!b->outstanding || b->latency_samples < FG_BACKEND_LATENCY_SAMPLES)
+		return false;
+	uint64_t after = b->latency_ns * FG_BACKEND_STALL_FACTOR;
+	if (after < FG_BACKEND_STALL_MIN_NS)
+		after = FG_BACKEND_STALL_MIN_NS;
+	return now > b->progress_ns && now - b->progress_ns > after;
+}
+
+/* The stall as of now, counted when it starts. */
+static bool update_stall(struct fg_backendpool *p, uint32_t i, uint64_t now)
+{
+	struct fg_backend *b = &p->b[i];
+	bool stalled = fg_backendpool_stalled(p, i, now);
+	b->stalls += stalled && !b->stalled;
+	b->stalled = stalled;
+	return stalled;
+}
+
+void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint64_t latency_ns)
+{
+	if (i >= p->n)
+		return;
+	struct fg_backend *b = &p->b[i];
+	if (b->latency_samples < FG_BACKEND_LATENCY_SAMPLES) { /* the mean of the first ones */
+		b->latency_samples++;
+		b->latency_ns += ((int64_t)latency_ns - (int64_t)b->latency_ns) / (int64_t)b->latency_samples;
+	} else {
+		b->latency_ns += ((int64_t)latency_ns - (int64_t)b->latency_ns) / 8;
+	}
+}
+
 void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now)
 {
-	for (uint32_t i = 0; i < p->n; i++)
+	for (uint32_t i = 0; i < p->n; i++) {
 		follow_shared(p, i, &p->b[i], now);
+		update_stall(p, i, now);
+	}
 }
 
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
@@ -132,7 +168,8 @@ static inline bool available(struct fg_backendpool *p, struct fg_backend *b, uin
 
 uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t now)
 {
-	uint32_t best = FG_BACKEND_NONE;
+	uint32_t best = FG_BACKEND_NONE, best_stalled = FG_BACKEND_NONE;
+	bool any_flowing = false; /* an available backend that is not stalled, room or not */
 	for (uint32_t i = 0; i < p->n; i++) {
 		struct fg_backend *b = &p->b[i];
 		if (b->admin != FG_BACKEND_ENABLED)
@@ -143,14 +180,24 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 		/* A backend to probe goes first: one request tells whether it is back. */
 		if (b->state == FG_BACKEND_PROBING) {
 			best = i;
+			any_flowing = true;
 			break;
 		}
+		bool stalled = update_stall(p, i, now);
+		any_flowing |= !stalled;
 		if (!has_room(b, seats))
 			continue;
-		if (best == FG_BACKEND_NONE || b->outstanding < p->b[best].outstanding)
-			best = i;
+		uint32_t *pick = stalled ? &best_stalled : &best;
+		if (*pick == FG_BACKEND_NONE || b->outstanding < p->b[*pick].outstanding)
+			*pick = i;
 	}
+	/* A stalled backend only while no other is up: it gets nothing new
+	 * while another can take it, or wait for room on it. */
+	if (best == FG_BACKEND_NONE && !any_flowing)
+		best = best_stalled;
 	if (best != FG_BACKEND_NONE) {
+		if (!p->b[best].outstanding)
+			p->b[best].progress_ns = now; /* busy from now: its stall is measured from here */
 		p->b[best].outstanding += seats;
 		if (p->b[best].state == FG_BACKEND_PROBING)
 			p->b[best].probe_in_flight = true;
@@ -185,6 +232,7 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 	if (b->admin == FG_BACKEND_DISABLED || b->admin == FG_BACKEND_REMOVED)
 		return;
 	if (answered) {
+		b->progress_ns = now;
 		b->consecutive_timeouts = 0;
 		if (p->shared && __atomic_load_n(&p->shared[i].timeouts, __ATOMIC_RELAXED))
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);

@@ -10,7 +10,15 @@
  * REJECT no-backend.  A backend may have a capacity: the most seats executing
  * there at once (a request wider than it runs there alone); when every
  * usable backend is full, pick finds none and the caller holds the request
- * until one has room.  With several workers, timeouts in a row are counted
+ * until one has room.  A backend that stops answering before anything times
+ * out — it has requests outstanding and has answered none for
+ * FG_BACKEND_STALL_FACTOR times its learned latency (at least
+ * FG_BACKEND_STALL_MIN_NS) — is stalled: it gets no new request while
+ * another enabled backend is up, until it answers again (issue 29: a paused
+ * backend would otherwise collect new requests until backendTimeout, each
+ * holding its seats).  Its capacity still counts as usable
+ * (fg_backendpool_capacity): a stall may be one long request, and the
+ * levels must not shrink for it.  With several workers, timeouts in a row are counted
  * over all of them, a backend one of them ejects counts as ejected for all
  * (each then probes it once when the time is up), and one that answers a
  * worker after an ejection is back for all (a worker that receives nothing
@@ -37,6 +45,12 @@
 #include "settings.h"
 
 #define FG_BACKEND_NONE UINT32_MAX
+/* A backend is stalled after no answer for this many times its learned
+ * latency while it has requests outstanding; never sooner than the floor,
+ * and not before it has answered FG_BACKEND_LATENCY_SAMPLES requests. */
+#define FG_BACKEND_STALL_FACTOR 8u
+#define FG_BACKEND_STALL_MIN_NS 50000000ull /* 50 ms */
+#define FG_BACKEND_LATENCY_SAMPLES 8u
 
 enum fg_backend_state { FG_BACKEND_UP = 0, FG_BACKEND_EJECTED, FG_BACKEND_PROBING };
 
@@ -58,6 +72,11 @@ struct fg_backend {
 	uint64_t until_ns;           /* ejected until */
 	uint64_t ejected_at;         /* when it was last ejected here */
 	uint64_t ejections;          /* statistics */
+	uint64_t progress_ns;        /* its last answer, or when it last went from idle to busy */
+	uint64_t latency_ns;         /* learned answer latency: the mean of the first samples, then EWMA 1/8 */
+	uint32_t latency_samples;    /* answers learned from (saturates) */
+	bool stalled;                /* as last evaluated (fg_backendpool_pick, _refresh) */
+	uint64_t stalls;             /* times it became stalled */
 };
 
 /* One backend as all workers see it: timeouts in a row counted over all of
@@ -107,12 +126,20 @@ void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t 
  * usable — see fg_backendpool_usable — or every usable one full). */
 uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t now);
 
+/* Whether backend i is stalled now (see above). */
+bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t now);
+
+/* Backend i answered a request sent latency_ns ago: what its stall is
+ * measured against.  Call before fg_backendpool_done. */
+void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint64_t latency_ns);
+
 /* Whether any backend could take a request now. */
 bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);
 
 /* Follow what the other workers saw of every backend (an ejection, a
- * recovery): for a worker's periodic publication, since a worker that
- * dispatches nothing otherwise never looks. */
+ * recovery), and see which backends stalled: for a worker's periodic
+ * publication, since a worker that dispatches nothing otherwise never
+ * looks. */
 void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now);
 
 /*

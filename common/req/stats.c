@@ -349,6 +349,10 @@ void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32
 		t->timeouts += FG_STAT_GET(x->timeouts);
 		t->ejections += FG_STAT_GET(x->ejections);
 		t->dispatched += FG_STAT_GET(x->dispatched);
+		t->stalls += FG_STAT_GET(x->stalls);
+		t->stalled += FG_STAT_GET(x->stalled) != 0;
+		if (FG_STAT_GET(x->latency_ns) > t->latency_ns)
+			t->latency_ns = FG_STAT_GET(x->latency_ns);
 		uint8_t state = FG_STAT_GET(x->state);
 		t->in_state[state < 3 ? state : 1]++; /* 1: ejected (backendpool.h) */
 		uint64_t until = FG_STAT_GET(x->until_ns), changed = FG_STAT_GET(x->last_change_ns);

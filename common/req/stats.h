@@ -119,6 +119,9 @@ struct fg_backend_stats {
 	uint64_t timeouts, ejections;
 	uint64_t until_ns;             /* ejected: until when (the worker's clock) */
 	uint64_t last_change_ns;       /* the state or admin state last changed (the worker's clock) */
+	uint8_t stalled;               /* no answer for long while busy (backendpool.h): picked last */
+	uint64_t stalls;               /* times it stalled */
+	uint64_t latency_ns;           /* its learned answer latency (0: not learned yet) */
 };
 
 /* Counters every datagram or poll touches come first (two cache lines),
@@ -251,6 +254,9 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
  * probing).  Any thread (relaxed reads). */
 struct fg_backend_total {
 	uint64_t outstanding, capacity, timeouts, ejections, dispatched;
+	uint64_t stalls;
+	unsigned stalled;        /* workers that see it stalled */
+	uint64_t latency_ns;     /* the largest learned latency among the workers */
 	unsigned in_state[3];
 	uint64_t until_ns;       /* the latest ejection end among the workers that see it ejected */
 	uint64_t last_change_ns; /* the latest change any worker saw (the workers' clock); 0: none */
