@@ -75,6 +75,11 @@ struct run {
 	struct fg_series *series;
 	struct child backends[FG_SCN_MAX_BACKENDS];
 	uint16_t ports[FG_SCN_MAX_BACKENDS];
+	/* What set-backend events made of each backend so far (unset, 0: the
+	 * scenario's), kept for a restart. */
+	bool backend_service_set[FG_SCN_MAX_BACKENDS];
+	int64_t backend_service_ns[FG_SCN_MAX_BACKENDS];
+	unsigned backend_capacity[FG_SCN_MAX_BACKENDS];
 	struct child daemon;
 	uint16_t listen_port;
 	char sock[PATH_MAX], config[PATH_MAX];
@@ -218,19 +223,52 @@ static void logpath(const struct run *r, char *buf, size_t len, const char *what
 	snprintf(buf, len, "%s/logs/%s-%s.log", r->dir, r->name, what);
 }
 
+/* Where the runner writes backend i's live changes (set-backend). */
+static void control_path(const struct run *r, unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/logs/%s-backend-%u.control", r->dir, r->name, i);
+}
+
+/* Backend i's changes so far, in its control file (backend.c --control:
+ * read at its start, and on SIGHUP).  0, or -1 (said). */
+static int write_control(const struct run *r, unsigned i)
+{
+	char path[PATH_MAX + 64], text[96] = "";
+	control_path(r, i, path, sizeof(path));
+	int n = 0;
+	if (r->backend_service_set[i])
+		n += snprintf(text, sizeof(text), "serviceTime=%lldns ", (long long)r->backend_service_ns[i]);
+	if (r->backend_capacity[i])
+		snprintf(text + n, sizeof(text) - (size_t)n, "capacity=%u", r->backend_capacity[i]);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return fail("cannot write %s: %s", path, strerror(errno));
+	bool ok = fprintf(f, "%s\n", text) > 0;
+	if (fclose(f) || !ok)
+		return fail("cannot write %s", path);
+	return 0;
+}
+
 static int start_backend(struct run *r, unsigned i)
 {
 	const struct fg_scenario *s = r->scn;
-	char listen[32], workers[16], service[32], sigma[32], log[PATH_MAX + 64], what[32];
+	char listen[32], workers[16], service[32], sigma[32], log[PATH_MAX + 64], what[32], control[PATH_MAX + 64];
 	snprintf(listen, sizeof(listen), "%s:%u", r->host_ip, r->ports[i]);
-	snprintf(workers, sizeof(workers), "%u", s->capacity);
+	snprintf(workers, sizeof(workers), "%u", r->backend_capacity[i] ? r->backend_capacity[i] : s->capacity);
+	/* The scenario's service time: request-carried ones are scaled against
+	 * it when a set-backend changed it (backend.c). */
 	snprintf(service, sizeof(service), "%lldus", (long long)(s->service_ns / 1000));
 	snprintf(sigma, sizeof(sigma), "%g", s->sigma);
 	snprintf(what, sizeof(what), "backend-%u", i);
 	logpath(r, log, sizeof(log), what);
+	control_path(r, i, control, sizeof(control));
+	/* Restarted after a set-backend: it starts as it was; else no file
+	 * (one from an earlier run would change it). */
+	if (r->backend_service_set[i] || r->backend_capacity[i] ? write_control(r, i) : (unlink(control), 0))
+		return -1;
 	const char *dist = s->dist == FG_SCN_EXPONENTIAL ? "exponential" : s->dist == FG_SCN_LOGNORMAL ? "log-normal" : "fixed";
 	char *argv[] = { (char *)r->self, "backend", "--listen", listen, "--workers", workers, "--service-time", service,
-			 "--distribution", (char *)dist, "--sigma", sigma, NULL };
+			 "--distribution", (char *)dist, "--sigma", sigma, "--control", control, NULL };
 	r->backends[i].pid = spawn_in(r, argv, -1, log);
 	return r->backends[i].pid > 0 ? 0 : fail("cannot fork: %s", strerror(errno));
 }
@@ -529,6 +567,17 @@ static void fire(struct run *r, const struct fg_scn_event *e)
 	case FG_SCN_RESUME:
 		if (b->pid && b->paused && !kill(-b->pid, SIGCONT))
 			b->paused = false;
+		return;
+	case FG_SCN_SET_BACKEND:
+		if (e->service_ns >= 0) {
+			r->backend_service_set[e->backend] = true;
+			r->backend_service_ns[e->backend] = e->service_ns;
+		}
+		if (e->capacity)
+			r->backend_capacity[e->backend] = e->capacity;
+		/* Taken live; a stopped backend takes it on SIGCONT. */
+		if (!write_control(r, e->backend) && b->pid)
+			kill(b->pid, SIGHUP);
 		return;
 	}
 }

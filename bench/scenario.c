@@ -16,7 +16,7 @@
 #define ATTR_MAX_LEN 256
 
 static const char *const dist_names[] = { "fixed", "exponential", "log-normal", "request" };
-static const char *const action_names[] = { "apply", "kill", "restart", "pause", "resume" };
+static const char *const action_names[] = { "apply", "kill", "restart", "pause", "resume", "set-backend" };
 
 const char *fg_scn_dist_name(enum fg_scn_dist d)
 {
@@ -243,23 +243,34 @@ static int parse_flow(struct fg_scenario *s, json_t *o, unsigned idx, struct fg_
 static int parse_event(struct fg_scenario *s, json_t *o, unsigned idx, struct fg_scn_event *e, int64_t *resume_at,
 		       char *err, size_t errlen)
 {
-	static const char *const known[] = { "at", "action", "backend", "objects", "for", NULL };
+	static const char *const known[] = { "at", "action", "backend", "objects", "for", "serviceTime", "capacity", NULL };
 	char path[48];
 	snprintf(path, sizeof(path), "events[%u].", idx);
 	if (!json_is_object(o))
 		return fg_jf_fail(err, errlen, "events[%u]: must be an object", idx);
 	int action;
-	int64_t backend, hold;
+	int64_t backend, hold, capacity;
 	if (fg_jf_known_keys(o, known, path, err, errlen) || fg_jf_duration(o, "at", -1, &e->at_ns, path, err, errlen) ||
-	    pick(o, "action", action_names, 5, -1, &action, path, err, errlen) ||
+	    pick(o, "action", action_names, 6, -1, &action, path, err, errlen) ||
 	    fg_jf_int(o, "backend", -1, 0, (int64_t)s->n_backends - 1, &backend, path, err, errlen) ||
-	    fg_jf_duration(o, "for", 0, &hold, path, err, errlen))
+	    fg_jf_duration(o, "for", 0, &hold, path, err, errlen) ||
+	    fg_jf_duration(o, "serviceTime", -1, &e->service_ns, path, err, errlen) ||
+	    fg_jf_int(o, "capacity", 0, 1, 4096, &capacity, path, err, errlen))
 		return -EINVAL;
+	e->capacity = (unsigned)capacity;
 	if (e->at_ns < 0 || e->at_ns >= s->duration_ns)
 		return fg_jf_fail(err, errlen, "%sat: required, a time within the run's duration", path);
 	if (action < 0)
-		return fg_jf_fail(err, errlen, "%saction: required: apply, kill, restart, pause or resume", path);
+		return fg_jf_fail(err, errlen, "%saction: required: apply, kill, restart, pause, resume or set-backend", path);
 	e->action = (enum fg_scn_action)action;
+	bool sets = json_object_get(o, "serviceTime") || json_object_get(o, "capacity");
+	if (e->action == FG_SCN_SET_BACKEND && !sets)
+		return fg_jf_fail(err, errlen, "%s: set-backend needs serviceTime and/or capacity", path);
+	if (e->action != FG_SCN_SET_BACKEND && sets)
+		return fg_jf_fail(err, errlen, "%s%s: only for set-backend", path,
+				  json_object_get(o, "serviceTime") ? "serviceTime" : "capacity");
+	if (e->service_ns > 60 * 1000000000LL || (json_object_get(o, "serviceTime") && e->service_ns < 0))
+		return fg_jf_fail(err, errlen, "%sserviceTime: a duration in [0, 60s]", path);
 	if (e->action == FG_SCN_APPLY) {
 		if (json_object_get(o, "backend"))
 			return fg_jf_fail(err, errlen, "%sbackend: not for apply", path);

@@ -32,7 +32,7 @@
 #define FG_SCN_MAX_PHASES (FG_SCN_MAX_FLOWS * FG_SCN_MAX_STEPS * 2 + FG_SCN_MAX_EVENTS + 2)
 
 enum fg_scn_dist { FG_SCN_FIXED, FG_SCN_EXPONENTIAL, FG_SCN_LOGNORMAL, FG_SCN_REQUEST };
-enum fg_scn_action { FG_SCN_APPLY, FG_SCN_KILL, FG_SCN_RESTART, FG_SCN_PAUSE, FG_SCN_RESUME };
+enum fg_scn_action { FG_SCN_APPLY, FG_SCN_KILL, FG_SCN_RESTART, FG_SCN_PAUSE, FG_SCN_RESUME, FG_SCN_SET_BACKEND };
 
 /* A stretch of a flow's load at a constant level: one loadgen process. */
 struct fg_scn_step {
@@ -56,8 +56,10 @@ struct fg_scn_flow {
 struct fg_scn_event {
 	int64_t at_ns;
 	enum fg_scn_action action;
-	unsigned backend;   /* kill, restart, pause, resume */
+	unsigned backend;   /* kill, restart, pause, resume, set-backend */
 	char *apply_text;   /* apply: the objects as a JSON List (owned) */
+	int64_t service_ns; /* set-backend: the backend's service time from then on; -1: unchanged */
+	unsigned capacity;  /* set-backend: its real concurrency from then on; 0: unchanged */
 };
 
 struct fg_scenario {

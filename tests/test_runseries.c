@@ -62,6 +62,23 @@ TEST(plan_steps_ramps_and_phases)
 	fg_scenario_free(s);
 }
 
+/* set-backend: its service time and capacity, either alone. */
+TEST(set_backend_event)
+{
+	struct fg_scenario *s = load("name: t\nduration: 4s\nbackends: {count: 2, capacity: 4, serviceTime: 20ms}\n"
+				     "flows: [{name: a, threads: 1}]\n"
+				     "events:\n  - {at: 2s, action: set-backend, backend: 1, serviceTime: 60ms}\n"
+				     "  - {at: 1s, action: set-backend, backend: 0, capacity: 2}\n");
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK_EQ(s->n_events, 2u);
+	CHECK(s->events[0].action == FG_SCN_SET_BACKEND && s->events[0].backend == 0 && s->events[0].capacity == 2 &&
+	      s->events[0].service_ns == -1);
+	CHECK(s->events[1].backend == 1 && s->events[1].capacity == 0 && s->events[1].service_ns == 60000000LL);
+	fg_scenario_free(s);
+}
+
 TEST(bad_fields_are_named)
 {
 	static const struct {
@@ -77,6 +94,17 @@ TEST(bad_fields_are_named)
 		{ "name: t\nbackends: {}\nflows: [{name: a, rate: 5, rampTo: 9, threads: 0, arrivals: burst}]\n",
 		  "flows[0].arrivals:" },
 		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nextra: 1\n", "extra:" },
+		/* set-backend (issue 29): what it changes, and only it. */
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0}]\n",
+		  "events[0].: set-backend needs serviceTime and/or capacity" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: pause, backend: 0, capacity: 2}]\n",
+		  "events[0].capacity: only for set-backend" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0, capacity: 0}]\n",
+		  "events[0].capacity:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0, serviceTime: 2m}]\n",
+		  "events[0].serviceTime: a duration in [0, 60s]" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0, serviceTime: -1s}]\n",
+		  "events[0].serviceTime:" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512] = "";

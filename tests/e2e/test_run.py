@@ -106,13 +106,15 @@ fairgate:
 flows:
   - {name: heavy, user: heavy, groups: [system:authenticated], threads: 60}
   - {name: light, user: light, groups: [system:authenticated], threads: 1}
+events:
+  - {at: 4500ms, action: set-backend, backend: 0, serviceTime: 25ms, capacity: 5}
 """, "short.yaml")
 out = os.path.join(work, "report")
 p = subprocess.Popen([t.BENCH, "run", good, "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 stdout, stderr = p.communicate(timeout=120)
 t.check(p.returncode == 0, f"the run succeeds (exit {p.returncode}; {stderr.strip()[-300:]})")
 t.check("light: p99" in stdout and "report: " + out in stdout, f"verdicts and the report's path printed: {stdout.strip()}")
-t.check("phase 1/1" in stderr and "requests/s" in stderr and "responses/s" in stderr, "progress shown while it runs")
+t.check("phase 1/2" in stderr and "phase 2/2" in stderr and "requests/s" in stderr and "responses/s" in stderr, "progress shown while it runs")
 rep = json.load(open(os.path.join(out, "report.json")))
 t.check(rep["scenario"] == "short" and [r["name"] for r in rep["runs"]] == ["fairgate", "baseline"],
         "report.json: the scenario and its two runs")
@@ -144,6 +146,10 @@ for n in PLOTS:
     svg = open(os.path.join(out, "plots", n + ".svg")).read(4096)
     t.check("<svg" in svg, f"{n}.svg is an SVG")
 t.check(leftovers(p.pid, ports_in_logs(out)) == [], "nothing left running after the run")
+blog = "".join(open(os.path.join(out, "logs", n), errors="replace").read()
+               for n in os.listdir(os.path.join(out, "logs")) if "backend-0.log" in n)
+t.check(blog.count("service time 25000 us, 5 workers taking requests") == 2,
+        "set-backend reached the backend live, in both runs")
 
 # --- a failure: a backend's port taken ---------------------------------------
 held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -173,7 +179,8 @@ t.check(leftovers(p.pid, ports_in_logs(out3)) == [], "nothing left running after
 
 # --- DPDK mode: a net_tap port in a namespace the runner creates and removes --
 if os.path.exists("/dev/net/tun"):
-    dpdk = scenario(open(good).read().replace("duration: 5s", "duration: 3s").replace("threads: 60", "threads: 30"),
+    dpdk = scenario(open(good).read().replace("duration: 5s", "duration: 3s").replace("threads: 60", "threads: 30")
+                    .replace("at: 4500ms", "at: 2500ms"),
                     "dpdk.yaml")
     out4 = os.path.join(work, "dpdk")
     p = subprocess.Popen([t.BENCH, "run", dpdk, "--io", "dpdk", "--out", out4], stdout=subprocess.PIPE,
