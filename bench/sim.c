@@ -141,6 +141,7 @@ struct fg_sim {
 	uint32_t *free_reqs;
 	uint32_t n_free;
 	struct sim_backends backends;  /* n 0: none, a request executes for its execTime */
+	uint32_t capacity_usable, capacity_total; /* the pool's, as the levels follow it (0 of 0: all) */
 	uint32_t *held;                /* dispatched requests waiting for backend room, oldest first */
 	size_t held_head, n_held, cap_held;
 	int64_t now;
@@ -592,6 +593,13 @@ static void next_call(struct fg_sim *s, int ci, int th, int64_t t)
 	schedule_arrival(s, ci, th, t);
 }
 
+/* A level's limit as several workers' allotter splits it: scaled by the
+ * backends' usable capacity (seatshare.h, struct fg_worker_capacity). */
+static uint32_t level_in_force(const struct fg_sim *s, const struct level *l)
+{
+	return fg_qs_scale_by_capacity(l->cfg.concurrency_limit, s->capacity_usable, s->capacity_total);
+}
+
 /* --- backends (sim_backends.h) ---------------------------------------- */
 
 static void execute_on_backend(struct fg_sim *s, uint32_t ri)
@@ -631,7 +639,7 @@ static void start_held(struct fg_sim *s)
 	while (s->n_held) {
 		uint32_t ri = s->held[s->held_head];
 		struct sim_req *r = &s->reqs[ri];
-		if ((r->backend = sim_backends_pick(&s->backends, r->q.initial_seats, s->now)) < 0)
+		if ((r->backend = sim_backends_pick(&s->backends, r->q.seats, s->now)) < 0)
 			return;
 		s->held_head++;
 		s->n_held--;
@@ -640,15 +648,28 @@ static void start_held(struct fg_sim *s)
 	s->held_head = 0;
 }
 
+static void allot(struct fg_sim *s, struct level *l);
+
 /* The levels' limits follow the backends' usable capacity, as the daemon's
- * workers do (fg_backendpool_capacity, fg_qs_set_capacity). */
+ * do (fg_backendpool_capacity): one worker scales its queue sets
+ * (fg_qs_set_capacity); with several the allotter scales the level it
+ * splits, at once (fg_board_limit_moved), and the workers' width checks
+ * follow the scaled level. */
 static void follow_capacity(struct fg_sim *s)
 {
-	uint32_t usable, total;
-	fg_backendpool_capacity(&s->backends.pool, &usable, &total);
-	for (int l = 0; l < s->n_levels; l++)
+	fg_backendpool_capacity(&s->backends.pool, &s->capacity_usable, &s->capacity_total);
+	for (int l = 0; l < s->n_levels; l++) {
+		struct level *lv = &s->levels[l];
+		if (lv->cfg.mode == FG_QS_EXEMPT)
+			continue;
+		if (s->workers == 1) {
+			fg_qs_set_capacity(&lv->qs[0], s->capacity_usable, s->capacity_total, (uint64_t)s->now);
+			continue;
+		}
 		for (int w = 0; w < s->workers; w++)
-			fg_qs_set_capacity(&s->levels[l].qs[w], usable, total, (uint64_t)s->now);
+			fg_qs_set_level_limit(&lv->qs[w], level_in_force(s, lv));
+		allot(s, lv);
+	}
 }
 
 static void start(struct fg_sim *s, uint32_t ri)
@@ -673,7 +694,9 @@ static void start(struct fg_sim *s, uint32_t ri)
 	integrate(s, c, s->now);
 	c->cur_seats += r->q.initial_seats;
 	if (s->backends.n) {
-		r->backend = sim_backends_pick(&s->backends, r->q.initial_seats, s->now);
+		/* Behind requests already held for room: first come, first sent
+		 * (as the daemon's start_executing). */
+		r->backend = s->n_held ? -1 : sim_backends_pick(&s->backends, r->q.seats, s->now);
 		if (r->backend < 0)
 			hold(s, ri);
 		else
@@ -789,7 +812,7 @@ static int client_of_hash(const struct fg_sim *s, uint64_t h)
  * by the flow that holds the queue there alone (a shared queue: a key of its
  * own), a flow's weight from the client it is; with localWeighted each
  * client's share per worker is kept for local_weight. */
-static void allot_flows(struct fg_sim *s, struct level *l, struct fg_seatshare_view *v)
+static void allot_flows(struct fg_sim *s, struct level *l, uint32_t limit, struct fg_seatshare_view *v)
 {
 	unsigned W = (unsigned)s->workers;
 	uint32_t n_queues = l->qs[0].n_alloc, n = n_queues * W;
@@ -815,10 +838,10 @@ static void allot_flows(struct fg_sim *s, struct level *l, struct fg_seatshare_v
 				usage_key[e] = fg_qs_queue_usage_key(&l->qs[w], qq);
 		}
 	if (usage_key) { /* UsageBased: demands in usage order, per entry */
-		fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, usage_key, n, v, l->credit);
+		fg_seatshare_round(limit, W, demand, weight, usage_key, n, v, l->credit);
 		goto out;
 	}
-	fg_seatshare_round_flows(l->cfg.concurrency_limit, W, demand, weight, flow, n, v, l->credit, entry_share);
+	fg_seatshare_round_flows(limit, W, demand, weight, flow, n, v, l->credit, entry_share);
 	if (l->flow_share) {
 		memset(l->flow_share, 0, sizeof(double) * (size_t)s->n_clients * W);
 		for (uint32_t e = 0; e < n; e++)
@@ -871,12 +894,12 @@ static void allot(struct fg_sim *s, struct level *l)
 		free(demand);
 		free(weight);
 		free(usage_key);
-		allot_flows(s, l, v);
+		allot_flows(s, l, level_in_force(s, l), v);
 		for (unsigned w = 0; w < W; w++)
 			fg_qs_set_limit(&l->qs[w], v[w].grant, (uint64_t)s->now);
 		return;
 	}
-	fg_seatshare_round(l->cfg.concurrency_limit, W, demand, weight, l->cfg.usage_based ? usage_key : NULL, n_queues, v,
+	fg_seatshare_round(level_in_force(s, l), W, demand, weight, l->cfg.usage_based ? usage_key : NULL, n_queues, v,
 			   l->credit);
 	free(demand);
 	free(weight);
@@ -1109,7 +1132,7 @@ static void handle(struct fg_sim *s, const struct event *e)
 				push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = e->req, .gen = r->gen });
 				return;
 			}
-			sim_backends_done(&s->backends, r->backend, r->q.initial_seats, s->now);
+			sim_backends_done(&s->backends, r->backend, r->q.seats, s->now);
 			next_call(s, r->client, r->thread, s->now + (c->think_ns > 0 ? c->think_ns : 0));
 		}
 		integrate(s, c, s->now);

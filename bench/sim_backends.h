@@ -12,10 +12,11 @@
  * for it (a request wider than a backend's capacity runs there alone); with
  * none, the simulator holds it, first come first served, until one has
  * room — the daemon's hold for backend room — and the levels' limits follow
- * the pool's usable capacity (fg_backendpool_capacity, fg_qs_set_capacity),
- * as the daemon's workers do.  Events change a backend at a time: `pause` for a while
- * (no request makes progress: an answer due during the pause comes when it
- * ends, a request started during it takes its whole time after it), `drain`
+ * the pool's usable capacity (fg_backendpool_capacity), as the daemon's do.
+ * Events change a backend at a time: `pause` for a while (an answer due
+ * during the pause comes when it ends, a request started during it takes
+ * its whole time after it; an answer due after the pause's end is not
+ * delayed: the model is coarse for requests longer than the pause), `drain`
  * (no new requests), `enable` (back in the pick) and `set` (a new capacity
  * or scale, for requests started from then on).
  *

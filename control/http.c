@@ -202,7 +202,8 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		   "The listed backends' capacity (enabled, draining or disabled), in seats when every one has a "
 		   "capacity, else in backends.", capacity_total);
 	PER_WORKER(e, v, "fairgate_worker_backend_capacity_changes_total", C,
-		   "Times the usable backend capacity, and with it the levels' limits, moved.", capacity_changes);
+		   "Times the usable or the listed backend capacity (and with them the levels' limits) moved.",
+		   capacity_changes);
 
 	struct fg_worker_totals t;
 	fg_stats_totals(v->worker_stats, v->n_workers, &t);

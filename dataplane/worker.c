@@ -418,6 +418,9 @@ static void send_held(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		if (b == FG_BACKEND_NONE)
 			return;
 		fg_reqlist_remove(&w->reqs, &w->held, slot);
+		/* Its execution starts now: the hold is not service time (the
+		 * level's learned guess, the backend's learned latency). */
+		w->reqs.slots[slot].qs.dispatch_ns = now;
 		send_to_backend(w, cfg, slot, b, now);
 	}
 }

@@ -153,9 +153,10 @@ void fg_worker__follow_grants(struct fg_worker *w, uint64_t now)
 			continue;
 		uint32_t grant = FG_STAT_GET(s->grant);
 		struct fg_queueset *qs = &w->levels[w->level_of_cfg[i]].qs;
-		/* The level's limit moves with borrowing; the allotter's grants
-		 * follow it, and so do the widths this worker admits. */
-		uint32_t limit = FG_STAT_GET(b->levels[i].limit);
+		/* The level's limit moves with borrowing and with what the
+		 * backends can take; the allotter's grants follow it, and so do
+		 * the widths this worker admits. */
+		uint32_t limit = FG_STAT_GET(b->levels[i].limit_in_force);
 		fg_qs_set_level_limit(qs, limit);
 		fg_qs_set_limit(qs, grant, now);
 		FG_STAT_SET(w->stats.levels[w->level_of_cfg[i]].limit, limit);
@@ -172,15 +173,27 @@ void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
 	fg_backendpool_capacity(&w->pool, &usable, &total);
 	if (usable != FG_STAT_GET(w->stats.capacity_usable) || total != FG_STAT_GET(w->stats.capacity_total))
 		FG_STAT_ADD(w->stats.capacity_changes, 1);
-	for (uint32_t i = 0; i < w->n_levels; i++)
-		if (w->levels[i].used) {
-			struct fg_queueset *qs = &w->levels[i].qs;
-			fg_qs_set_capacity(qs, usable, total, now);
-			if (!w->board) /* several workers publish the board's level limit */
-				FG_STAT_SET(w->stats.levels[i].limit, qs->cfg.concurrency_limit);
-		}
 	FG_STAT_SET(w->stats.capacity_usable, usable);
 	FG_STAT_SET(w->stats.capacity_total, total);
+	if (w->board) {
+		/* Several workers: the allotter scales the levels it splits (a
+		 * worker scaling its own grant would hold less than the allotter
+		 * counts on, and block heads the grant covers). */
+		struct fg_worker_capacity *c = &w->board->capacity[w->id];
+		/* A moved limit in force is the allotter's cue for a round at once
+		 * (fg_board_limit_moved). */
+		if (FG_STAT_GET(c->usable) != usable || FG_STAT_GET(c->total) != total) {
+			FG_STAT_SET(c->usable, usable);
+			FG_STAT_SET(c->total, total);
+		}
+		return;
+	}
+	for (uint32_t i = 0; i < w->n_levels; i++)
+		if (w->levels[i].used && w->levels[i].qs.cfg.mode != FG_QS_EXEMPT) {
+			struct fg_queueset *qs = &w->levels[i].qs;
+			fg_qs_set_capacity(qs, usable, total, now);
+			FG_STAT_SET(w->stats.levels[i].limit, qs->cfg.concurrency_limit);
+		}
 }
 
 uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const struct fg_fc_match *match,

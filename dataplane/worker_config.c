@@ -231,8 +231,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		uint32_t held = UINT32_MAX; /* the seats this worker could use so far */
 		uint32_t limit = fg_config_level_limit(cfg, i);
 		if (!changes[i].fresh) {
-			held = w->levels[level_slot].qs.cfg.concurrency_limit;
-			shrank[level_slot] = limit < w->levels[level_slot].qs.level_limit;
+			/* The limits as given (a lone worker's are scaled by the
+			 * backends' capacity: fg_qs_set_capacity). */
+			held = w->levels[level_slot].qs.given_limit;
+			shrank[level_slot] = limit < w->levels[level_slot].qs.given_level_limit;
 			fg_qs_commit(&w->levels[level_slot].qs, &changes[i].prep, now);
 		} else {
 			fg_retry_after_init(&w->levels[level_slot].retry, now / FG_NS_PER_SEC);

@@ -46,7 +46,7 @@ static inline void fg_worker__publish_backend(struct fg_worker *w, uint32_t b, u
 	const struct fg_backend *be = &w->pool.b[b];
 	struct fg_backend_stats *s = &w->stats.backends[b];
 	FG_STAT_SET(s->outstanding, be->outstanding);
-	if (unlikely(s->stalled != be->stalled)) {
+	if (unlikely(s->stalled != be->stalled || s->stalls != be->stalls)) {
 		FG_STAT_SET(s->stalled, be->stalled);
 		FG_STAT_SET(s->stalls, be->stalls);
 	}

@@ -121,6 +121,29 @@ TEST(stalled_backend_gets_nothing_new)
 	CHECK(!fg_backendpool_stalled(&p, 0, t + 210 * MS));
 	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 210 * MS), 0);
 	CHECK_EQ(p.b[0].stalls, 1);
+	/* What a stalled backend held times out: still stalled (no answer
+	 * came), and it gets one request at a time, not a burst. */
+	p.b[0].outstanding = 1;
+	p.b[0].stalled = false;
+	p.b[0].progress_ns = t + 300 * MS;
+	CHECK(fg_backendpool_stalled(&p, 0, t + 400 * MS));
+	fg_backendpool_refresh(&p, t + 400 * MS);
+	CHECK(p.b[0].stalled);
+	fg_backendpool_done(&p, 0, 1, false, t + 500 * MS); /* timed out */
+	CHECK_EQ(p.b[0].outstanding, 0);
+	CHECK(fg_backendpool_stalled(&p, 0, t + 500 * MS));
+	p.b[1].stalled = false; /* backend 1 flowing again */
+	p.b[1].progress_ns = t + 500 * MS;
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 500 * MS), 0); /* its one request */
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 500 * MS), 1);
+	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 500 * MS), 1);
+	/* A disabled backend does not stall (it is out of service), and its
+	 * answers clear a stall. */
+	fg_backendpool_follow(&p, 0, p.b[0].ip, p.b[0].port, FG_BACKEND_DISABLED);
+	CHECK(!p.b[0].stalled);
+	CHECK(!fg_backendpool_stalled(&p, 0, t + 5000 * MS));
+	fg_backendpool_done(&p, 0, 1, true, t + 5000 * MS);
+	CHECK(!fg_backendpool_stalled(&p, 0, t + 5000 * MS));
 	/* The floor: a backend answering in 1 ms stalls after 50 ms, not 8. */
 	struct fg_backendpool q;
 	init(&q, 1);

@@ -94,6 +94,30 @@ TEST(too_wide_runs_alone)
 	fg_qs_fini(&qs);
 }
 
+/* Virtual time follows the dispatches that happen (issue 29): with both
+ * seats stuck (a paused backend), R stops at the first waiting finish
+ * instead of running on for 100 s, so a newcomer waits for at most one of
+ * the backlogged flow's requests, not for all of them. */
+TEST(virtual_time_stops_at_the_first_waiting_finish)
+{
+	struct fg_queueset qs;
+	init(&qs, 2, 50, SEC);
+	struct fg_qs_req a[12], b;
+	CHECK(starts(&qs, &a[0], 1, 1, 0, 0, 0));
+	CHECK(starts(&qs, &a[1], 1, 1, 0, 0, 0));
+	for (int i = 2; i < 12; i++)
+		CHECK_EQ(fg_qs_arrive(&qs, &a[i], 1, 1, 0, 0, 0), FG_QS_QUEUED);
+	uint64_t first_finish = fg_order_key(&qs.order, fg_order_first(&qs.order));
+	CHECK_EQ(fg_qs_arrive(&qs, &b, 2, 1, 0, 0, 100 * SEC), FG_QS_QUEUED); /* 100 s later, nothing answered */
+	CHECK((int64_t)(qs.r - first_finish) <= 0);
+	/* The stuck seats come back: b goes within the next two dispatches. */
+	fg_qs_finish(&qs, &a[0], 101 * SEC);
+	fg_qs_finish(&qs, &a[1], 101 * SEC);
+	struct fg_qs_req *d1 = fg_qs_dispatch_next(&qs, 101 * SEC), *d2 = fg_qs_dispatch_next(&qs, 101 * SEC);
+	CHECK(d1 == &b || d2 == &b);
+	fg_qs_fini(&qs);
+}
+
 /* The backends' usable capacity scales the limits (issue 29): rounded up,
  * at least 1, never above what was given; a new limit set meanwhile is
  * scaled too; a shrink dispatches nothing new until the seats are below

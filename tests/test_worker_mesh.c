@@ -546,3 +546,71 @@ TEST(mesh_borrowed_limits_keep_the_seat_invariant)
 }
 
 TEST_MAIN
+
+/* Several workers and the backends' usable capacity (issue 29): the
+ * allotter splits the level's limit scaled by what the workers' pools can
+ * take; the workers do not scale their grants themselves (they would hold
+ * less than the allotter counts on and block heads the grant covers), and
+ * their width checks follow the scaled level. */
+TEST(mesh_allotter_scales_the_level_by_usable_capacity)
+{
+	struct mesh_rig r;
+	mesh_init(&r, 2, 8);
+	struct fg_board *b = r.cfgs[0]->board;
+	uint32_t pl = 0;
+	while (pl < b->n_levels && (b->levels[pl].exempt || b->levels[pl].n_queues != 64))
+		pl++; /* the test level: the one with 64 queues */
+	CHECK(pl < b->n_levels);
+	/* Backend 1 drained at every worker (what following the generation
+	 * that drains it does to each pool). */
+	for (unsigned i = 0; i < r.n; i++)
+		fg_backendpool_follow(&r.w[i].pool, 1, r.w[i].pool.b[1].ip, r.w[i].pool.b[1].port, FG_BACKEND_DRAIN);
+	for (unsigned i = 0; i < r.n; i++)
+		mesh_step(&r, i);
+	CHECK_EQ(b->capacity[0].usable, 1);
+	CHECK_EQ(b->capacity[0].total, 2);
+	CHECK(fg_board_limit_moved(b)); /* a round at once */
+	fg_board_allot(b, NULL);
+	CHECK_EQ(b->levels[pl].limit_in_force, 4);
+	for (unsigned i = 0; i < r.n; i++)
+		mesh_step(&r, i);
+	fg_board_allot(b, NULL);
+	for (unsigned i = 0; i < r.n; i++)
+		mesh_step(&r, i);
+	uint32_t granted = 0;
+	for (unsigned i = 0; i < r.n; i++) {
+		const struct fg_queueset *qs = pl_qs(&r.w[i]);
+		CHECK_EQ(qs->capacity_total, 0); /* not scaled at the worker */
+		CHECK_EQ(qs->level_limit, 4);
+		CHECK_EQ(qs->cfg.concurrency_limit, qs->given_limit);
+		granted += qs->cfg.concurrency_limit;
+	}
+	CHECK(granted <= 4);
+	/* A 3-seat request at worker 0 runs: its grant is what it can use. */
+	mesh_send(&r, 1, "wide", 3);
+	for (int k = 0; k < 4; k++) {
+		fg_board_allot(b, NULL);
+		mesh_step(&r, 0);
+		mesh_step(&r, 1);
+	}
+	CHECK_EQ(MESH_SUM(&r, dispatched), 1);
+	CHECK(mesh_seats_in_use(&r) <= 4);
+	/* Enabled again: the level is whole. */
+	for (unsigned i = 0; i < r.n; i++)
+		fg_backendpool_follow(&r.w[i].pool, 1, r.w[i].pool.b[1].ip, r.w[i].pool.b[1].port, FG_BACKEND_ENABLED);
+	for (unsigned i = 0; i < r.n; i++)
+		mesh_step(&r, i);
+	fg_board_allot(b, NULL);
+	CHECK_EQ(b->levels[pl].limit_in_force, 8);
+	uint64_t ids[8];
+	uint8_t backends[8];
+	unsigned n = 0;
+	mesh_collect(&r, ids, backends, &n, 8);
+	for (unsigned i = 0; i < n; i++)
+		mesh_respond(&r, backends[i], ids[i]);
+	for (int k = 0; k < 3; k++)
+		for (unsigned i = 0; i < r.n; i++)
+			mesh_step(&r, i);
+	CHECK_EQ(MESH_SUM(&r, responded), 1);
+	mesh_fini(&r);
+}

@@ -320,10 +320,8 @@ static uint32_t usage_flows_of(const struct fg_qs_config *c)
  * (fg_qs_set_capacity): rounded up, at least 1 seat where there is any. */
 static uint32_t scaled_by_capacity(const struct fg_queueset *qs, uint32_t given)
 {
-	if (!qs->capacity_total || qs->capacity_usable >= qs->capacity_total || !given || qs->cfg.mode == FG_QS_EXEMPT)
-		return given;
-	uint64_t v = ((uint64_t)given * qs->capacity_usable + qs->capacity_total - 1) / qs->capacity_total;
-	return v ? (uint32_t)v : 1;
+	return qs->cfg.mode == FG_QS_EXEMPT ? given
+					    : fg_qs_scale_by_capacity(given, qs->capacity_usable, qs->capacity_total);
 }
 
 /* The limits in force from the given ones: scaled, and never above the

@@ -332,13 +332,27 @@ static inline enum fg_qs_verdict fg_qs_arrive_at(struct fg_queueset *qs, struct 
  * the next dispatch; nothing running is aborted. */
 void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now_ns);
 
-/* The backends' usable capacity moved (issue 29: a backend ejected, drained
- * or disabled, or back): this set's limits become the ones the callers set,
- * scaled by usable / total and rounded up, at least 1 seat where the given
- * limit has any (so that a probe can go), never above the given limit — so
- * a worker never holds more than the allotter or the borrowing round gave
- * it.  A shrink only stops new dispatches.  total 0, or usable >= total:
- * no scaling.  Exempt sets are not scaled. */
+/* A limit scaled by the backends' usable capacity (issue 29): given x
+ * usable / total rounded up, at least 1 seat where the given limit has any
+ * (so that a probe can go), never above the given limit; total 0, or
+ * usable >= total: the given limit.  The one rule for a lone worker's
+ * queue sets (fg_qs_set_capacity) and for the allotter's split of a level
+ * (common/seats/seatshare.h). */
+static inline uint32_t fg_qs_scale_by_capacity(uint32_t given, uint32_t usable, uint32_t total)
+{
+	if (!total || usable >= total || !given)
+		return given;
+	uint64_t v = ((uint64_t)given * usable + total - 1) / total;
+	return v ? (uint32_t)v : 1;
+}
+
+/* The backends' usable capacity moved (a backend ejected, drained or
+ * disabled, or back): this set's limits — the allotment and the level's —
+ * become the ones the callers set, scaled (fg_qs_scale_by_capacity), so a
+ * lone worker never holds more than the borrowing round gave it.  A shrink
+ * only stops new dispatches.  Exempt sets are not scaled.  With several
+ * workers the allotter scales the level it splits instead, and the workers'
+ * sets are not scaled. */
 void fg_qs_set_capacity(struct fg_queueset *qs, uint32_t usable, uint32_t total, uint64_t now_ns);
 
 /* The level's own limit moved (borrowing between levels): the width cap and

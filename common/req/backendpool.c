@@ -46,8 +46,10 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);
 		}
 	}
-	if (fresh || admin != b->admin)
+	if (fresh || admin != b->admin) {
 		p->changes++;
+		b->stalled = false; /* judged afresh in its new state */
+	}
 	if (admin != b->admin && admin == FG_BACKEND_ENABLED) {
 		/* Enabled again: a fresh start, as an operator expects of "enable"
 		 * (the other workers' ejection too: each clears it as it follows). */
@@ -102,7 +104,10 @@ static inline void follow_shared(struct fg_backendpool *p, uint32_t i, struct fg
 bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t now)
 {
 	const struct fg_backend *b = &p->b[i];
-	if (!b->outstanding || b->latency_samples < FG_BACKEND_LATENCY_SAMPLES)
+	if (b->stalled)
+		return true; /* until it answers */
+	if (!b->outstanding || b->latency_samples < FG_BACKEND_LATENCY_SAMPLES ||
+	    (b->admin != FG_BACKEND_ENABLED && b->admin != FG_BACKEND_DRAIN))
 		return false;
 	uint64_t after = b->latency_ns * FG_BACKEND_STALL_FACTOR;
 	if (after < FG_BACKEND_STALL_MIN_NS)
@@ -110,14 +115,16 @@ bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t
 	return now > b->progress_ns && now - b->progress_ns > after;
 }
 
-/* The stall as of now, counted when it starts. */
+/* The stall as of now, counted when it starts; it lasts until an answer
+ * (fg_backendpool_done), not until what it holds times out. */
 static bool update_stall(struct fg_backendpool *p, uint32_t i, uint64_t now)
 {
 	struct fg_backend *b = &p->b[i];
-	bool stalled = fg_backendpool_stalled(p, i, now);
-	b->stalls += stalled && !b->stalled;
-	b->stalled = stalled;
-	return stalled;
+	if (!b->stalled && fg_backendpool_stalled(p, i, now)) {
+		b->stalled = true;
+		b->stalls++;
+	}
+	return b->stalled;
 }
 
 void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint64_t latency_ns)
@@ -183,7 +190,9 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 			any_flowing = true;
 			break;
 		}
-		bool stalled = update_stall(p, i, now);
+		/* Stalled with nothing outstanding (what it held timed out): one
+		 * request at a time, which its answer or timeout decides on. */
+		bool stalled = update_stall(p, i, now) && b->outstanding;
 		any_flowing |= !stalled;
 		if (!has_room(b, seats))
 			continue;
@@ -227,12 +236,15 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		return;
 	struct fg_backend *b = &p->b[i];
 	b->outstanding -= seats < b->outstanding ? seats : b->outstanding;
+	if (answered) { /* it answers: not stalled, whatever its state */
+		b->progress_ns = now;
+		b->stalled = false;
+	}
 	/* Taken out of service: what it still answers or not says nothing the
 	 * pool acts on (enable starts it afresh). */
 	if (b->admin == FG_BACKEND_DISABLED || b->admin == FG_BACKEND_REMOVED)
 		return;
 	if (answered) {
-		b->progress_ns = now;
 		b->consecutive_timeouts = 0;
 		if (p->shared && __atomic_load_n(&p->shared[i].timeouts, __ATOMIC_RELAXED))
 			__atomic_store_n(&p->shared[i].timeouts, 0, __ATOMIC_RELAXED);

@@ -16,7 +16,9 @@
  * FG_BACKEND_STALL_MIN_NS) — is stalled: it gets no new request while
  * another enabled backend is up, until it answers again (issue 29: a paused
  * backend would otherwise collect new requests until backendTimeout, each
- * holding its seats).  Its capacity still counts as usable
+ * holding its seats); once what it held has timed out it gets one request
+ * at a time, which its answer or timeout decides on.  Only enabled and
+ * draining backends stall.  Its capacity still counts as usable
  * (fg_backendpool_capacity): a stall may be one long request, and the
  * levels must not shrink for it.  With several workers, timeouts in a row are counted
  * over all of them, a backend one of them ejects counts as ejected for all
@@ -75,7 +77,7 @@ struct fg_backend {
 	uint64_t progress_ns;        /* its last answer, or when it last went from idle to busy */
 	uint64_t latency_ns;         /* learned answer latency: the mean of the first samples, then EWMA 1/8 */
 	uint32_t latency_samples;    /* answers learned from (saturates) */
-	bool stalled;                /* as last evaluated (fg_backendpool_pick, _refresh) */
+	bool stalled;                /* since fg_backendpool_pick or _refresh saw it stall, until an answer */
 	uint64_t stalls;             /* times it became stalled */
 };
 

@@ -9,6 +9,7 @@
 #include "flowcontrol.h"
 #include "maxmin.h"
 #include "queueset.h"
+#include "queueset.h"
 
 struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 {
@@ -25,7 +26,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 		l->exempt = fl->exempt;
 		l->usage_based = fl->policy == FG_FC_POLICY_USAGE_BASED;
 		l->limit = fl->exempt ? 0 : fl->limit;
-		l->allotted_limit = l->limit;
+		l->allotted_limit = l->limit_in_force = l->limit;
 		l->n_queues = fl->queues;
 		l->shares = aligned_alloc(FG_CACHE_LINE, sizeof(*l->shares) * n_workers);
 		l->loads = calloc(l->n_queues ? (size_t)l->n_queues * n_workers : 1, sizeof(*l->loads));
@@ -44,7 +45,7 @@ struct fg_board *fg_board_new(const struct fg_fc_config *fc, unsigned n_workers)
 void fg_board_reset_level(struct fg_board *b, uint32_t i)
 {
 	struct fg_level_board *l = &b->levels[i];
-	l->allotted_limit = l->limit;
+	l->allotted_limit = l->limit_in_force = l->limit;
 	for (unsigned w = 0; w < b->n_workers; w++)
 		l->shares[w].applied = l->exempt ? 0 : fg_seatshare_static(l->limit, b->n_workers, w);
 }
@@ -508,10 +509,25 @@ void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t
 
 static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* Level l's limit scaled by the workers' usable backend capacity. */
+static uint32_t limit_in_force(const struct fg_board *b, const struct fg_level_board *l)
+{
+	uint64_t usable = 0, total = 0;
+	for (unsigned w = 0; w < b->n_workers; w++) {
+		usable += load_u32(&b->capacity[w].usable);
+		total += load_u32(&b->capacity[w].total);
+	}
+	while (total > UINT32_MAX) { /* keep the ratio in 32 bits */
+		usable >>= 1;
+		total >>= 1;
+	}
+	return fg_qs_scale_by_capacity(load_u32(&l->limit), (uint32_t)usable, (uint32_t)total);
+}
+
 bool fg_board_limit_moved(const struct fg_board *b)
 {
 	for (uint32_t i = 0; i < b->n_levels; i++)
-		if (!b->levels[i].exempt && load_u32(&b->levels[i].limit) != b->levels[i].allotted_limit)
+		if (!b->levels[i].exempt && limit_in_force(b, &b->levels[i]) != b->levels[i].allotted_limit)
 			return true;
 	return false;
 }
@@ -529,7 +545,11 @@ unsigned fg_board_allot(struct fg_board *b, bool *contended)
 		struct fg_level_board *l = &b->levels[i];
 		if (l->exempt)
 			continue;
-		uint32_t limit = load_u32(&l->limit); /* ours to change, between rounds: read once all the same */
+		/* Ours to change, between rounds: read once all the same; scaled
+		 * by what the backends can take. */
+		uint32_t limit = limit_in_force(b, l);
+		if (load_u32(&l->limit_in_force) != limit)
+			__atomic_store_n(&l->limit_in_force, limit, __ATOMIC_RELAXED);
 		/* Shares first (acknowledgement, then what it covers), demands after:
 		 * a demand read late only makes the split newer, never unsafe. */
 		for (unsigned w = 0; w < W; w++) {

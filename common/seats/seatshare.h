@@ -105,11 +105,25 @@ struct fg_level_board {
 	uint32_t allotted_limit;       /* the allotter's only: the limit its last round split; when the
 					* limit moved, every worker gets a grant (and with it the level's
 					* new limit for its width checks), changed or not */
+	/* The limit in force: `limit` scaled by the workers' usable backend
+	 * capacity (struct fg_worker_capacity) — what the last round split,
+	 * written by the allotter (relaxed), read by the workers for their
+	 * width checks. */
+	uint32_t limit_in_force;
 };
+
+/* What a worker's backend pool can take (fg_backendpool_capacity; its
+ * parts of the backends' capacities): written by that worker when it
+ * moves, read by the allotter, which splits each level's limit scaled by
+ * the sums over the workers (fg_qs_scale_by_capacity; 0 of 0: no scaling). */
+struct fg_worker_capacity {
+	uint32_t usable, total;
+} __attribute__((aligned(FG_CACHE_LINE)));
 
 struct fg_board {
 	unsigned n_workers;
 	uint32_t n_levels;
+	struct fg_worker_capacity capacity[FG_SEATSHARE_MAX_WORKERS];
 	/* Set by a worker whose next request stopped fitting its allotment;
 	 * the allotter runs a round early when it finds it set. */
 	uint32_t demand_signal __attribute__((aligned(FG_CACHE_LINE)));
