@@ -843,7 +843,9 @@ static void allot_flows(struct fg_sim *s, struct level *l, uint32_t limit, struc
 	}
 	fg_seatshare_round_flows(limit, W, demand, weight, flow, n, v, l->credit, entry_share);
 	if (l->flow_share) {
-		memset(l->flow_share, 0, sizeof(double) * (size_t)s->n_clients * W);
+		/* A flow with no demand at a worker keeps its last share there
+		 * (as the board keeps a queue's): a round between its answer
+		 * and its next arrival must not make it a one-seat flow. */
 		for (uint32_t e = 0; e < n; e++)
 			if (owner[e] >= 0)
 				l->flow_share[(size_t)owner[e] * W + e % W] = entry_share[e];

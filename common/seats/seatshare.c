@@ -606,7 +606,14 @@ unsigned fg_board_allot(struct fg_board *b, bool *contended)
 					/* A flow's share at this worker, thousandths of
 					 * a seat: at least 1 when it has one (0 means none
 					 * yet), stored only when it changed (the worker
-					 * reads the line). */
+					 * reads the line).  A queue with no demand keeps
+					 * its flow's last share: a round that falls
+					 * between a flow's answer and its next arrival
+					 * must not make it a one-seat flow there (the
+					 * worker uses the share only while the queue's
+					 * flow is the arriving one). */
+					if (!demand[q * W + w])
+						continue;
 					double milli = entry_share[q * W + w] * FG_QS_WEIGHT_ONE;
 					uint32_t m = milli <= 0 ? 0 : milli < 1 ? 1 : milli > FG_QS_WEIGHT_MAX
 						? FG_QS_WEIGHT_MAX : (uint32_t)milli;

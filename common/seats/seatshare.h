@@ -85,7 +85,8 @@ struct fg_queue_load {
 	uint32_t weight;               /* the flow's weight (thousandths; 0: 1) */
 	uint64_t usage_key;            /* UsageBased levels: fg_qs_queue_usage_key */
 	uint32_t share_milli;          /* allotter: the flow's share of the level here, thousandths
-					* of a seat (0: none yet); the weight its requests queue with */
+					* of a seat (0: none yet; kept while the queue has no demand);
+					* the weight its requests queue with */
 };
 /* A queue that several flows hold: one max-min item of its own. */
 #define FG_QUEUE_SHARED UINT64_MAX
