@@ -509,8 +509,13 @@ void fg_seatshare_round_flows(uint32_t limit, unsigned n_workers, const uint32_t
 
 static inline uint32_t load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
-/* Level l's limit scaled by the workers' usable backend capacity. */
-static uint32_t limit_in_force(const struct fg_board *b, const struct fg_level_board *l)
+/* The workers' usable and listed backend capacity, summed (the board's
+ * scaling of every level: once per step, not per level). */
+struct capacity_sum {
+	uint32_t usable, total;
+};
+
+static struct capacity_sum capacity_of_workers(const struct fg_board *b)
 {
 	uint64_t usable = 0, total = 0;
 	for (unsigned w = 0; w < b->n_workers; w++) {
@@ -521,13 +526,20 @@ static uint32_t limit_in_force(const struct fg_board *b, const struct fg_level_b
 		usable >>= 1;
 		total >>= 1;
 	}
-	return fg_qs_scale_by_capacity(load_u32(&l->limit), (uint32_t)usable, (uint32_t)total);
+	return (struct capacity_sum){ (uint32_t)usable, (uint32_t)total };
+}
+
+/* Level l's limit scaled by that capacity. */
+static uint32_t limit_in_force(const struct fg_level_board *l, struct capacity_sum c)
+{
+	return fg_qs_scale_by_capacity(load_u32(&l->limit), c.usable, c.total);
 }
 
 bool fg_board_limit_moved(const struct fg_board *b)
 {
+	struct capacity_sum c = capacity_of_workers(b);
 	for (uint32_t i = 0; i < b->n_levels; i++)
-		if (!b->levels[i].exempt && limit_in_force(b, &b->levels[i]) != b->levels[i].allotted_limit)
+		if (!b->levels[i].exempt && limit_in_force(&b->levels[i], c) != b->levels[i].allotted_limit)
 			return true;
 	return false;
 }
@@ -541,13 +553,14 @@ unsigned fg_board_allot(struct fg_board *b, bool *contended)
 	uint64_t *key = NULL;
 	double *entry_share = NULL;
 	uint32_t demand_cap = 0;
+	struct capacity_sum capacity = capacity_of_workers(b);
 	for (uint32_t i = 0; i < b->n_levels; i++) {
 		struct fg_level_board *l = &b->levels[i];
 		if (l->exempt)
 			continue;
 		/* Ours to change, between rounds: read once all the same; scaled
 		 * by what the backends can take. */
-		uint32_t limit = limit_in_force(b, l);
+		uint32_t limit = limit_in_force(l, capacity);
 		if (load_u32(&l->limit_in_force) != limit)
 			__atomic_store_n(&l->limit_in_force, limit, __ATOMIC_RELAXED);
 		/* Shares first (acknowledgement, then what it covers), demands after:

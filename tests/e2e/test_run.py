@@ -151,6 +151,31 @@ blog = "".join(open(os.path.join(out, "logs", n), errors="replace").read()
 t.check(blog.count("service time 25000 us, 5 workers taking requests") == 2,
         "set-backend reached the backend live, in both runs")
 
+# --- the backend's --control file: hostile content changes nothing ------------
+ctl_path = os.path.join(work, "backend.control")
+ctl_log = open(os.path.join(work, "backend-control.log"), "w+")
+bk = subprocess.Popen([t.BENCH, "backend", "--listen", f"127.0.0.1:{t.free_port()}", "--workers", "2",
+                       "--control", ctl_path, "--duration", "20s"], stderr=ctl_log)
+time.sleep(0.3)
+bad = ["capacity=0", "capacity=5000", "capacity=3x", "serviceTime=61s", "serviceTime=-1s", "serviceTime=soon",
+       "workers=3", "", "capacity=" + "9" * 300, "x" * 100000]
+for text in bad + ["serviceTime=7ms capacity=3"]:
+    with open(ctl_path, "w") as f:
+        f.write(text + "\n")
+    bk.send_signal(signal.SIGHUP)
+    time.sleep(0.08)
+os.remove(ctl_path)
+bk.send_signal(signal.SIGHUP)  # the file gone: said, nothing changed
+time.sleep(0.08)
+t.check(bk.poll() is None, "the backend survives every bad control file")
+bk.send_signal(signal.SIGTERM)
+bk.wait(timeout=10)
+ctl_log.seek(0)
+said = ctl_log.read()
+t.check(said.count("nothing changed") == len(bad) + 1 and said.count("taking requests") == 1 and
+        "service time 7000 us, 3 workers taking requests" in said,
+        f"each bad control file refused with a reason, the good one taken ({said.count('nothing changed')} refusals)")
+
 # --- a failure: a backend's port taken ---------------------------------------
 held = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 held.bind(("127.0.0.1", 0))
