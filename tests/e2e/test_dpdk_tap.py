@@ -132,6 +132,13 @@ for _ in range(20):
             f"overload: queue-full rejects, every request answered ({f['rejected']['queue-full']} rejects)")
 
     if WORKERS > 1:
+        # RSS picks a worker per source address and port: a dozen clients of
+        # their own (ports of their own) reach every worker but with odds of
+        # 2 in 2^12 (a few sockets alone landed all on one worker: flaky).
+        spread = [t.loadgen_start(d.addr, ["name=spread,user=s,threads=1,service=1ms,count=5"], duration="3s",
+                                  timeout="2s", netns=NS) for _ in range(12)]
+        for p in spread:
+            t.loadgen_result(p)
         st = d.wait_idle()
         ws = st.get("workers", [])
         t.check(len(ws) == WORKERS and all(w["requestsReceived"] > 0 for w in ws) and "handedOff" not in ws[0],
