@@ -200,7 +200,8 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 		   "the levels' limits are scaled by usable / listed.", capacity_usable);
 	PER_WORKER(e, v, "fairgate_worker_backend_capacity_listed", G,
 		   "The listed backends' capacity (enabled, draining or disabled), in seats when every one has a "
-		   "capacity, else in backends.", capacity_total);
+		   "capacity, else in backends; in Adaptive mode the worker's part of serverConcurrencyLimit (where "
+		   "the learned limit started).", capacity_total);
 	PER_WORKER(e, v, "fairgate_worker_backend_capacity_changes_total", C,
 		   "Times the usable or the listed backend capacity (and with them the levels' limits) moved.",
 		   capacity_changes);

@@ -288,6 +288,11 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 						   [FG_BACKEND_PROBING] = "probing" };
 	_Static_assert(sizeof(state_names) / sizeof(state_names[0]) == sizeof(((struct fg_backend_total *)0)->in_state) /
 		       sizeof(unsigned), "a name per state");
+	const char *scl = "fairgate_server_concurrency_limit";
+	fg_expfmt_family(e, scl, FG_EXPFMT_GAUGE,
+			 "The seats the priority levels share now: serverConcurrencyLimit scaled by the backends' usable "
+			 "capacity, or in Adaptive mode the learned limits' sum within serverConcurrencyLimitMin/Max.");
+	fg_expfmt_u64(e, scl, NULL, 0, fg_stats_seat_limit_in_force(ws, n_workers, cfg->seat_limit));
 	uint32_t n = cfg->n_backends;
 	char (*addr)[64] = calloc(n ? n : 1, sizeof(*addr));
 	struct fg_backend_total *t = calloc(n ? n : 1, sizeof(*t));
@@ -307,7 +312,9 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 	} fam[] = {
 		{ "fairgate_backend_outstanding_seats", "Seats of requests executing at the backend, over the workers.",
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, outstanding) },
-		{ "fairgate_backend_capacity_seats", "The backend's capacity (seats=N), over the workers; 0: no limit.",
+		{ "fairgate_backend_capacity_seats",
+		  "The backend's capacity in force, over the workers: seats=N, or in Adaptive mode the learned limit "
+		  "(the minimum during a probe); 0: no limit.",
 		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, capacity) },
 		{ "fairgate_backend_dispatched_total", "Requests sent to the backend.", FG_EXPFMT_COUNTER,
 		  offsetof(struct fg_backend_total, dispatched) },
@@ -315,6 +322,9 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, timeouts) },
 		{ "fairgate_backend_ejections_total", "Times a worker ejected the backend.", FG_EXPFMT_COUNTER,
 		  offsetof(struct fg_backend_total, ejections) },
+		{ "fairgate_backend_adaptive_limit_seats",
+		  "Adaptive mode: the backend's learned concurrency limit, over the workers (0: Static mode).",
+		  FG_EXPFMT_GAUGE, offsetof(struct fg_backend_total, learned_limit) },
 		{ "fairgate_backend_stalls_total",
 		  "Times a worker saw the backend stall: requests outstanding, no answer for 8 times its learned latency.",
 		  FG_EXPFMT_COUNTER, offsetof(struct fg_backend_total, stalls) },
@@ -348,6 +358,24 @@ void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struc
 		fg_expfmt_u64(e, stl, &l, 1, t[b].stalled);
 		fg_expfmt_double(e, lat, &l, 1, (double)t[b].latency_ns / 1e9);
 	}
+	const char *nl = "fairgate_backend_noload_latency_seconds";
+	fg_expfmt_family(e, nl, FG_EXPFMT_GAUGE,
+			 "Adaptive mode: the backend's no-load latency as its last probe measured it (narrow requests; "
+			 "the largest over the workers; 0: not measured).");
+	for (uint32_t b = 0; b < n; b++) {
+		struct fg_expfmt_label l = { "backend", addr[b] };
+		if (cfg->backends[b].admin != FG_BACKEND_REMOVED)
+			fg_expfmt_double(e, nl, &l, 1, (double)t[b].noload_ns / 1e9);
+	}
+	const char *mv = "fairgate_backend_adaptive_limit_decisions_total";
+	fg_expfmt_family(e, mv, FG_EXPFMT_COUNTER,
+			 "Adaptive mode: the limit controller's decisions by reason (grow, cut, timeout, hold; probe, "
+			 "probed: a probe of the no-load latency started, ended), summed over the workers.");
+	for (uint32_t b = 0; b < n; b++)
+		for (unsigned r = FG_ADAPT_HOLD; r < FG_ADAPT_REASONS && cfg->backends[b].admin != FG_BACKEND_REMOVED; r++) {
+			struct fg_expfmt_label l[2] = { { "backend", addr[b] }, { "reason", fg_adapt_reason_name(r) } };
+			fg_expfmt_u64(e, mv, l, 2, t[b].limit_moves[r]);
+		}
 	/* Removed backends are left out: their slots linger only for answers in flight. */
 	const char *adm = "fairgate_backend_admin_state";
 	fg_expfmt_family(e, adm, FG_EXPFMT_GAUGE,

@@ -228,6 +228,11 @@ static json_t *backends_json(const struct fg_control_view *v, const struct fg_co
 		json_object_set_new(row, "stalled", json_boolean(t.stalled > 0));
 		json_object_set_new(row, "stalls", json_integer((json_int_t)t.stalls));
 		json_object_set_new(row, "latencyMs", json_real((double)t.latency_ns / 1e6));
+		if (cfg->adaptive) { /* adaptlimit.h */
+			json_object_set_new(row, "learnedLimitSeats", json_integer((json_int_t)t.learned_limit));
+			json_object_set_new(row, "noloadLatencyMs", json_real((double)t.noload_ns / 1e6));
+			json_object_set_new(row, "limitDecision", json_string(fg_adapt_reason_name(t.limit_reason)));
+		}
 		if (v->settings->io == FG_IO_DPDK) {
 			/* static: given as @MAC; arp: learned; arp-asking: not answered yet. */
 			uint8_t m[6];
@@ -290,6 +295,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	for (uint32_t b = 0; b < cfg->n_backends; b++)
 		n_backends += cfg->backends[b].admin != FG_BACKEND_REMOVED;
 	json_int_t server_limit = (json_int_t)cfg->seat_limit;
+	bool adaptive = cfg->adaptive;
 	json_t *backends = backends_json(v, cfg);
 	unsigned n_sl = cfg->fc->n_levels < FG_MAX_LEVELS ? cfg->fc->n_levels : FG_MAX_LEVELS;
 	struct fg_sharing_level *sl = calloc(n_sl ? n_sl : 1, sizeof(*sl));
@@ -348,6 +354,12 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "answersLost", json_integer((json_int_t)t.answers_lost));
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
+	/* What the levels share now: the limit scaled by the backends' usable
+	 * capacity, or the adaptive limit (issue 29). */
+	json_object_set_new(doc, "serverConcurrencyLimitMode", json_string(adaptive ? "Adaptive" : "Static"));
+	json_object_set_new(doc, "serverConcurrencyLimitInForce",
+			    json_integer((json_int_t)fg_stats_seat_limit_in_force(v->worker_stats, v->n_workers,
+										  (uint32_t)server_limit)));
 	json_object_set_new(doc, "backendPool", backends);
 	json_object_set_new(doc, "borrowing", borrowing);
 	json_object_set_new(doc, "cluster", fg_cluster_status_json(v->cluster));

@@ -242,7 +242,15 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 	fg_backendpool_refresh(&w->pool, now);
 	for (uint32_t b = 0; b < w->pool.n; b++) {
 		fg_worker__publish_backend(w, b, now);
-		FG_STAT_SET(w->stats.backends[b].latency_ns, w->pool.b[b].latency_samples ? w->pool.b[b].latency_ns : 0);
+		struct fg_backend_stats *bs = &w->stats.backends[b];
+		FG_STAT_SET(bs->latency_ns, w->pool.b[b].latency_samples ? w->pool.b[b].latency_ns : 0);
+		const struct fg_adapt *a = &w->pool.adapt[b];
+		bool adaptive = w->pool.b[b].adaptive;
+		FG_STAT_SET(bs->learned_limit, adaptive ? a->limit : 0);
+		FG_STAT_SET(bs->noload_ns, adaptive ? fg_adapt_floor_ns(a, FG_ADAPT_NARROW) : 0);
+		FG_STAT_SET(bs->limit_reason, adaptive ? a->last_reason : 0);
+		for (unsigned r = 0; r < FG_ADAPT_REASONS; r++)
+			FG_STAT_SET(bs->limit_moves[r], adaptive ? a->moves[r] : 0);
 	}
 }
 
@@ -323,7 +331,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	uint64_t ejections = w->pool.b[r->backend].ejections;
 	if (answered)
-		fg_backendpool_learn_latency(&w->pool, r->backend, now - r->qs.dispatch_ns);
+		fg_backendpool_learn_latency(&w->pool, r->backend, r->qs.seats, now - r->qs.dispatch_ns, now);
 	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
 	struct fg_backend_stats *bs = &w->stats.backends[r->backend];
 	if (unlikely(w->pool.b[r->backend].ejections != ejections)) {

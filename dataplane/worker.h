@@ -127,6 +127,12 @@ struct fg_worker {
 	struct fg_snap_box *snap;    /* visibility snapshots asked by the control side (pending.h); NULL: none */
 	struct fg_backendpool pool;
 	uint32_t pool_changes_seen;  /* pool.changes when the levels last followed its capacity */
+	/* serverConcurrencyLimitMode Adaptive: this worker's part of
+	 * serverConcurrencyLimit (the levels' scale at 1:1) and of its bounds. */
+	struct {
+		bool on;
+		uint32_t start, min, max;
+	} adaptive;
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_level_rt levels[FG_MAX_LEVELS];
 	struct fg_worker_stats stats;

@@ -171,6 +171,13 @@ void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
 	w->pool_changes_seen = w->pool.changes;
 	uint32_t usable, total;
 	fg_backendpool_capacity(&w->pool, &usable, &total);
+	if (w->adaptive.on) {
+		/* The levels scale by the learned limit over where it started,
+		 * within serverConcurrencyLimitMin/Max while a backend is usable. */
+		total = w->adaptive.start;
+		if (usable)
+			usable = usable < w->adaptive.min ? w->adaptive.min : usable > w->adaptive.max ? w->adaptive.max : usable;
+	}
 	if (usable != FG_STAT_GET(w->stats.capacity_usable) || total != FG_STAT_GET(w->stats.capacity_total))
 		FG_STAT_ADD(w->stats.capacity_changes, 1);
 	FG_STAT_SET(w->stats.capacity_usable, usable);

@@ -21,12 +21,17 @@
 /* The seats a level may ever have: its maximum (nominal + borrowing), but
  * no more than the configuration's nominal limits together, which no
  * borrowing round exceeds (borrowing.h: the allocator shares out that sum). */
-static uint32_t capacity_of(const struct fg_fc_config *fc, const struct fg_fc_level *l)
+static uint32_t capacity_of(const struct fg_config *cfg, const struct fg_fc_level *l)
 {
+	const struct fg_fc_config *fc = cfg->fc;
 	uint64_t sum = 0;
 	for (uint32_t i = 0; i < fc->n_levels; i++)
 		sum += fc->levels[i].exempt ? 0 : fc->levels[i].nominal;
-	return l->max < sum ? l->max : (uint32_t)sum;
+	uint64_t most = l->max < sum ? l->max : sum;
+	/* Adaptive: the levels scale with the learned limit, up to its maximum. */
+	if (cfg->adaptive && cfg->seat_limit && cfg->seat_limit_max > cfg->seat_limit)
+		most = (most * cfg->seat_limit_max + cfg->seat_limit - 1) / cfg->seat_limit;
+	return most > FG_MAX_SEAT_LIMIT ? FG_MAX_SEAT_LIMIT : (uint32_t)most;
 }
 
 /* limit: the level's current limit as the configuration starts it
@@ -34,11 +39,10 @@ static uint32_t capacity_of(const struct fg_fc_config *fc, const struct fg_fc_le
 static struct fg_qs_config qs_config_of(const struct fg_config *cfg, const struct fg_fc_level *l, uint32_t limit,
 					unsigned worker, uint32_t level_slot)
 {
-	const struct fg_fc_config *fc = cfg->fc;
 	return (struct fg_qs_config){
 		.mode = l->exempt ? FG_QS_EXEMPT : l->reject ? FG_QS_REJECT : FG_QS_QUEUE,
 		.queues = l->queues, .hand_size = l->hand_size, .queue_length_limit = l->queue_length_limit,
-		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(fc, l),
+		.concurrency_limit = l->exempt ? l->limit : limit, .capacity = l->exempt ? 0 : capacity_of(cfg, l),
 		.max_seats = l->max_seats, .seed = 0x1040u + worker * 977u + level_slot,
 		.wide_limit = cfg->cluster && !l->exempt ? (l->nominal ? l->nominal : 1) : 0,
 		/* Several workers: each queues its flows with the weight of
@@ -165,6 +169,13 @@ static int prepare_levels(struct fg_worker *w, const struct fg_config *cfg, stru
 	return 0;
 }
 
+/* A worker's part of v seats, at least one. */
+static uint32_t part_of(uint32_t v, unsigned n_workers, unsigned id)
+{
+	uint32_t part = fg_seatshare_static(v, n_workers, id);
+	return part ? part : 1;
+}
+
 /* Backends by slot (the configuration keeps an address's slot, settings.h):
  * a slot that names another address now, or none, first ends what is in
  * flight there — answers from the old address could no longer be matched —
@@ -196,11 +207,21 @@ static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, ui
 	fg_backendpool_set_count(&w->pool, n);
 	if (w->io.ops->follow_backends)
 		w->io.ops->follow_backends(w->io.ctx, cfg->backends, n);
-	/* Each worker takes an even part of a backend's capacity. */
+	/* Each worker takes an even part of a backend's capacity, and of the
+	 * adaptive limit's start and bounds (at least a seat each). */
 	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
+	w->adaptive.on = cfg->adaptive;
+	w->adaptive.start = part_of(cfg->seat_limit, n_workers, w->id);
+	w->adaptive.min = part_of(cfg->seat_limit_min, n_workers, w->id);
+	w->adaptive.max = part_of(cfg->seat_limit_max, n_workers, w->id);
 	for (uint32_t b = 0; b < n; b++) {
 		uint32_t seats = cfg->backends[b].seats;
-		fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
+		if (cfg->adaptive) /* seats=N is where it starts; else an even part of serverConcurrencyLimit */
+			fg_backendpool_set_adaptive(&w->pool, b,
+						    part_of(seats ? seats : (cfg->seat_limit + n - 1) / n, n_workers, w->id),
+						    w->adaptive.max, now);
+		else
+			fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
 		fg_worker__publish_backend(w, b, now);
 		FG_STAT_SET(w->stats.backends[b].capacity, w->pool.b[b].capacity);
 	}

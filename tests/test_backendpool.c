@@ -80,7 +80,7 @@ TEST(usable_capacity)
 static void answer_after(struct fg_backendpool *p, uint32_t i, uint64_t sent, uint64_t latency)
 {
 	p->b[i].outstanding++;
-	fg_backendpool_learn_latency(p, i, latency);
+	fg_backendpool_learn_latency(p, i, 1, latency, sent + latency);
 	fg_backendpool_done(p, i, 1, true, sent + latency);
 }
 
@@ -116,7 +116,7 @@ TEST(stalled_backend_gets_nothing_new)
 	CHECK(fg_backendpool_stalled(&p, 1, t + 200 * MS));
 	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 200 * MS), 0);
 	/* An answer from 0: no longer stalled, picked again by least outstanding. */
-	fg_backendpool_learn_latency(&p, 0, 10 * MS);
+	fg_backendpool_learn_latency(&p, 0, 1, 10 * MS, t + 210 * MS);
 	fg_backendpool_done(&p, 0, 1, true, t + 210 * MS);
 	CHECK(!fg_backendpool_stalled(&p, 0, t + 210 * MS));
 	CHECK_EQ(fg_backendpool_pick(&p, 1, t + 210 * MS), 0);

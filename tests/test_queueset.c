@@ -119,7 +119,8 @@ TEST(virtual_time_stops_at_the_first_waiting_finish)
 }
 
 /* The backends' usable capacity scales the limits (issue 29): rounded up,
- * at least 1, never above what was given; a new limit set meanwhile is
+ * at least 1, above what was given only past the start of an adaptive
+ * limit, and never above the size of the set's trees; a new limit set meanwhile is
  * scaled too; a shrink dispatches nothing new until the seats are below
  * it; all capacity back: the given limits again. */
 TEST(capacity_scales_the_limits)
@@ -142,8 +143,11 @@ TEST(capacity_scales_the_limits)
 	CHECK_EQ(qs.cfg.concurrency_limit, 3);
 	fg_qs_set_capacity(&qs, 0, 3, SEC); /* nothing usable: 1 seat, for a probe */
 	CHECK_EQ(qs.cfg.concurrency_limit, 1);
-	fg_qs_set_capacity(&qs, 5, 3, SEC); /* more than listed: no scaling */
-	CHECK_EQ(qs.cfg.concurrency_limit, 7);
+	fg_qs_set_capacity(&qs, 4, 3, SEC); /* an adaptive limit past its start: ceil(7 x 4 / 3) = 10 */
+	CHECK_EQ(qs.cfg.concurrency_limit, 10);
+	CHECK_EQ(qs.level_limit, 10);
+	fg_qs_set_capacity(&qs, 5, 3, SEC); /* 12 and 17: no more than the trees were sized for */
+	CHECK_EQ(qs.cfg.concurrency_limit, 10);
 	CHECK_EQ(qs.level_limit, 10);
 	fg_qs_set_capacity(&qs, 3, 3, SEC);
 	CHECK_EQ(qs.cfg.concurrency_limit, 7);

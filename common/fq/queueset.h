@@ -334,16 +334,17 @@ void fg_qs_set_limit(struct fg_queueset *qs, uint32_t limit, uint64_t now_ns);
 
 /* A limit scaled by the backends' usable capacity (issue 29): given x
  * usable / total rounded up, at least 1 seat where the given limit has any
- * (so that a probe can go), never above the given limit; total 0, or
- * usable >= total: the given limit.  The one rule for a lone worker's
+ * (so that a probe can go); total 0, or usable == total: the given limit.
+ * Above it only where usable can pass total: an adaptive limit that grew
+ * past its start (the callers clamp to what their structures hold).  The one rule for a lone worker's
  * queue sets (fg_qs_set_capacity) and for the allotter's split of a level
  * (common/seats/seatshare.h). */
 static inline uint32_t fg_qs_scale_by_capacity(uint32_t given, uint32_t usable, uint32_t total)
 {
-	if (!total || usable >= total || !given)
+	if (!total || usable == total || !given)
 		return given;
 	uint64_t v = ((uint64_t)given * usable + total - 1) / total;
-	return v ? (uint32_t)v : 1;
+	return v > UINT32_MAX ? UINT32_MAX : v ? (uint32_t)v : 1;
 }
 
 /* The backends' usable capacity moved (a backend ejected, drained or

@@ -32,6 +32,7 @@ void fg_settings_defaults(struct fg_settings *s)
 	s->http.on = true;
 	fg_endpoint_parse(FG_DEFAULT_HTTP_LISTEN, &s->http.ep);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
+	s->seat_limit_min = 1;
 	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
 	s->shutdown_grace_ns = (int64_t)FG_DEFAULT_SHUTDOWN_GRACE_NS;
@@ -152,13 +153,31 @@ void fg_settings_keep_backend_admin(struct fg_settings *next, const struct fg_se
 	}
 }
 
+uint32_t fg_settings_seat_limit_max(const struct fg_settings *s)
+{
+	if (s->seat_limit_max)
+		return s->seat_limit_max;
+	uint64_t v = (uint64_t)s->seat_limit * FG_ADAPTIVE_MAX_FACTOR;
+	return v > FG_MAX_SEAT_LIMIT ? FG_MAX_SEAT_LIMIT : (uint32_t)v;
+}
+
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 {
 	unsigned before = errs->count;
-	if (s->max_requests < s->seat_limit)
+	bool adaptive = s->seat_limit_mode == FG_SEAT_LIMIT_ADAPTIVE;
+	uint32_t most = adaptive ? fg_settings_seat_limit_max(s) : s->seat_limit;
+	if (s->max_requests < most)
 		fg_errors_add(errs, "spec.maxRequests",
-			      "must hold at least the executing requests: serverConcurrencyLimit = %u, got %u",
-			      s->seat_limit, s->max_requests);
+			      "must hold at least the executing requests: %s = %u, got %u",
+			      adaptive ? "serverConcurrencyLimitMax" : "serverConcurrencyLimit", most, s->max_requests);
+	if (adaptive && s->seat_limit_min > s->seat_limit)
+		fg_errors_add(errs, "spec.serverConcurrencyLimitMin",
+			      "must be at most serverConcurrencyLimit (the adaptive limit's start) %u, got %u",
+			      s->seat_limit, s->seat_limit_min);
+	if (adaptive && s->seat_limit_max && s->seat_limit_max < s->seat_limit)
+		fg_errors_add(errs, "spec.serverConcurrencyLimitMax",
+			      "must be at least serverConcurrencyLimit (the adaptive limit's start) %u, got %u",
+			      s->seat_limit, s->seat_limit_max);
 	if (s->cluster_lease_ttl_ns % (int64_t)FG_NS_PER_SEC)
 		fg_errors_add(errs, "spec.clusterLeaseTTL", "must be whole seconds (etcd's leases count seconds), got %.3fs",
 			      (double)s->cluster_lease_ttl_ns / 1e9);
@@ -236,6 +255,8 @@ unsigned fg_settings_warn_capacity(const struct fg_settings *s, struct fg_errors
 		total += s->backends[i].seats;
 		unlimited += !s->backends[i].seats;
 	}
+	if (s->seat_limit_mode == FG_SEAT_LIMIT_ADAPTIVE)
+		return 0; /* the backends' limits are learned */
 	if (unlimited) {
 		fg_errors_add(warnings, "spec.backends",
 			      "%u of %u backend(s) have no capacity (,seats=N): fairgate sends them up to "

@@ -53,6 +53,12 @@ struct fg_opt_listen {
 	struct fg_endpoint ep;
 };
 
+/* serverConcurrencyLimitMode: Static takes serverConcurrencyLimit and the
+ * backends' seats as given; Adaptive learns each backend's limit from its
+ * answers (common/req/adaptlimit.h), serverConcurrencyLimit the start. */
+enum fg_seat_limit_mode { FG_SEAT_LIMIT_STATIC = 0, FG_SEAT_LIMIT_ADAPTIVE };
+#define FG_ADAPTIVE_MAX_FACTOR 4u
+
 struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
@@ -63,6 +69,9 @@ struct fg_settings {
 	int log_level;               /* enum fg_log_level: lines below it are not written */
 	struct fg_opt_listen http;   /* the HTTP endpoint (control/http.h); restart-only */
 	uint32_t seat_limit;
+	int seat_limit_mode;         /* enum fg_seat_limit_mode */
+	uint32_t seat_limit_min;     /* Adaptive: the levels never get less (while a backend is usable) */
+	uint32_t seat_limit_max;     /* Adaptive: nor more; 0: FG_ADAPTIVE_MAX_FACTOR x seat_limit */
 	int64_t queue_wait_ns;
 	int64_t backend_timeout_ns;
 	int64_t shutdown_grace_ns;
@@ -126,6 +135,10 @@ int fg_settings_find_backend(const struct fg_settings *s, const struct fg_endpoi
 void fg_settings_keep_backend_admin(struct fg_settings *next, const struct fg_settings *cur);
 
 /* Cross-field checks after all sources are applied.  0 or -EINVAL. */
+/* serverConcurrencyLimitMax in force: as set, or FG_ADAPTIVE_MAX_FACTOR x
+ * serverConcurrencyLimit (at most FG_MAX_SEAT_LIMIT). */
+uint32_t fg_settings_seat_limit_max(const struct fg_settings *s);
+
 int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs);
 
 /*

@@ -21,6 +21,9 @@ static const char *const io_names[] = { "socket", "dpdk", NULL };
 static const char *const av_names[] = { "off", "untrusted", "all", NULL };
 static const char *const log_format_names[] = { "text", "json", NULL };
 static const char *const log_level_names[] = { "debug", "info", "warn", "error", NULL };
+static const char *const seat_limit_mode_names[] = { "Static", "Adaptive", NULL };
+_Static_assert(FG_SEAT_LIMIT_STATIC == 0 && FG_SEAT_LIMIT_ADAPTIVE == 1,
+	       "seat_limit_mode_names follows enum fg_seat_limit_mode");
 _Static_assert(FG_IO_SOCKET == 0 && FG_IO_DPDK == 1, "io_names follows enum fg_io_mode");
 _Static_assert(FG_LOG_TEXT == 0 && FG_LOG_JSON == 1, "log_format_names follows enum fg_log_format");
 _Static_assert(FG_LOG_DEBUG == 0 && FG_LOG_INFO == 1 && FG_LOG_WARN == 2 && FG_LOG_ERROR == 3,
@@ -59,7 +62,14 @@ const struct fg_setting fg_settings_table[] = {
 	{ "controlAdmins", NULL, FG_SET_ADMINS, FIELD(admin_uids), 0, FG_CONTROL_MAX_ADMINS, true,
 	  "`{uids: [...], gids: [...]}`: who besides root may `apply` and `delete` (at most 16 of each)" },
 	{ "serverConcurrencyLimit", "seat-limit", FG_SET_U32, FIELD(seat_limit), 1, FG_MAX_SEAT_LIMIT, true,
-	  "seats, split over the priority levels" },
+	  "seats, split over the priority levels; in Adaptive mode where the limit starts" },
+	{ "serverConcurrencyLimitMode", "seat-limit-mode", FG_SET_ENUM, FIELD(seat_limit_mode), 0, 0, true,
+	  "`Static` (the limit and the backends' seats as given) or `Adaptive` (each backend's limit learned from "
+	  "its latency and throughput, and the levels follow their sum; adaptive-limit.md)", seat_limit_mode_names },
+	{ "serverConcurrencyLimitMin", "seat-limit-min", FG_SET_U32, FIELD(seat_limit_min), 1, FG_MAX_SEAT_LIMIT, true,
+	  "Adaptive: the fewest seats the levels share while a backend is usable" },
+	{ "serverConcurrencyLimitMax", "seat-limit-max", FG_SET_U32, FIELD(seat_limit_max), 0, FG_MAX_SEAT_LIMIT, true,
+	  "Adaptive: the most seats the levels share; 0: 4 x serverConcurrencyLimit" },
 	{ "queueWaitLimit", "queue-wait", FG_SET_DURATION, FIELD(queue_wait_ns), 0, 0, true,
 	  "longest wait in a queue; beyond it: REJECT time-out" },
 	{ "backendTimeout", "backend-timeout", FG_SET_DURATION, FIELD(backend_timeout_ns), 1 * MS, 0, true,

@@ -127,11 +127,29 @@ static bool update_stall(struct fg_backendpool *p, uint32_t i, uint64_t now)
 	return b->stalled;
 }
 
-void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint64_t latency_ns)
+static void set_capacity_in_force(struct fg_backendpool *p, uint32_t i, uint32_t seats)
+{
+	if (i < p->n && p->b[i].capacity != seats) {
+		p->b[i].capacity = seats;
+		p->changes++;
+	}
+}
+
+/* The adaptive limit of backend i moved (or not): its capacity follows. */
+static void follow_adaptive(struct fg_backendpool *p, uint32_t i, bool moved)
+{
+	if (moved)
+		set_capacity_in_force(p, i, fg_adapt_in_force(&p->adapt[i]));
+}
+
+void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t seats, uint64_t latency_ns,
+				  uint64_t now)
 {
 	if (i >= p->n)
 		return;
 	struct fg_backend *b = &p->b[i];
+	if (b->adaptive)
+		fg_adapt_answer(&p->adapt[i], latency_ns, seats, now);
 	if (b->latency_samples < FG_BACKEND_LATENCY_SAMPLES) { /* the mean of the first ones */
 		b->latency_samples++;
 		b->latency_ns += ((int64_t)latency_ns - (int64_t)b->latency_ns) / (int64_t)b->latency_samples;
@@ -145,15 +163,30 @@ void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now)
 	for (uint32_t i = 0; i < p->n; i++) {
 		follow_shared(p, i, &p->b[i], now);
 		update_stall(p, i, now);
+		if (p->b[i].adaptive)
+			follow_adaptive(p, i, fg_adapt_tick(&p->adapt[i], now));
 	}
 }
 
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats)
 {
-	if (i < p->n && p->b[i].capacity != seats) {
-		p->b[i].capacity = seats;
-		p->changes++;
+	if (i < p->n)
+		p->b[i].adaptive = false;
+	set_capacity_in_force(p, i, seats);
+}
+
+void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t max, uint64_t now)
+{
+	if (i >= p->n)
+		return;
+	if (!p->b[i].adaptive) {
+		/* Probes of different backends in different slots of the clock. */
+		fg_adapt_init(&p->adapt[i], start, 1, max, i, now);
+		p->b[i].adaptive = true;
+	} else {
+		fg_adapt_set_bounds(&p->adapt[i], 1, max);
 	}
+	set_capacity_in_force(p, i, fg_adapt_in_force(&p->adapt[i]));
 }
 
 /* Room for `seats` more; a request wider than the whole capacity runs alone. */
@@ -208,6 +241,8 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 		if (!p->b[best].outstanding)
 			p->b[best].progress_ns = now; /* busy from now: its stall is measured from here */
 		p->b[best].outstanding += seats;
+		if (p->b[best].adaptive)
+			fg_adapt_outstanding(&p->adapt[best], p->b[best].outstanding);
 		if (p->b[best].state == FG_BACKEND_PROBING)
 			p->b[best].probe_in_flight = true;
 	}
@@ -260,6 +295,8 @@ void fg_backendpool_done(struct fg_backendpool *p, uint32_t i, uint32_t seats, b
 		}
 		return;
 	}
+	if (b->adaptive)
+		follow_adaptive(p, i, fg_adapt_timeout(&p->adapt[i], now));
 	b->consecutive_timeouts++;
 	/* In a row over all workers when shared: an answer anywhere breaks it. */
 	uint32_t in_a_row = p->shared ? __atomic_add_fetch(&p->shared[i].timeouts, 1, __ATOMIC_RELAXED)

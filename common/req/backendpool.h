@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adaptlimit.h"
 #include "defs.h"
 #include "settings.h"
 
@@ -68,7 +69,8 @@ struct fg_backend {
 	uint16_t port;               /* the address this slot names (network order) */
 	uint32_t ip;
 	uint32_t outstanding;        /* seats of requests executing there */
-	uint32_t capacity;           /* most seats at once (0: no limit) */
+	uint32_t capacity;           /* most seats at once (0: no limit); adaptive: the limit in force */
+	bool adaptive;               /* capacity learned (fg_backendpool_set_adaptive) */
 	uint32_t consecutive_timeouts;
 	uint64_t eject_ns;           /* current ejection length */
 	uint64_t until_ns;           /* ejected until */
@@ -102,6 +104,8 @@ struct fg_backendpool {
 	 * administrative state): its reader compares it with what it saw. */
 	uint32_t changes;
 	struct fg_backend b[FG_MAX_BACKENDS];
+	/* Adaptive backends' controllers (apart: the picks never touch them). */
+	struct fg_adapt adapt[FG_MAX_BACKENDS];
 };
 
 void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
@@ -121,8 +125,16 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 /* The number of slots in use (at most FG_MAX_BACKENDS). */
 void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n);
 
-/* This worker's part of backend i's capacity (0: no limit). */
+/* This worker's part of backend i's capacity (0: no limit), as given. */
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats);
+
+/* Backend i's capacity is learned (serverConcurrencyLimitMode: Adaptive,
+ * common/req/adaptlimit.h): starting at `start` seats (this worker's part)
+ * when it was not learned yet or its slot started afresh, at most `max`.
+ * Its capacity is then the controller's limit in force, which moves with
+ * the answers and timeouts (fg_backendpool_learn_latency, _done) and the
+ * periodic fg_backendpool_refresh, each move counted in changes. */
+void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t max, uint64_t now);
 
 /* The backend for a request of `seats` seats, or FG_BACKEND_NONE (none
  * usable — see fg_backendpool_usable — or every usable one full). */
@@ -131,17 +143,20 @@ uint32_t fg_backendpool_pick(struct fg_backendpool *p, uint32_t seats, uint64_t 
 /* Whether backend i is stalled now (see above). */
 bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t now);
 
-/* Backend i answered a request sent latency_ns ago: what its stall is
- * measured against.  Call before fg_backendpool_done. */
-void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint64_t latency_ns);
+/* Backend i answered a request of `seats` seats sent latency_ns ago: what
+ * its stall is measured against, and its adaptive limit learns from.  Call
+ * before fg_backendpool_done. */
+void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t seats, uint64_t latency_ns,
+				  uint64_t now);
 
 /* Whether any backend could take a request now. */
 bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);
 
 /* Follow what the other workers saw of every backend (an ejection, a
- * recovery), and see which backends stalled: for a worker's periodic
- * publication, since a worker that dispatches nothing otherwise never
- * looks. */
+ * recovery), see which backends stalled, and let the adaptive limits
+ * decide: for a worker's periodic publication (at least every
+ * FG_ADAPT_INTERVAL_NS), since a worker that dispatches nothing otherwise
+ * never looks. */
 void fg_backendpool_refresh(struct fg_backendpool *p, uint64_t now);
 
 /*

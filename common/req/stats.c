@@ -339,6 +339,18 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
 	t->buffers_in_use = buffers > t->buffers_reserved ? buffers - t->buffers_reserved : 0;
 }
 
+uint64_t fg_stats_seat_limit_in_force(struct fg_worker_stats *const *s, unsigned n, uint32_t seat_limit)
+{
+	uint64_t usable = 0, total = 0;
+	for (unsigned w = 0; w < n; w++) {
+		usable += FG_STAT_GET(s[w]->capacity_usable);
+		total += FG_STAT_GET(s[w]->capacity_total);
+	}
+	if (!total || usable == total)
+		return seat_limit;
+	return ((uint64_t)seat_limit * usable + total - 1) / total;
+}
+
 void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32_t b, struct fg_backend_total *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -353,6 +365,13 @@ void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32
 		t->stalled += FG_STAT_GET(x->stalled) != 0;
 		if (FG_STAT_GET(x->latency_ns) > t->latency_ns)
 			t->latency_ns = FG_STAT_GET(x->latency_ns);
+		t->learned_limit += FG_STAT_GET(x->learned_limit);
+		if (FG_STAT_GET(x->noload_ns) > t->noload_ns)
+			t->noload_ns = FG_STAT_GET(x->noload_ns);
+		if (!w)
+			t->limit_reason = FG_STAT_GET(x->limit_reason);
+		for (unsigned r = 0; r < FG_ADAPT_REASONS; r++)
+			t->limit_moves[r] += FG_STAT_GET(x->limit_moves[r]);
 		uint8_t state = FG_STAT_GET(x->state);
 		t->in_state[state < 3 ? state : 1]++; /* 1: ejected (backendpool.h) */
 		uint64_t until = FG_STAT_GET(x->until_ns), changed = FG_STAT_GET(x->last_change_ns);

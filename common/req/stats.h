@@ -41,6 +41,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adaptlimit.h"
 #include "apfstats.h"
 #include "defs.h"
 #include "proto.h"
@@ -122,6 +123,11 @@ struct fg_backend_stats {
 	uint8_t stalled;               /* no answer for long while busy (backendpool.h): picked last */
 	uint64_t stalls;               /* times it stalled */
 	uint64_t latency_ns;           /* its learned answer latency (0: not learned yet) */
+	/* serverConcurrencyLimitMode Adaptive (adaptlimit.h); 0 in Static mode. */
+	uint32_t learned_limit;        /* this worker's part, seats (the capacity in force is lower during a probe) */
+	uint64_t noload_ns;            /* its narrow requests' no-load latency */
+	uint8_t limit_reason;          /* enum fg_adapt_reason of the last decision */
+	uint64_t limit_moves[FG_ADAPT_REASONS]; /* decisions by reason */
 };
 
 /* Counters every datagram or poll touches come first (two cache lines),
@@ -257,11 +263,21 @@ struct fg_backend_total {
 	uint64_t stalls;
 	unsigned stalled;        /* workers that see it stalled */
 	uint64_t latency_ns;     /* the largest learned latency among the workers */
+	uint64_t learned_limit;  /* Adaptive: the learned limits summed (0: Static) */
+	uint64_t noload_ns;      /* Adaptive: the largest no-load latency among the workers */
+	uint8_t limit_reason;    /* Adaptive: the first worker's last decision */
+	uint64_t limit_moves[FG_ADAPT_REASONS];
 	unsigned in_state[3];
 	uint64_t until_ns;       /* the latest ejection end among the workers that see it ejected */
 	uint64_t last_change_ns; /* the latest change any worker saw (the workers' clock); 0: none */
 };
 void fg_stats_backend_total(struct fg_worker_stats *const *s, unsigned n, uint32_t b, struct fg_backend_total *t);
+
+/* The seats the levels share now: serverConcurrencyLimit scaled by the
+ * workers' usable capacity over their listed one (issue 29; in Adaptive
+ * mode the learned limits' sum within the bounds, since listed is then the
+ * limit's start), rounded up as the levels are. */
+uint64_t fg_stats_seat_limit_in_force(struct fg_worker_stats *const *s, unsigned n, uint32_t seat_limit);
 
 /* One priority level over all workers (the readers' view: status, telemetry). */
 struct fg_level_total {

@@ -30,6 +30,9 @@ struct fg_config *fg_config_build(const struct fg_settings *s, struct fg_fc_conf
 	}
 	c->generation = generation;
 	c->seat_limit = s->seat_limit;
+	c->adaptive = s->seat_limit_mode == FG_SEAT_LIMIT_ADAPTIVE;
+	c->seat_limit_min = s->seat_limit_min;
+	c->seat_limit_max = fg_settings_seat_limit_max(s);
 	c->fc = fc;
 	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
 	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;

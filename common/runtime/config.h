@@ -45,6 +45,8 @@ struct fg_config {
 	struct rcu_head rcu;
 	uint64_t generation;
 	uint32_t seat_limit;         /* serverConcurrencyLimit, split over the levels */
+	bool adaptive;               /* serverConcurrencyLimitMode: Adaptive */
+	uint32_t seat_limit_min, seat_limit_max; /* Adaptive: bounds (max in force: never 0) */
 	struct fg_fc_config *fc;     /* schemas and levels; owned, freed with this config */
 	uint64_t queue_wait_ns;
 	uint64_t backend_timeout_ns;
