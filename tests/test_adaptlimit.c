@@ -33,6 +33,7 @@ struct model {
 	uint64_t paused_until; /* nothing finishes before */
 	/* Every tenth request is wide: wide_seats seats for wide_factor x service. */
 	uint32_t wide_seats, wide_factor;
+	uint32_t demand; /* the most seats the client wants outstanding (0: no end) */
 	uint64_t sent_total;
 	uint64_t rng; /* service times vary by +-25% */
 	struct model_req reqs[MAX_REQS]; /* in sending order */
@@ -89,7 +90,8 @@ static void model_step(struct model *m)
 	for (;;) {
 		uint32_t seats = m->wide_seats && m->sent_total % 10 == 9 ? m->wide_seats : 1;
 		uint32_t limit = fg_adapt_in_force(&m->a);
-		if (m->n == MAX_REQS || (m->outstanding && m->outstanding + seats > limit))
+		if (m->n == MAX_REQS || (m->outstanding && m->outstanding + seats > limit) ||
+		    (m->demand && m->outstanding + seats > m->demand))
 			break;
 		struct model_req *r = req_at(m, m->n++);
 		uint64_t service = seats > 1 ? m->service_ns * m->wide_factor : m->service_ns;
@@ -124,6 +126,17 @@ static void model_run(struct model *m, uint64_t until, uint64_t from, uint32_t *
 		}
 	}
 	m->mean_limit = n ? (double)sum / (double)n : 0;
+}
+
+/* After a change: by `by` the limit is within [lo, hi], and stays there
+ * until `until`. */
+static bool settles_within(struct model *m, uint64_t by, uint64_t until, uint32_t lo, uint32_t hi)
+{
+	uint32_t min, max;
+	model_run(m, by, by, &min, &max);
+	bool there = m->a.limit >= lo && m->a.limit <= hi;
+	model_run(m, until, by, &min, &max);
+	return there && min >= lo && max <= hi;
 }
 
 /* Started far above the backend's capacity (serverConcurrencyLimit guessed
@@ -168,17 +181,9 @@ TEST(follows_a_capacity_step_up_and_down)
 	model_run(&m, 8000 * MS, 8000 * MS, &lo, &hi);
 	CHECK(m.a.limit >= 6 && m.a.limit <= 12);
 	m.capacity = 24;
-	model_run(&m, 11000 * MS, 11000 * MS, &lo, &hi);
-	CHECK(m.a.limit >= 18);
-	model_run(&m, 16000 * MS, 13000 * MS, &lo, &hi);
-	CHECK(lo >= 18);
-	CHECK(hi <= 36);
+	CHECK(settles_within(&m, 11000 * MS, 16000 * MS, 18, 36));
 	m.capacity = 8;
-	model_run(&m, 19000 * MS, 19000 * MS, &lo, &hi);
-	CHECK(m.a.limit <= 12);
-	model_run(&m, 24000 * MS, 21000 * MS, &lo, &hi);
-	CHECK(lo >= 6);
-	CHECK(hi <= 12);
+	CHECK(settles_within(&m, 19000 * MS, 24000 * MS, 6, 12));
 }
 
 /* The backend gets three times slower at the same concurrency (a cold
@@ -236,6 +241,23 @@ TEST(a_slow_wide_class_does_not_drag_the_limit_down)
 	CHECK(m.mean_limit >= 30 && m.mean_limit <= 56);
 	CHECK(fg_adapt_floor_ns(&m.a, FG_ADAPT_WIDE) >= 200 * MS);
 	CHECK(fg_adapt_floor_ns(&m.a, FG_ADAPT_NARROW) <= 11 * MS);
+}
+
+/* A limit the load does not use decays towards twice what is used (a
+ * burst when the load comes back must not meet a limit the backend was
+ * never seen to take), and grows back with the load. */
+TEST(an_unused_limit_decays_and_grows_back_with_the_load)
+{
+	static struct model m;
+	model_init(&m, 64, 32, 10 * MS);
+	m.demand = 4;
+	uint32_t lo, hi;
+	model_run(&m, 5000 * MS, 4000 * MS, &lo, &hi);
+	CHECK(hi <= 10);
+	CHECK(lo >= 4);
+	CHECK(m.a.moves[FG_ADAPT_IDLE] > 0);
+	m.demand = 0;
+	CHECK(settles_within(&m, 8000 * MS, 12000 * MS, 24, 48));
 }
 
 /* Timeouts cut by a tenth, at most once per interval; the bounds hold. */

@@ -12,7 +12,7 @@
 #define SLOW_FLOOR_INTERVALS 3u
 
 static const char *const reason_names[FG_ADAPT_REASONS] = {
-	"start", "hold", "grow", "cut", "timeout", "probe", "probed",
+	"start", "hold", "grow", "cut", "timeout", "probe", "probed", "idle",
 };
 
 const char *fg_adapt_reason_name(unsigned reason)
@@ -199,6 +199,19 @@ static bool end_probe(struct fg_adapt *a, uint64_t now)
 	return fg_adapt_in_force(a) != was;
 }
 
+/* The limit went unused (less than half of it outstanding at the most):
+ * it decays towards twice what was used, as TCP's congestion window
+ * validation does (RFC 7661), so that a limit never tested against the
+ * backend — a quiet worker's part, a quiet hour — cannot send a burst the
+ * backend was never seen to take when the load comes back. */
+static bool decay_unused(struct fg_adapt *a, uint32_t peak)
+{
+	if ((uint64_t)peak * 2 >= a->limit)
+		return move_limit(a, a->limit, FG_ADAPT_HOLD);
+	uint32_t keep = a->limit - a->limit / 4;
+	return move_limit(a, peak * 2 > keep ? peak * 2 : keep, FG_ADAPT_IDLE);
+}
+
 /* An interval with enough answers is over: the dead band decides. */
 static bool decide(struct fg_adapt *a, uint64_t now)
 {
@@ -236,7 +249,7 @@ static bool decide(struct fg_adapt *a, uint64_t now)
 			step = 1;
 		return move_limit(a, limit > UINT32_MAX - step ? UINT32_MAX : limit + step, FG_ADAPT_GROW);
 	}
-	return move_limit(a, limit, FG_ADAPT_HOLD);
+	return decay_unused(a, peak);
 }
 
 bool fg_adapt_tick(struct fg_adapt *a, uint64_t now)
@@ -255,9 +268,11 @@ bool fg_adapt_tick(struct fg_adapt *a, uint64_t now)
 	if (a->samples < FG_ADAPT_MIN_SAMPLES || !a->moves[FG_ADAPT_PROBED]) {
 		/* Too few answers to judge: wait longer, but not for ever (a
 		 * quiet backend's stale answers say nothing of it now). */
-		if (now - a->interval_start >= FG_ADAPT_MAX_STRETCH * FG_ADAPT_INTERVAL_NS)
-			start_interval(a, now);
-		return false;
+		if (now - a->interval_start < FG_ADAPT_MAX_STRETCH * FG_ADAPT_INTERVAL_NS)
+			return false;
+		uint32_t peak = a->peak_outstanding;
+		start_interval(a, now);
+		return decay_unused(a, peak);
 	}
 	return decide(a, now);
 }

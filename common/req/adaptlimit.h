@@ -25,6 +25,11 @@
  *   load does not collapse the limit);
  * - rho < 1.1 and the limit was used (peak seats outstanding >= 0.8 L):
  *   grow by max(1, min(L / 4, sqrt L));
+ * - the limit went unused (peak seats outstanding below half of it, or an
+ *   interval with too few answers to judge): it decays by a quarter, not
+ *   below twice the peak (TCP's congestion window validation, RFC 7661): a
+ *   limit the backend was never seen to take must not send a burst when
+ *   the load comes back (with several workers, a quiet worker's part);
  * - otherwise hold;
  * - a timeout: L x 0.9, at most once per interval.
  * - Probe (BBR's ProbeRTT): a floor can only fall, and answers queued at the
@@ -82,10 +87,11 @@ enum fg_adapt_reason {
 	FG_ADAPT_TIMEOUT,
 	FG_ADAPT_PROBE,  /* a probe started */
 	FG_ADAPT_PROBED, /* a probe ended: floors measured, limit back */
+	FG_ADAPT_IDLE,   /* unused: decayed towards twice the seats outstanding */
 	FG_ADAPT_REASONS
 };
 
-/* "start", "hold", "grow", "cut", "timeout", "probe", "probed". */
+/* "start", "hold", "grow", "cut", "timeout", "probe", "probed", "idle". */
 const char *fg_adapt_reason_name(unsigned reason);
 
 struct fg_adapt {
