@@ -235,6 +235,12 @@ static json_t *run_json(const struct analysis *a)
 
 /* --- verdicts ----------------------------------------------------------- */
 
+/* What the second run is, in the verdicts' words. */
+static const char *against(const struct fg_scenario *scn)
+{
+	return scn->baseline_settings ? "in the baseline" : "without fairness";
+}
+
 /* The rule (docs/bench.md): a flow within its fair share is protected when
  * at most 1% of its requests were refused or lost and its p99 is at most
  * half the baseline's; no worse when within 10% of it; else not protected.
@@ -254,7 +260,7 @@ static void verdict(const struct analysis *fg, const struct analysis *base, unsi
 			: loss <= LIGHT_LOSS_FRACTION && p99 <= bp99 * 1.1 ? "no worse" : "NOT protected";
 	else
 		*word = !isnan(fg->flow_error[i]) && fg->flow_error[i] <= 0.25 ? "held to its fair share" : "off its fair share";
-	int n = snprintf(buf, len, "%s: p99 %.1f ms vs %.1f ms without fairness", name, p99, bp99);
+	int n = snprintf(buf, len, "%s: p99 %.1f ms vs %.1f ms %s", name, p99, bp99, against(fg->s->scn));
 	if (bad && n > 0 && (size_t)n < len)
 		n += snprintf(buf + n, len - (size_t)n, ", %.1f%% refused or lost (reject p99 %.1f ms)", 100 * loss,
 			      f->reject_p99_ms);
@@ -459,8 +465,9 @@ static void plot_latency_time(struct plot *p, const struct analysis *a[2])
 static void plot_cdf(struct plot *p, const struct analysis *a[2])
 {
 	char b[160];
-	emit(p, "set title 'latency CDF per flow: fairgate (solid) vs baseline without fairness (dashed)'\n"
-		"set logscale x\nset xlabel 'latency (ms)'\nset ylabel 'fraction of answers'\nset yrange [0:1.02]\n"
+	emit(p, a[0]->s->scn->baseline_settings ? "set title 'latency CDF per flow: fairgate (solid) vs the baseline (dashed)'\n"
+					       : "set title 'latency CDF per flow: fairgate (solid) vs baseline without fairness (dashed)'\n");
+	emit(p, "set logscale x\nset xlabel 'latency (ms)'\nset ylabel 'fraction of answers'\nset yrange [0:1.02]\n"
 		"set key bottom right\nplot ");
 	bool any = false;
 	for (unsigned i = 0; i < a[0]->s->scn->n_flows; i++)
@@ -666,8 +673,12 @@ int fg_report_write(const struct fg_scenario *scn, struct fg_series *const runs[
 	json_decref(doc);
 	FILE *md = open_in(dir, "report.md");
 	if (md) {
-		fprintf(md, "# %s: fairgate against a baseline without fairness\n\n%s\n\n## Verdicts\n\n", scn->name,
-			scn->description);
+		if (scn->baseline_settings)
+			fprintf(md, "# %s: fairgate against the baseline (%s)\n\n%s\n\n## Verdicts\n\n", scn->name,
+				scn->baseline_description, scn->description);
+		else
+			fprintf(md, "# %s: fairgate against a baseline without fairness\n\n%s\n\n## Verdicts\n\n",
+				scn->name, scn->description);
 		for (unsigned i = 0; i < scn->n_flows; i++)
 			fprintf(md, "- %s\n", text[i]);
 		fprintf(md, "\n## Flows\n");

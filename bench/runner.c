@@ -294,7 +294,8 @@ static json_t *baseline_objects(void)
 static int write_config(struct run *r)
 {
 	json_t *items = json_array();
-	if (r->baseline) {
+	bool fifo = r->baseline && !r->scn->baseline_settings;
+	if (fifo) {
 		json_t *fifo = baseline_objects();
 		json_array_extend(items, fifo); /* extend copies the references: ours still to drop */
 		json_decref(fifo);
@@ -303,8 +304,9 @@ static int write_config(struct run *r)
 		json_array_extend(items, json_object_get(list, "items"));
 		json_decref(list);
 	}
+	json_t *settings = r->baseline && !fifo ? r->scn->baseline_settings : r->scn->settings;
 	json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "apiVersion", "fairgate.dev/v1alpha1", "kind",
-					       "FairgateSettings", "spec", r->scn->settings));
+					       "FairgateSettings", "spec", settings));
 	json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
 	snprintf(r->config, sizeof(r->config), "%s/logs/%s-fairgate.json", r->dir, r->name);
 	int rc = json_dump_file(doc, r->config, JSON_INDENT(2));
@@ -347,7 +349,11 @@ static int start_daemon(struct run *r)
 	argv[n++] = "--http";
 	argv[n++] = "off";
 	for (unsigned i = 0; i < s->n_backends; i++) {
-		snprintf(backends[i], sizeof(backends[i]), "%s:%u,seats=%u", r->host_ip, r->ports[i], s->capacity);
+		/* What fairgate is told (backends.seats; none: 0), not what they take. */
+		if (s->seats)
+			snprintf(backends[i], sizeof(backends[i]), "%s:%u,seats=%u", r->host_ip, r->ports[i], s->seats);
+		else
+			snprintf(backends[i], sizeof(backends[i]), "%s:%u", r->host_ip, r->ports[i]);
 		argv[n++] = "--backend";
 		argv[n++] = backends[i];
 	}
@@ -546,8 +552,8 @@ static void fire(struct run *r, const struct fg_scn_event *e)
 	struct child *b = e->action == FG_SCN_APPLY ? NULL : &r->backends[e->backend];
 	switch (e->action) {
 	case FG_SCN_APPLY: {
-		if (r->baseline)
-			return; /* the baseline's configuration stays the baseline */
+		if (r->baseline && !r->scn->baseline_settings)
+			return; /* the baseline without fairness stays that */
 		json_t *resp = NULL, *res = fg_ctl_request(r->sock, json_pack("{s:s, s:s}", "command", "apply", "data",
 									   e->apply_text), &resp);
 		if (!res)

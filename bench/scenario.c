@@ -69,6 +69,37 @@ static int objects_text(json_t *objects, const char *path, char **out, char *err
 	return 0;
 }
 
+/* The runner owns where fairgate listens and what it forwards to. */
+static int refuse_owned(json_t *set, const char *path, char *err, size_t errlen)
+{
+	static const char *const owned[] = { "io", "listen", "backends", "controlSocket", "httpListen" };
+	for (size_t i = 0; set && i < sizeof(owned) / sizeof(owned[0]); i++)
+		if (json_object_get(set, owned[i]))
+			return fg_jf_fail(err, errlen, "%s.%s: set by the runner, not the scenario", path, owned[i]);
+	return 0;
+}
+
+/* `baseline: {description, settings}`: the second run is the scenario's
+ * configuration with these settings over its own. */
+static int parse_baseline(struct fg_scenario *s, json_t *b, char *err, size_t errlen)
+{
+	static const char *const known[] = { "description", "settings", NULL };
+	if (!b)
+		return 0;
+	if (!json_is_object(b) || fg_jf_known_keys(b, known, "baseline.", err, errlen))
+		return json_is_object(b) ? -EINVAL
+					 : fg_jf_fail(err, errlen, "baseline: must be an object with description and settings");
+	json_t *set = json_object_get(b, "settings");
+	if (!json_is_object(set))
+		return fg_jf_fail(err, errlen, "baseline.settings: required: an object (FairgateSettings spec fields)");
+	if (fg_jf_string(b, "description", false, "", 4096, &s->baseline_description, "baseline.", err, errlen) ||
+	    refuse_owned(set, "baseline.settings", err, errlen))
+		return -EINVAL;
+	s->baseline_settings = json_deep_copy(s->settings);
+	json_object_update(s->baseline_settings, set);
+	return 0;
+}
+
 static int parse_settings(struct fg_scenario *s, json_t *fg, char *err, size_t errlen)
 {
 	static const char *const known[] = { "settings", "objects", NULL };
@@ -79,11 +110,8 @@ static int parse_settings(struct fg_scenario *s, json_t *fg, char *err, size_t e
 	json_t *set = json_object_get(fg, "settings");
 	if (set && !json_is_object(set))
 		return fg_jf_fail(err, errlen, "fairgate.settings: must be an object (a FairgateSettings spec)");
-	/* The runner owns where fairgate listens and what it forwards to. */
-	static const char *const owned[] = { "io", "listen", "backends", "controlSocket", "httpListen" };
-	for (size_t i = 0; set && i < sizeof(owned) / sizeof(owned[0]); i++)
-		if (json_object_get(set, owned[i]))
-			return fg_jf_fail(err, errlen, "fairgate.settings.%s: set by the runner, not the scenario", owned[i]);
+	if (refuse_owned(set, "fairgate.settings", err, errlen))
+		return -EINVAL;
 	s->settings = set ? json_deep_copy(set) : json_object();
 	int64_t scl;
 	if (fg_jf_int(s->settings, "serverConcurrencyLimit", (int64_t)s->n_backends * s->capacity, 1, 1000000, &scl,
@@ -97,15 +125,17 @@ static int parse_settings(struct fg_scenario *s, json_t *fg, char *err, size_t e
 
 static int parse_backends(struct fg_scenario *s, json_t *b, char *err, size_t errlen)
 {
-	static const char *const known[] = { "count", "capacity", "serviceTime", "distribution", "sigma", "ports", NULL };
+	static const char *const known[] = { "count", "capacity", "seats", "serviceTime", "distribution", "sigma", "ports",
+					     NULL };
 	const char *p = "backends.";
 	if (!json_is_object(b))
 		return fg_jf_fail(err, errlen, "backends: required: an object with count, capacity, serviceTime");
-	int64_t count, cap;
+	int64_t count, cap, seats;
 	int dist;
 	if (fg_jf_known_keys(b, known, p, err, errlen) ||
 	    fg_jf_int(b, "count", 1, 1, FG_SCN_MAX_BACKENDS, &count, p, err, errlen) ||
 	    fg_jf_int(b, "capacity", 8, 1, 4096, &cap, p, err, errlen) ||
+	    fg_jf_int(b, "seats", cap, 0, 4096, &seats, p, err, errlen) ||
 	    fg_jf_duration(b, "serviceTime", 10000000, &s->service_ns, p, err, errlen) ||
 	    pick(b, "distribution", dist_names, 4, FG_SCN_FIXED, &dist, p, err, errlen) ||
 	    fg_jf_number(b, "sigma", 0.5, 0.0, 3.0, &s->sigma, p, err, errlen))
@@ -114,6 +144,7 @@ static int parse_backends(struct fg_scenario *s, json_t *b, char *err, size_t er
 		return fg_jf_fail(err, errlen, "backends.serviceTime: must be in (0, 60s]");
 	s->n_backends = (unsigned)count;
 	s->capacity = (unsigned)cap;
+	s->seats = (unsigned)seats;
 	s->dist = (enum fg_scn_dist)dist;
 	json_t *ports = json_object_get(b, "ports"), *v;
 	size_t i;
@@ -301,7 +332,7 @@ static int by_time(const void *a, const void *b)
 static int parse(struct fg_scenario *s, json_t *root, char *err, size_t errlen)
 {
 	static const char *const known[] = { "name", "description", "duration", "timeout", "fairgate", "backends",
-		"flows", "events", NULL };
+		"flows", "events", "baseline", NULL };
 	if (!json_is_object(root))
 		return fg_jf_fail(err, errlen, "scenario: must be an object (one YAML document)");
 	if (fg_jf_known_keys(root, known, "", err, errlen) ||
@@ -317,7 +348,8 @@ static int parse(struct fg_scenario *s, json_t *root, char *err, size_t errlen)
 	if (s->timeout_ns < 1000000LL || s->timeout_ns > 60000000000LL)
 		return fg_jf_fail(err, errlen, "timeout: must be in [1ms, 60s]");
 	if (parse_backends(s, json_object_get(root, "backends"), err, errlen) ||
-	    parse_settings(s, json_object_get(root, "fairgate"), err, errlen))
+	    parse_settings(s, json_object_get(root, "fairgate"), err, errlen) ||
+	    parse_baseline(s, json_object_get(root, "baseline"), err, errlen))
 		return -EINVAL;
 	json_t *flows = json_object_get(root, "flows"), *v;
 	size_t i;
@@ -380,6 +412,7 @@ void fg_scenario_free(struct fg_scenario *s)
 		free(s->events[i].apply_text);
 	free(s->objects_text);
 	json_decref(s->settings);
+	json_decref(s->baseline_settings);
 	json_decref(s->doc);
 	free(s);
 }

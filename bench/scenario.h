@@ -70,6 +70,12 @@ struct fg_scenario {
 	char *objects_text; /* the objects as a JSON List (owned); NULL: the embedded default */
 	uint32_t seat_limit;
 	unsigned n_backends, capacity;
+	unsigned seats;     /* what fairgate is told of each backend (seats=N); 0: nothing */
+	/* The second run: NULL, the baseline without fairness; else the
+	 * scenario's objects with these settings (owned reference, merged over
+	 * `settings`), e.g. Static against Adaptive. */
+	json_t *baseline_settings;
+	const char *baseline_description;
 	enum fg_scn_dist dist;
 	int64_t service_ns; /* the distribution's mean (median for log-normal) */
 	double sigma;       /* log-normal: the log's standard deviation */

@@ -224,6 +224,32 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.levels[level].seats_waiting, qs->seats_waiting);
 }
 
+/* Whether requests wait or were refused for want of seats since the last
+ * look: a level's head that does not fit its limit in force (or this
+ * worker's allotment of it), a request held for backend room, or a
+ * refusal by a level (concurrency-limit on a Reject level, queue-full or
+ * time-out on a queuing one). */
+static bool levels_pressed(struct fg_worker *w)
+{
+	uint64_t refusals = 0;
+	for (uint32_t i = 0; i < w->n_levels; i++) {
+		const uint64_t *by = w->stats.levels[i].rejected_by;
+		refusals += FG_STAT_GET(by[FG_REJECT_CONCURRENCY_LIMIT]) + FG_STAT_GET(by[FG_REJECT_QUEUE_FULL]) +
+			    FG_STAT_GET(by[FG_REJECT_TIME_OUT]);
+	}
+	bool refused = refusals != w->adaptive.refusals_seen;
+	w->adaptive.refusals_seen = refusals;
+	if (refused || w->held.head != FG_REQ_NIL)
+		return true;
+	for (uint32_t i = 0; i < w->n_levels; i++) {
+		const struct fg_queueset *qs = &w->levels[i].qs;
+		if (w->levels[i].used && qs->cfg.mode == FG_QS_QUEUE && qs->n_waiting &&
+		    !fg_qs_fits(qs, fg_qs_next_seats(qs)))
+			return true;
+	}
+	return false;
+}
+
 /* Every FG_PERIODIC_PUBLISH_NS rather than per request (a scrape comes at
  * most once a second): the levels' virtual time, and the backends' state,
  * which a pick can change for backends it does not pick (an ejection
@@ -239,15 +265,18 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 	for (uint32_t i = 0; i < w->n_levels; i++)
 		if (w->levels[i].used && w->levels[i].qs.usage.flows)
 			FG_STAT_SET(w->stats.levels[i].usage_overflowed, w->levels[i].qs.usage.overflowed);
+	if (w->adaptive.on)
+		fg_backendpool_set_pressure(&w->pool, levels_pressed(w));
 	fg_backendpool_refresh(&w->pool, now);
 	for (uint32_t b = 0; b < w->pool.n; b++) {
 		fg_worker__publish_backend(w, b, now);
 		struct fg_backend_stats *bs = &w->stats.backends[b];
+		FG_STAT_SET(bs->capacity, w->pool.b[b].capacity); /* an adaptive limit moves */
 		FG_STAT_SET(bs->latency_ns, w->pool.b[b].latency_samples ? w->pool.b[b].latency_ns : 0);
 		const struct fg_adapt *a = &w->pool.adapt[b];
 		bool adaptive = w->pool.b[b].adaptive;
 		FG_STAT_SET(bs->learned_limit, adaptive ? a->limit : 0);
-		FG_STAT_SET(bs->noload_ns, adaptive ? fg_adapt_floor_ns(a, FG_ADAPT_NARROW) : 0);
+		FG_STAT_SET(bs->noload_ns, adaptive ? fg_adapt_noload_ns(a, FG_ADAPT_NARROW) : 0);
 		FG_STAT_SET(bs->limit_reason, adaptive ? a->last_reason : 0);
 		for (unsigned r = 0; r < FG_ADAPT_REASONS; r++)
 			FG_STAT_SET(bs->limit_moves[r], adaptive ? a->moves[r] : 0);

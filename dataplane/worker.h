@@ -131,7 +131,8 @@ struct fg_worker {
 	 * serverConcurrencyLimit (the levels' scale at 1:1) and of its bounds. */
 	struct {
 		bool on;
-		uint32_t start, min, max;
+		uint32_t start, max;
+		uint64_t refusals_seen; /* the levels' refusals for want of seats, at the last look */
 	} adaptive;
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_level_rt levels[FG_MAX_LEVELS];

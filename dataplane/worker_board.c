@@ -173,10 +173,11 @@ void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
 	fg_backendpool_capacity(&w->pool, &usable, &total);
 	if (w->adaptive.on) {
 		/* The levels scale by the learned limit over where it started,
-		 * within serverConcurrencyLimitMin/Max while a backend is usable. */
+		 * at most serverConcurrencyLimitMax (each backend's least is its
+		 * part of serverConcurrencyLimitMin: fg_backendpool_set_adaptive). */
 		total = w->adaptive.start;
-		if (usable)
-			usable = usable < w->adaptive.min ? w->adaptive.min : usable > w->adaptive.max ? w->adaptive.max : usable;
+		if (usable > w->adaptive.max)
+			usable = w->adaptive.max;
 	}
 	if (usable != FG_STAT_GET(w->stats.capacity_usable) || total != FG_STAT_GET(w->stats.capacity_total))
 		FG_STAT_ADD(w->stats.capacity_changes, 1);

@@ -212,14 +212,17 @@ static void follow_backends(struct fg_worker *w, const struct fg_config *cfg, ui
 	unsigned n_workers = cfg->n_workers ? cfg->n_workers : 1;
 	w->adaptive.on = cfg->adaptive;
 	w->adaptive.start = part_of(cfg->seat_limit, n_workers, w->id);
-	w->adaptive.min = part_of(cfg->seat_limit_min, n_workers, w->id);
 	w->adaptive.max = part_of(cfg->seat_limit_max, n_workers, w->id);
+	/* serverConcurrencyLimitMin as each backend's least: the backends and
+	 * the levels then agree (levels above what the backends take would
+	 * hold the rest first come, first served). */
+	uint32_t each_min = n ? part_of((cfg->seat_limit_min + n - 1) / n, n_workers, w->id) : 1;
 	for (uint32_t b = 0; b < n; b++) {
 		uint32_t seats = cfg->backends[b].seats;
 		if (cfg->adaptive) /* seats=N is where it starts; else an even part of serverConcurrencyLimit */
 			fg_backendpool_set_adaptive(&w->pool, b,
 						    part_of(seats ? seats : (cfg->seat_limit + n - 1) / n, n_workers, w->id),
-						    w->adaptive.max, now);
+						    each_min, w->adaptive.max, now);
 		else
 			fg_backendpool_set_capacity(&w->pool, b, seats ? fg_seatshare_static(seats, n_workers, w->id) : 0);
 		fg_worker__publish_backend(w, b, now);

@@ -67,7 +67,7 @@ const struct fg_setting fg_settings_table[] = {
 	  "`Static` (the limit and the backends' seats as given) or `Adaptive` (each backend's limit learned from "
 	  "its latency and throughput, and the levels follow their sum; adaptive-limit.md)", seat_limit_mode_names },
 	{ "serverConcurrencyLimitMin", "seat-limit-min", FG_SET_U32, FIELD(seat_limit_min), 1, FG_MAX_SEAT_LIMIT, true,
-	  "Adaptive: the fewest seats the levels share while a backend is usable" },
+	  "Adaptive: the fewest seats the backends are given together (each at least its part, Min / backends)" },
 	{ "serverConcurrencyLimitMax", "seat-limit-max", FG_SET_U32, FIELD(seat_limit_max), 0, FG_MAX_SEAT_LIMIT, true,
 	  "Adaptive: the most seats the levels share; 0: 4 x serverConcurrencyLimit" },
 	{ "queueWaitLimit", "queue-wait", FG_SET_DURATION, FIELD(queue_wait_ns), 0, 0, true,

@@ -4,12 +4,14 @@
 
 #include <string.h>
 
+#define RHO_BASE_MILLI 400u /* the first bucket's lower edge */
 #define RHO_STEP_MILLI 50u
 #define RHO_LAST_MILLI 2600u /* what the last bucket stands for */
-#define BAND_LOW_MILLI 1100u  /* grow below */
-#define BAND_HIGH_MILLI 1300u /* cut above, two intervals in a row */
+#define BAND_LOW_MILLI 1050u  /* grow below */
+#define BAND_HIGH_MILLI 1200u /* cut above, two intervals in a row */
 #define SLOW_FLOOR_MILLI 1500u
 #define SLOW_FLOOR_INTERVALS 3u
+#define FAST_FLOOR_INTERVALS 2u
 
 static const char *const reason_names[FG_ADAPT_REASONS] = {
 	"start", "hold", "grow", "cut", "timeout", "probe", "probed", "idle",
@@ -39,7 +41,7 @@ void fg_adapt_init(struct fg_adapt *a, uint32_t start, uint32_t min, uint32_t ma
 {
 	memset(a, 0, sizeof(*a));
 	a->phase = phase % FG_ADAPT_PROBE_PHASES;
-	a->limit = start;
+	a->limit = a->start = start;
 	fg_adapt_set_bounds(a, min, max);
 	a->bucket_epoch = now / FG_ADAPT_FLOOR_BUCKET_NS;
 	start_interval(a, now);
@@ -50,6 +52,14 @@ void fg_adapt_set_bounds(struct fg_adapt *a, uint32_t min, uint32_t max)
 	a->min = min ? min : 1;
 	a->max = max < a->min ? a->min : max;
 	a->limit = clamp_u32(a->limit, a->min, a->max);
+}
+
+void fg_adapt_restart(struct fg_adapt *a, uint32_t start)
+{
+	if (start == a->start)
+		return;
+	a->start = start;
+	a->limit = clamp_u32(start, a->min, a->max);
 }
 
 /* Move the floors' window to now's bucket, emptying the buckets it passes. */
@@ -109,13 +119,14 @@ void fg_adapt_answer(struct fg_adapt *a, uint64_t latency_ns, uint32_t seats, ui
 		/* Only requests sent during the probe found the backend near empty. */
 		if (now - latency_ns >= a->probe_start) {
 			a->probe_sum_ns[c] += latency_ns;
-			a->probe_n[c]++;
+			if (!a->probe_n[c]++ || latency_ns < a->probe_min_ns[c])
+				a->probe_min_ns[c] = latency_ns;
 			a->probe_samples++;
 		}
 		return;
 	}
 	uint64_t rho_milli = latency_ns * 1000 / floor;
-	uint64_t bucket_i = rho_milli > 1000 ? (rho_milli - 1000) / RHO_STEP_MILLI : 0;
+	uint64_t bucket_i = rho_milli > RHO_BASE_MILLI ? (rho_milli - RHO_BASE_MILLI) / RHO_STEP_MILLI : 0;
 	a->ratio_seats[bucket_i < FG_ADAPT_RATIO_BUCKETS ? bucket_i : FG_ADAPT_RATIO_BUCKETS - 1] += seats;
 	a->samples++;
 	a->seats += seats;
@@ -130,7 +141,8 @@ static uint32_t rho_quantile(const struct fg_adapt *a, uint64_t q_milli)
 	for (unsigned i = 0; i < FG_ADAPT_RATIO_BUCKETS; i++) {
 		seen += a->ratio_seats[i];
 		if (seen >= want && seen)
-			return i == FG_ADAPT_RATIO_BUCKETS - 1 ? RHO_LAST_MILLI : 1000 + RHO_STEP_MILLI * i + RHO_STEP_MILLI / 2;
+			return i == FG_ADAPT_RATIO_BUCKETS - 1 ? RHO_LAST_MILLI
+							       : RHO_BASE_MILLI + RHO_STEP_MILLI * i + RHO_STEP_MILLI / 2;
 	}
 	return RHO_LAST_MILLI;
 }
@@ -164,9 +176,12 @@ bool fg_adapt_timeout(struct fg_adapt *a, uint64_t now)
 static bool probe_due(const struct fg_adapt *a, uint64_t now)
 {
 	/* A backend without answers now has nothing to measure. */
-	bool stale = (!a->moves[FG_ADAPT_PROBED] || now - a->floors_since >= FG_ADAPT_PROBE_AFTER_NS) && a->samples;
-	bool slow = a->slow_floor >= SLOW_FLOOR_INTERVALS;
-	return (stale || slow) && (now / FG_ADAPT_INTERVAL_NS) % FG_ADAPT_PROBE_PHASES == a->phase;
+	uint64_t every = (uint64_t)FG_ADAPT_PROBE_SPACING * a->last_probe_ns;
+	if (every < FG_ADAPT_PROBE_AFTER_NS)
+		every = FG_ADAPT_PROBE_AFTER_NS;
+	bool stale = (!a->moves[FG_ADAPT_PROBED] || now - a->floors_since >= every) && a->samples;
+	bool slow = a->slow_floor >= SLOW_FLOOR_INTERVALS, fast = a->fast_floor >= FAST_FLOOR_INTERVALS;
+	return (stale || slow || fast) && (now / FG_ADAPT_PROBE_SLOT_NS) % FG_ADAPT_PROBE_PHASES == a->phase;
 }
 
 static bool start_probe(struct fg_adapt *a, uint64_t now)
@@ -174,7 +189,12 @@ static bool start_probe(struct fg_adapt *a, uint64_t now)
 	uint32_t was = fg_adapt_in_force(a);
 	a->probing = true;
 	a->probe_start = now;
-	uint64_t drain = 4 * a->last_latency_ns;
+	/* Long enough for what is outstanding to drain and a few to answer. */
+	uint64_t longest = a->last_latency_ns;
+	for (unsigned c = 0; c < FG_ADAPT_CLASSES; c++)
+		if (fg_adapt_floor_ns(a, c) > longest)
+			longest = fg_adapt_floor_ns(a, c);
+	uint64_t drain = 4 * longest;
 	a->probe_until = now + (drain > FG_ADAPT_PROBE_MIN_NS ? drain : FG_ADAPT_PROBE_MIN_NS);
 	memset(a->probe_sum_ns, 0, sizeof(a->probe_sum_ns));
 	memset(a->probe_n, 0, sizeof(a->probe_n));
@@ -187,12 +207,26 @@ static bool start_probe(struct fg_adapt *a, uint64_t now)
 static bool end_probe(struct fg_adapt *a, uint64_t now)
 {
 	uint32_t was = fg_adapt_in_force(a);
+	if (!a->probe_samples) {
+		/* Nothing sent during it answered: it measured nothing, and is
+		 * due again at the next slot. */
+		a->probing = false;
+		a->last_reason = FG_ADAPT_HOLD;
+		start_interval(a, now);
+		return fg_adapt_in_force(a) != was;
+	}
 	for (unsigned c = 0; c < FG_ADAPT_CLASSES; c++)
-		if (a->probe_n[c])
+		if (a->probe_n[c]) {
 			a->noload_ns[c] = a->probe_sum_ns[c] / a->probe_n[c];
+			/* How far below its mean the fastest no-load answer came:
+			 * what rho10 is at no load (the service times' spread). */
+			if (c == FG_ADAPT_NARROW || !a->probe_n[FG_ADAPT_NARROW])
+				a->noload_rho10_milli = (uint32_t)(a->probe_min_ns[c] * 1000 / a->noload_ns[c]);
+		}
 	a->probing = false;
+	a->last_probe_ns = now - a->probe_start;
 	a->floors_since = now;
-	a->cuts_pending = a->slow_floor = 0;
+	a->cuts_pending = a->slow_floor = a->fast_floor = 0;
 	a->last_reason = FG_ADAPT_PROBED;
 	a->moves[FG_ADAPT_PROBED]++;
 	start_interval(a, now);
@@ -206,7 +240,7 @@ static bool end_probe(struct fg_adapt *a, uint64_t now)
  * backend was never seen to take when the load comes back. */
 static bool decay_unused(struct fg_adapt *a, uint32_t peak)
 {
-	if ((uint64_t)peak * 2 >= a->limit)
+	if ((uint64_t)peak * 2 >= a->limit || a->pressed)
 		return move_limit(a, a->limit, FG_ADAPT_HOLD);
 	uint32_t keep = a->limit - a->limit / 4;
 	return move_limit(a, peak * 2 > keep ? peak * 2 : keep, FG_ADAPT_IDLE);
@@ -229,6 +263,9 @@ static bool decide(struct fg_adapt *a, uint64_t now)
 	bool floors_fresh = now - a->floors_since < FG_ADAPT_PROBE_FRESH_NS && a->moves[FG_ADAPT_PROBED];
 	a->cuts_pending = rho > BAND_HIGH_MILLI ? (uint8_t)(a->cuts_pending + 1) : 0;
 	a->slow_floor = rho10 > SLOW_FLOOR_MILLI && !floors_fresh ? (uint8_t)(a->slow_floor + 1) : 0;
+	/* Answers well faster than a no-load one: the backend got faster and
+	 * the no-load latency is stale, so rho understates the queueing. */
+	a->fast_floor = (uint64_t)rho10 * 4 < (uint64_t)a->noload_rho10_milli * 3 ? (uint8_t)(a->fast_floor + 1) : 0;
 	start_interval(a, now);
 	if (a->slow_floor) /* even the fastest answers are slow: probe before cutting */
 		return move_limit(a, limit, FG_ADAPT_HOLD);
@@ -241,7 +278,7 @@ static bool decide(struct fg_adapt *a, uint64_t now)
 		uint32_t keep = fg_adapt_capacity_estimate(a) / 2;
 		return move_limit(a, cut > keep ? cut : keep < limit ? keep : limit, FG_ADAPT_CUT);
 	}
-	if (rho < BAND_LOW_MILLI && (uint64_t)peak * 5 >= (uint64_t)limit * 4) {
+	if (rho < BAND_LOW_MILLI && !a->fast_floor && ((uint64_t)peak * 5 >= (uint64_t)limit * 4 || a->pressed)) {
 		uint32_t step = isqrt(limit);
 		if (step > limit / 4)
 			step = limit / 4;

@@ -175,16 +175,25 @@ void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t 
 	set_capacity_in_force(p, i, seats);
 }
 
-void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t max, uint64_t now)
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool pressed)
+{
+	for (uint32_t i = 0; i < p->n; i++)
+		if (p->b[i].adaptive)
+			fg_adapt_pressure(&p->adapt[i], pressed);
+}
+
+void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t min, uint32_t max,
+				 uint64_t now)
 {
 	if (i >= p->n)
 		return;
 	if (!p->b[i].adaptive) {
 		/* Probes of different backends in different slots of the clock. */
-		fg_adapt_init(&p->adapt[i], start, 1, max, i, now);
+		fg_adapt_init(&p->adapt[i], start, min, max, i, now);
 		p->b[i].adaptive = true;
 	} else {
-		fg_adapt_set_bounds(&p->adapt[i], 1, max);
+		fg_adapt_set_bounds(&p->adapt[i], min, max);
+		fg_adapt_restart(&p->adapt[i], start);
 	}
 	set_capacity_in_force(p, i, fg_adapt_in_force(&p->adapt[i]));
 }

@@ -130,11 +130,13 @@ void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t 
 
 /* Backend i's capacity is learned (serverConcurrencyLimitMode: Adaptive,
  * common/req/adaptlimit.h): starting at `start` seats (this worker's part)
- * when it was not learned yet or its slot started afresh, at most `max`.
+ * when it was not learned yet or its slot started afresh (a new start
+ * moves it there), within [min, max].
  * Its capacity is then the controller's limit in force, which moves with
  * the answers and timeouts (fg_backendpool_learn_latency, _done) and the
  * periodic fg_backendpool_refresh, each move counted in changes. */
-void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t max, uint64_t now);
+void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t min, uint32_t max,
+				 uint64_t now);
 
 /* The backend for a request of `seats` seats, or FG_BACKEND_NONE (none
  * usable — see fg_backendpool_usable — or every usable one full). */
@@ -148,6 +150,10 @@ bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t
  * before fg_backendpool_done. */
 void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t seats, uint64_t latency_ns,
 				  uint64_t now);
+
+/* Whether requests wait in the worker's queues for want of seats: the
+ * adaptive limits' cue that more would be used (fg_adapt_pressure). */
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool pressed);
 
 /* Whether any backend could take a request now. */
 bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);

@@ -27,7 +27,9 @@ def row(st):
 
 st = d.status()
 t.check(st["serverConcurrencyLimitMode"] == "Adaptive", "status says Adaptive")
-t.check(row(st)["learnedLimitSeats"] == 64, f"the limit starts at serverConcurrencyLimit ({row(st)['learnedLimitSeats']})")
+# Unused, it decays by a quarter a second: a slow start may have seen one.
+t.check(48 <= row(st)["learnedLimitSeats"] <= 64,
+        f"the limit starts at serverConcurrencyLimit ({row(st)['learnedLimitSeats']})")
 
 lg = t.loadgen_start(d.addr, ["name=load,user=u,threads=32,service=10ms"], duration="14s", timeout="20s")
 st = d.wait_status(lambda s: row(s)["learnedLimitSeats"] <= 12, timeout=8)
