@@ -188,14 +188,16 @@ static bool start_probe(struct fg_adapt *a, uint64_t now)
 {
 	uint32_t was = fg_adapt_in_force(a);
 	a->probing = true;
+	a->probe_seats = a->moves[FG_ADAPT_PROBED] ? clamp_u32(a->limit / 4, a->min, a->limit) : a->min;
 	a->probe_start = now;
 	/* Long enough for what is outstanding to drain and a few to answer. */
 	uint64_t longest = a->last_latency_ns;
 	for (unsigned c = 0; c < FG_ADAPT_CLASSES; c++)
 		if (fg_adapt_floor_ns(a, c) > longest)
 			longest = fg_adapt_floor_ns(a, c);
-	uint64_t drain = 4 * longest;
-	a->probe_until = now + (drain > FG_ADAPT_PROBE_MIN_NS ? drain : FG_ADAPT_PROBE_MIN_NS);
+	uint64_t drain = 2 * longest > FG_ADAPT_PROBE_MIN_NS / 2 ? 2 * longest : FG_ADAPT_PROBE_MIN_NS / 2;
+	a->probe_enough_at = now + drain;
+	a->probe_until = now + 2 * drain;
 	memset(a->probe_sum_ns, 0, sizeof(a->probe_sum_ns));
 	memset(a->probe_n, 0, sizeof(a->probe_n));
 	a->probe_samples = 0;
@@ -294,7 +296,10 @@ bool fg_adapt_tick(struct fg_adapt *a, uint64_t now)
 	if (now < a->interval_start)
 		return false;
 	if (a->probing)
-		return now >= a->probe_until || a->probe_samples >= FG_ADAPT_PROBE_SAMPLES ? end_probe(a, now) : false;
+		return now >= a->probe_until || a->probe_samples >= FG_ADAPT_PROBE_SAMPLES ||
+				       (now >= a->probe_enough_at && a->probe_samples >= FG_ADAPT_PROBE_FEW)
+			       ? end_probe(a, now)
+			       : false;
 	if (probe_due(a, now))
 		return start_probe(a, now);
 	if (now - a->interval_start < FG_ADAPT_INTERVAL_NS)

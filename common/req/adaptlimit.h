@@ -45,10 +45,15 @@
  *   FG_ADAPT_PROBE_FRESH_NS: then it is load), or rho10 below 3/4 of what
  *   it was at no load two intervals in a row (the backend got faster, and
  *   rho understates its queueing: no growth until probed), the
- *   limit in force drops to the minimum until FG_ADAPT_PROBE_SAMPLES
+ *   limit in force drops — to the minimum for the first probe (the start
+ *   may be far above what the backend takes), to a quarter of the limit
+ *   (at least the minimum) after: the limit is then near what the backend
+ *   takes, a quarter of it does not queue there, and long requests answer
+ *   a probe in one round — until FG_ADAPT_PROBE_SAMPLES
  *   requests sent during the probe have answered (they found the backend
- *   empty but for the minimum: their latency is the floor) or
- *   max(FG_ADAPT_PROBE_MIN_NS, 4 x the mean latency) passed.  The floors then
+ *   empty but for the minimum: their latency is the floor), or
+ *   FG_ADAPT_PROBE_FEW have once 2 x the longest latency it knows (at least
+ *   FG_ADAPT_PROBE_MIN_NS / 2) passed, or twice that passed.  The floors then
  *   become what the probe measured, and the limit comes back.  Periodic
  *   probes are at least FG_ADAPT_PROBE_SPACING times their length apart
  *   (long requests: long probes, rarer).  A probe starts only in its
@@ -61,7 +66,8 @@
  * failure it sees.
  *
  * Invariants: min >= 1, min <= limit <= max; the limit in force is the
- * limit, or the minimum during a probe; no cut or growth before the first
+ * limit, or probe_seats (at least the minimum, at most the limit) during a
+ * probe; no cut or growth before the first
  * probe (only the decay of an unused limit).  Time is passed in (a virtual clock
  * in the simulator and the unit tests).
  *
@@ -84,6 +90,7 @@
 #define FG_ADAPT_PROBE_MIN_NS 200000000ull     /* 200 ms */
 #define FG_ADAPT_PROBE_FRESH_NS 1000000000ull  /* slowness within 1 s of a probe is load */
 #define FG_ADAPT_PROBE_SAMPLES 8u
+#define FG_ADAPT_PROBE_FEW 3u                  /* enough once half the probe's time is over */
 #define FG_ADAPT_PROBE_SLOT_NS 200000000ull   /* a probe starts in its backend's slot of this length */
 #define FG_ADAPT_PROBE_PHASES 5u               /* slots in turn (wider than the workers' 100 ms tick) */
 #define FG_ADAPT_PROBE_SPACING 20u             /* probes at least this many times their length apart */
@@ -134,8 +141,9 @@ struct fg_adapt {
 	uint64_t capacity_milli[FG_ADAPT_HISTORY];
 	uint32_t history_at;
 	/* Probe. */
-	uint64_t probe_start, probe_until;
+	uint64_t probe_start, probe_until, probe_enough_at;
 	uint64_t last_probe_ns;  /* how long the last probe took */
+	uint32_t probe_seats;    /* the limit in force during a probe */
 	uint64_t probe_sum_ns[FG_ADAPT_CLASSES];
 	uint32_t probe_n[FG_ADAPT_CLASSES];
 	uint64_t probe_min_ns[FG_ADAPT_CLASSES];
@@ -189,7 +197,7 @@ bool fg_adapt_tick(struct fg_adapt *a, uint64_t now);
 /* The seats the backend may have at once now. */
 static inline uint32_t fg_adapt_in_force(const struct fg_adapt *a)
 {
-	return a->probing ? a->min : a->limit;
+	return a->probing ? a->probe_seats : a->limit;
 }
 
 /* What a class's latency is compared with: the last probe's no-load
