@@ -79,6 +79,30 @@ TEST(set_backend_event)
 	fg_scenario_free(s);
 }
 
+/* backends.seats (what fairgate is told) and a settings baseline: the
+ * second run's settings are the scenario's with the baseline's laid over. */
+TEST(seats_and_settings_baseline)
+{
+	struct fg_scenario *s = load("name: t\nbackends: {count: 2, capacity: 8, seats: 0}\n"
+				     "fairgate: {settings: {serverConcurrencyLimit: 600, serverConcurrencyLimitMode: Adaptive}}\n"
+				     "baseline: {description: static, settings: {serverConcurrencyLimitMode: Static}}\n"
+				     "flows: [{name: a, threads: 1}]\n");
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK_EQ(s->capacity, 8u);
+	CHECK_EQ(s->seats, 0u);
+	CHECK(s->baseline_settings != NULL);
+	CHECK_STR(json_string_value(json_object_get(s->baseline_settings, "serverConcurrencyLimitMode")), "Static");
+	CHECK_STR(json_string_value(json_object_get(s->settings, "serverConcurrencyLimitMode")), "Adaptive");
+	CHECK_EQ(json_integer_value(json_object_get(s->baseline_settings, "serverConcurrencyLimit")), 600);
+	CHECK_STR(s->baseline_description, "static");
+	fg_scenario_free(s);
+	s = load("name: t\nbackends: {capacity: 4}\nflows: [{name: a, threads: 1}]\n");
+	CHECK(s != NULL && s->seats == 4 && s->baseline_settings == NULL);
+	fg_scenario_free(s);
+}
+
 TEST(bad_fields_are_named)
 {
 	static const struct {
@@ -94,6 +118,13 @@ TEST(bad_fields_are_named)
 		{ "name: t\nbackends: {}\nflows: [{name: a, rate: 5, rampTo: 9, threads: 0, arrivals: burst}]\n",
 		  "flows[0].arrivals:" },
 		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nextra: 1\n", "extra:" },
+		{ "name: t\nbackends: {seats: 5000}\nflows: [{name: a, threads: 1}]\n", "backends.seats:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nbaseline: 1\n", "baseline: must be an object" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nbaseline: {}\n", "baseline.settings: required" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nbaseline: {settings: {listen: x}}\n",
+		  "baseline.settings.listen: set by the runner" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nbaseline: {settings: {}, extra: 1}\n",
+		  "baseline.extra:" },
 		/* set-backend (issue 29): what it changes, and only it. */
 		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0}]\n",
 		  "events[0].: set-backend needs serviceTime and/or capacity" },
