@@ -357,6 +357,11 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	/* What the levels share now: the limit scaled by the backends' usable
 	 * capacity, or the adaptive limit (issue 29). */
 	json_object_set_new(doc, "serverConcurrencyLimitMode", json_string(adaptive ? "Adaptive" : "Static"));
+	if (adaptive) {
+		json_object_set_new(doc, "serverConcurrencyLimitMin", json_integer((json_int_t)v->settings->seat_limit_min));
+		json_object_set_new(doc, "serverConcurrencyLimitMax",
+				    json_integer((json_int_t)fg_settings_seat_limit_max(v->settings)));
+	}
 	json_object_set_new(doc, "serverConcurrencyLimitInForce",
 			    json_integer((json_int_t)fg_stats_seat_limit_in_force(v->worker_stats, v->n_workers,
 										  (uint32_t)server_limit)));

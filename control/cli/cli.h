@@ -49,4 +49,7 @@ int cmd_validate(const char *path, int argc, char **argv);
 int cmd_validate_offline(const char *path, int argc, char **argv);
 int cmd_explain(const char *path, int argc, char **argv);
 
+/* limits.c: explain --limits, from the daemon's status (-o table|json). */
+int ctl_explain_limits(const char *path, const char *fmt);
+
 #endif

@@ -65,6 +65,8 @@ void ctl_usage(FILE *f)
 		"                             check a file (objects + FairgateSettings); exit 1 if invalid; offline\n"
 		"                             the file is the whole configuration; --base: merged onto the live set\n"
 		"                             (asks the daemon), the bootstrap set or another file's configuration\n"
+		"  explain --limits [-o table|json]   how each level's seat limit follows from serverConcurrencyLimit,\n"
+		"                                    the backends' (learned) capacity and borrowing\n"
 		"  explain [-f FILE] --user U [--group G ...] [--namespace NS] [--verb V] [--api-group G]\n"
 		"          [--resource R] [--subresource S] [--name N] [--path P] [--untrusted] [--why]\n"
 		"          [-o table|json]    where a request goes; with -f offline on that file\n"

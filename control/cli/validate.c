@@ -194,9 +194,10 @@ int cmd_explain(const char *path, int argc, char **argv)
 		{ "resource", required_argument, 0, 'r' }, { "subresource", required_argument, 0, 's' },
 		{ "name", required_argument, 0, 'N' }, { "path", required_argument, 0, 'p' },
 		{ "output", required_argument, 0, 'o' }, { "why", no_argument, 0, 'W' },
+		{ "limits", no_argument, 0, 'L' },
 		{ "untrusted", no_argument, 0, 'T' }, { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
 	const char *file = NULL, *fmt = "table";
-	bool why = false;
+	bool why = false, limits = false;
 	json_t *rq = json_object(), *groups = json_array();
 	int opt;
 	optind = 1;
@@ -206,6 +207,7 @@ int cmd_explain(const char *path, int argc, char **argv)
 		case 'f': file = optarg; break;
 		case 'o': fmt = optarg; break;
 		case 'W': why = true; break;
+		case 'L': limits = true; break;
 		case 'T': json_object_set_new(rq, "untrusted", json_true()); break;
 		case 'g': json_array_append_new(groups, json_string(optarg)); break;
 		case 'u': key = "user"; break;
@@ -223,6 +225,14 @@ int cmd_explain(const char *path, int argc, char **argv)
 			json_object_set_new(rq, key, json_string(optarg));
 	}
 	json_object_set_new(rq, "groups", groups);
+	if (limits) { /* the daemon's limits, not a request's classification */
+		json_decref(rq);
+		if (file || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
+			fprintf(stderr, "fairgatectl explain --limits: asks the daemon (no -f), -o table|json\n");
+			return 2;
+		}
+		return ctl_explain_limits(path, fmt);
+	}
 	if (!json_object_get(rq, "user") || (strcmp(fmt, "table") && strcmp(fmt, "json"))) {
 		fprintf(stderr, "fairgatectl explain: need --user (and -o table|json)\n");
 		json_decref(rq);

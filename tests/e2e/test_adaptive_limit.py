@@ -5,8 +5,10 @@ limit comes down near 4 (what waits beyond it waits in fairgate's fair
 queues, not in the backend's socket), the no-load latency is measured, and
 the levels share what was learned.  The backend then takes 16 at once: the
 limit grows.  status and /metrics show it; every request is answered once."""
+import json
 import os
 import re
+import subprocess
 import signal
 import tempfile
 import time
@@ -40,8 +42,25 @@ st = d.status()
 learned = row(st)["learnedLimitSeats"]
 t.check(2 <= learned <= 12, f"and stays near it ({learned} seats)")
 t.check(5 <= row(st)["noloadLatencyMs"] <= 40, f"the no-load latency is measured ({row(st)['noloadLatencyMs']:.1f} ms)")
+st2 = st
 t.check(st["serverConcurrencyLimitInForce"] < 64,
         f"the levels share what was learned ({st['serverConcurrencyLimitInForce']} of the 64 it started at)")
+
+# explain --limits: the derivation, step by step, in a table and as JSON.
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "explain", "--limits"], capture_output=True, text=True,
+                   timeout=10)
+t.check(p.returncode == 0 and "Adaptive" in p.stdout and b0 in p.stdout and "scaled by" in p.stdout,
+        "explain --limits shows the derivation")
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "explain", "--limits", "-o", "json"], capture_output=True,
+                   text=True, timeout=10)
+lim = json.loads(p.stdout)
+# (the limit may have moved since the status above)
+t.check(lim["mode"] == "Adaptive" and lim["serverConcurrencyLimit"] == 64 and lim["max"] == 256 and
+        lim["backends"][0]["learnedLimitSeats"] >= 1 and 1 <= lim["inForce"] < 64,
+        f"explain --limits -o json: mode, limits and backends ({lim['inForce']} in force)")
+p = subprocess.run([t.FAIRGATECTL, "--socket", d.sock, "explain", "--limits", "-f", "x.yaml"], capture_output=True,
+                   text=True, timeout=10)
+t.check(p.returncode == 2 and "no -f" in p.stderr, "explain --limits refuses a file: it asks the daemon")
 _, metrics = t.http_get(f"http://{d.http_address()}/metrics")
 m = re.search(r'^fairgate_server_concurrency_limit (\d+)', metrics, re.M)
 t.check(m is not None and int(m.group(1)) < 64, "fairgate_server_concurrency_limit follows")
