@@ -25,6 +25,7 @@
 #include "sharingview.h"
 #include "http_debug.h"
 #include "httpguard.h"
+#include "load.h"
 #include "proto.h"
 
 struct fg_http {
@@ -388,6 +389,7 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	if (cfg) {
 		single(e, "fairgate_config_generation", FG_EXPFMT_GAUGE,
 		       "The generation of the published configuration.", cfg->generation);
+		fg_load_metrics(e, v->worker_stats, v->n_workers, cfg->seat_limit);
 		fg_expfmt_family(e, "fairgate_queue_wait_limit_seconds", FG_EXPFMT_GAUGE,
 				 "queueWaitLimit: the longest a request waits in a queue before REJECT time-out.");
 		fg_expfmt_double(e, "fairgate_queue_wait_limit_seconds", NULL, 0, (double)cfg->queue_wait_ns / 1e9);
@@ -536,6 +538,31 @@ static enum MHD_Result serve_metrics(struct fg_http *h, struct MHD_Connection *c
 	return fg_http_respond(c, MHD_HTTP_OK, body, len, FG_EXPFMT_CONTENT_TYPE);
 }
 
+/* /debug/fairgate/load: the load state for the tier in front (load.h). */
+static enum MHD_Result serve_load(struct fg_http *h, struct MHD_Connection *c)
+{
+	if (!rcu_reader_ready())
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the configuration\n", NULL);
+	rcu_thread_online();
+	const struct fg_config *cfg = rcu_dereference(h->view.config_ptr ? *h->view.config_ptr : NULL);
+	uint32_t seat_limit = cfg ? cfg->seat_limit : 0;
+	rcu_thread_offline();
+	json_t *doc = fg_load_json(h->view.worker_stats, h->view.n_workers, seat_limit);
+	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!body)
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the load state: out of memory\n", NULL);
+	size_t len = strlen(body);
+	char *line = realloc(body, len + 2); /* one line, newline-terminated */
+	if (!line) {
+		free(body);
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot build the load state: out of memory\n", NULL);
+	}
+	line[len] = '\n';
+	line[len + 1] = '\0';
+	return fg_http_respond(c, MHD_HTTP_OK, line, len + 1, "application/json");
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size, void **req)
 {
@@ -551,8 +578,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (h->view.vis && fg_http_debug_route(url)) /* their own query parameters (http_debug.h) */
 		return fg_http_debug_serve(h->view.vis, c, url);
 	bool metrics = !strcmp(url, "/metrics"), healthz = !strcmp(url, "/healthz"), readyz = !strcmp(url, "/readyz");
-	if (!metrics && !healthz && !readyz)
-		return reply(c, MHD_HTTP_NOT_FOUND, "not found: the paths are /metrics, /healthz and /readyz\n", NULL);
+	bool load = !strcmp(url, "/debug/fairgate/load");
+	if (!metrics && !healthz && !readyz && !load)
+		return reply(c, MHD_HTTP_NOT_FOUND,
+			     "not found: the paths are /metrics, /healthz, /readyz and /debug/fairgate/load\n", NULL);
 	char arg[49] = "";
 	if (MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, first_arg, arg) > 0) {
 		char line[128];
@@ -561,6 +590,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (healthz)
 		return reply(c, MHD_HTTP_OK, "ok\n", NULL);
+	if (load)
+		return serve_load(h, c);
 	if (readyz) {
 		char why[96], line[128];
 		if (!rcu_reader_ready())

@@ -262,9 +262,12 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 			FG_STAT_SET(w->stats.levels[i].current_r, w->levels[i].qs.r);
 			FG_STAT_SET(w->stats.levels[i].r_wraps, w->levels[i].qs.stats.epochs);
 		}
-	for (uint32_t i = 0; i < w->n_levels; i++)
+	for (uint32_t i = 0; i < w->n_levels; i++) {
 		if (w->levels[i].used && w->levels[i].qs.usage.flows)
 			FG_STAT_SET(w->stats.levels[i].usage_overflowed, w->levels[i].qs.usage.overflowed);
+		if (w->levels[i].used) /* the load estimate's (control/load.h) */
+			FG_STAT_SET(w->stats.levels[i].guess_ns, w->levels[i].qs.guess_ns);
+	}
 	if (w->adaptive.on)
 		fg_backendpool_set_pressure(&w->pool, levels_pressed(w));
 	fg_backendpool_refresh(&w->pool, now);

@@ -289,6 +289,8 @@ unsigned fg_stats_levels_total(struct fg_worker_stats *const *s, unsigned n, str
 			t->seats_in_use += FG_STAT_GET(l->seats_in_use);
 			t->waiting += FG_STAT_GET(l->waiting);
 			t->seats_waiting += FG_STAT_GET(l->seats_waiting);
+			if (FG_STAT_GET(l->guess_ns) > t->guess_ns)
+				t->guess_ns = FG_STAT_GET(l->guess_ns);
 			t->usage_overflowed += FG_STAT_GET(l->usage_overflowed);
 			t->executing += (uint32_t)FG_STAT_GET(l->executing);
 			t->received += FG_STAT_GET(l->received);

@@ -100,6 +100,7 @@ struct fg_level_stats {
 	uint64_t received, dispatched, responded, rejected;
 	uint64_t rejected_by[FG_REJECT__COUNT];
 	uint32_t waiting, executing, seats_in_use;
+	uint64_t guess_ns;             /* the level's service-time guess (queueset.h; published periodically) */
 	uint32_t seats_waiting;        /* seats the waiting requests ask: with seats_in_use, the demand
 				        * borrowing integrates (common/runtime/borrower.h) */
 	/* The queue set's virtual time (queueset.h), seat-ns wrapping: now,
@@ -285,6 +286,7 @@ struct fg_level_total {
 	uint32_t limit, queues;
 	bool live;
 	uint64_t seats_in_use, waiting, executing, seats_waiting;
+	uint64_t guess_ns;       /* the largest service-time guess among the workers */
 	uint64_t received, dispatched, responded, rejected;
 	uint64_t usage_overflowed;
 	uint64_t rejected_by[FG_REJECT__COUNT];
