@@ -66,6 +66,7 @@ static void watch_backends(struct fg_logwatch *w, const struct fg_control_view *
 			snprintf(w->backends[b].addr, sizeof(w->backends[b].addr), "%s", addr[b]);
 			w->backends[b].ejections = t.ejections;
 			w->backends[b].stalls = t.stalls;
+			w->backends[b].learned = t.learned_limit;
 			w->backends[b].down = down;
 			continue;
 		}
@@ -80,6 +81,19 @@ static void watch_backends(struct fg_logwatch *w, const struct fg_control_view *
 			fg_log(FG_LOG_WARN, "backend stalled", FG_LOG_STR("backend", addr[b]),
 			       FG_LOG_UINT("stalls", t.stalls), FG_LOG_UINT("outstandingSeats", t.outstanding),
 			       FG_LOG_UINT("latencyUs", t.latency_ns / 1000));
+		/* An adaptive limit: told when it moved by a quarter or more
+		 * (each line is such a move, so they stay few). */
+		uint64_t was = w->backends[b].learned, now_l = t.learned_limit;
+		if (now_l && was && (now_l * 4 >= was * 5 || now_l * 4 <= was * 3)) {
+			if (!quiet)
+				fg_log(FG_LOG_INFO, "backend limit moved", FG_LOG_STR("backend", addr[b]),
+				       FG_LOG_UINT("fromSeats", was), FG_LOG_UINT("toSeats", now_l),
+				       FG_LOG_STR("decision", fg_adapt_reason_name(t.limit_reason)),
+				       FG_LOG_UINT("noloadUs", t.noload_ns / 1000), FG_LOG_UINT("latencyUs", t.latency_ns / 1000));
+			w->backends[b].learned = now_l;
+		} else if (!was) {
+			w->backends[b].learned = now_l;
+		}
 		w->backends[b].stalls = t.stalls;
 		w->backends[b].ejections = t.ejections;
 		w->backends[b].down = down;

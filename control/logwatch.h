@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * logwatch — the workers' events, logged by the control thread: backend
- * ejections and recoveries, workers that cannot follow a configuration, and
- * dropped datagrams by reason.  Workers never write a log line (logging
+ * ejections and recoveries, stalls, adaptive limits that moved by a quarter
+ * or more since last told (adaptlimit.h), workers that cannot follow a
+ * configuration, and dropped datagrams by reason.  Workers never write a log line (logging
  * must not slow a poll loop); they count, as they do for status and
  * /metrics, and this module compares the counters with what it saw last.
  *
@@ -37,6 +38,7 @@ struct fg_logwatch {
 		char addr[32];
 		uint64_t ejections;
 		uint64_t stalls;
+		uint64_t learned;      /* the adaptive limit last told (0: Static) */
 		bool down;             /* some worker has it ejected or probing */
 	} backends[FG_MAX_BACKENDS];
 	uint64_t refused_generation[FG_MAX_WORKER_CORES];

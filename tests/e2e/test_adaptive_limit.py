@@ -20,7 +20,8 @@ with open(control, "w") as f:
     f.write("capacity=4\n")
 b0 = f"127.0.0.1:{t.free_port()}"
 p0 = t.backend(b0, workers=16, extra=["--control", control])
-d = t.Daemon([b0], ["--seat-limit", "64", "--seat-limit-mode", "Adaptive", "--backend-timeout", "10s"])
+log_path = os.path.join(os.path.dirname(control), "fairgate.log")
+d = t.Daemon([b0], ["--seat-limit", "64", "--seat-limit-mode", "Adaptive", "--backend-timeout", "10s"], log=log_path)
 
 
 def row(st):
@@ -80,6 +81,9 @@ res = t.loadgen_result(lg)
 f = res["load"]
 t.check(f["lost"] == 0, "every request is answered once")
 t.check(f["responses"] > 0 and sum(f["rejected"].values()) == 0, f"nothing refused ({f['rejected']})")
+log = open(log_path).read()
+t.check(re.search(r'backend limit moved.*fromSeats=\d+ toSeats=\d+', log) is not None,
+        "the log tells the limit's moves (backend limit moved)")
 st = d.wait_idle()
 t.check(t.invariant_holds(st), "invariant holds")
 rc, _ = d.stop()
