@@ -411,6 +411,7 @@ static void config_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 			fg_expfmt_u64(e, cur, &l, 1, fg_config_level_limit(cfg, i));
 		}
 		fg_metrics_backends(e, cfg, v->worker_stats, v->n_workers);
+		fg_metrics_work_estimates(e, cfg, v->worker_stats, v->n_workers);
 	}
 	/* The levels' fair sharing, read outside the read-side section. */
 	unsigned n_sl = cfg ? (cfg->fc->n_levels < FG_MAX_LEVELS ? cfg->fc->n_levels : FG_MAX_LEVELS) : 0;

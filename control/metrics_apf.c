@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "backendpool.h"
+#include "classguess.h"
+#include "flowcontrol.h"
 #include "endpoint.h"
 
 #define NS_PER_S 1e9
@@ -277,6 +279,42 @@ void fg_metrics_busy(struct fg_expfmt *e, struct fg_worker_stats *const *ws, uns
 			fg_expfmt_double(e, fam[f].name, &l, 1, fam[f].value(ws[w]));
 		}
 	}
+}
+
+/* --- work estimates ---------------------------------------------------------- */
+
+void fg_metrics_work_estimates(struct fg_expfmt *e, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
+			       unsigned n_workers)
+{
+	if (!cfg->work_per_class)
+		return;
+	const char *name = "fairgate_work_estimate_seconds";
+	fg_expfmt_family(e, name, FG_EXPFMT_GAUGE,
+			 "The service time a (priority level, verb class) is priced with in its queue (workEstimates "
+			 "PerClass: learned at completion, within workEstimateMin/Max; the largest over the workers).");
+	/* Level slots differ between workers: by name, as the levels' totals. */
+	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
+	if (!t)
+		return;
+	unsigned n = fg_stats_levels_total(ws, n_workers, t, FG_MAX_LEVELS);
+	for (unsigned k = 0; k < n; k++)
+		for (unsigned c = 0; t[k].live && t[k].limit && c < FG_VERB_CLASSES; c++) { /* exempt: not queued */
+			uint64_t most = 0;
+			for (unsigned w = 0; w < n_workers; w++)
+				for (uint32_t slot = 0; slot < FG_MAX_LEVELS; slot++) {
+					const struct fg_level_stats *l = &ws[w]->levels[slot];
+					if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE) || strcmp(l->name, t[k].name))
+						continue;
+					uint64_t v = FG_STAT_GET(ws[w]->work_estimate_ns[fg_classguess_index(slot, c)]);
+					most = v > most ? v : most;
+					break;
+				}
+			if (!most)
+				continue;
+			struct fg_expfmt_label l[2] = { { "priority_level", t[k].name }, { "verb", fg_verb_class_name(c) } };
+			fg_expfmt_double(e, name, l, 2, (double)most / 1e9);
+		}
+	free(t);
 }
 
 /* --- backends --------------------------------------------------------------- */

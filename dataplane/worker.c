@@ -109,6 +109,7 @@ void fg_worker_fini(struct fg_worker *w)
 			fg_qs_fini(&w->levels[i].qs);
 	free(w->level_of_cfg);
 	free(w->pair_of_schema);
+	fg_classguess_fini(&w->classguess);
 }
 
 static void flush(struct fg_worker *w)
@@ -268,6 +269,12 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 		if (w->levels[i].used) /* the load estimate's (control/load.h) */
 			FG_STAT_SET(w->stats.levels[i].guess_ns, w->levels[i].qs.guess_ns);
 	}
+	if (w->work_per_class) {
+		uint32_t n = w->classguess.n < FG_WORK_CLASSES_EXPORTED ? w->classguess.n : FG_WORK_CLASSES_EXPORTED;
+		for (uint32_t i = 0; i < n; i++)
+			FG_STAT_SET(w->stats.work_estimate_ns[i], /* what it is priced with: within the bounds */
+				    w->classguess.e[i].samples ? fg_classguess_get(&w->classguess, i, 0) : 0);
+	}
 	if (w->adaptive.on)
 		fg_backendpool_set_pressure(&w->pool, levels_pressed(w));
 	fg_backendpool_refresh(&w->pool, now);
@@ -362,8 +369,12 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bo
 	struct fg_req *r = &w->reqs.slots[slot];
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	uint64_t ejections = w->pool.b[r->backend].ejections;
-	if (answered)
+	if (answered) {
 		fg_backendpool_learn_latency(&w->pool, r->backend, r->qs.seats, now - r->qs.dispatch_ns, now);
+		if (w->work_per_class)
+			fg_classguess_learn(&w->classguess, fg_classguess_index(r->level, (enum fg_verb_class)r->verb_class),
+					    now - r->qs.dispatch_ns);
+	}
 	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
 	struct fg_backend_stats *bs = &w->stats.backends[r->backend];
 	if (unlikely(w->pool.b[r->backend].ejections != ejections)) {
@@ -563,12 +574,20 @@ static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work
 	if (unlikely((*slot = fg_reqtable_alloc(&w->reqs)) == FG_REQ_NIL))
 		return FG_REJECT_QUEUE_FULL; /* the table is sized by validation; defensive */
 	struct fg_req *r = &w->reqs.slots[*slot];
-	r->level = level;
+	r->level = (uint8_t)level;
 	uint32_t weight = match->weight, queue = FG_QS_NO_QUEUE; /* the queue set's own choice */
-	if (w->board && level_qs(w, r)->cfg.mode == FG_QS_QUEUE)
+	struct fg_queueset *qs = level_qs(w, r);
+	if (w->board && qs->cfg.mode == FG_QS_QUEUE)
 		weight = fg_worker__local_weight(w, level, match, &queue);
-	switch (fg_qs_arrive_weighted(level_qs(w, r), &r->qs, queue, match->flow_hash, work->initial_seats,
-				      work->final_seats, work->extra_latency_ns, weight, now)) {
+	/* Priced with its class's service time (a set that does not take the
+	 * caller's price ignores it). */
+	r->verb_class = work->verb_class;
+	uint64_t guess = w->work_per_class ? fg_classguess_get(&w->classguess,
+							       fg_classguess_index(level, (enum fg_verb_class)r->verb_class),
+							       qs->guess_ns)
+					   : 0;
+	switch (fg_qs_arrive_priced(qs, &r->qs, queue, match->flow_hash, work->initial_seats, work->final_seats,
+				    work->extra_latency_ns, weight, guess, now)) {
 	case FG_QS_REJECT_QUEUE_FULL:
 		fg_reqtable_release(&w->reqs, *slot);
 		return FG_REJECT_QUEUE_FULL;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "backendpool.h"
+#include "classguess.h"
 #include "cookie.h"
 #include "nonce.h"
 #include "config.h"
@@ -125,6 +126,11 @@ struct fg_worker {
 	uint32_t n_reserve;          /* buffers kept for answers fairgate owes when the pool runs dry */
 	struct fg_pkt reserve[FG_ANSWER_RESERVE];
 	struct fg_snap_box *snap;    /* visibility snapshots asked by the control side (pending.h); NULL: none */
+	/* workEstimates PerClass: the service time per (level slot, verb
+	 * class), learned at completion, each arrival priced with its class's
+	 * (classguess.h; a slot a new level takes starts afresh). */
+	bool work_per_class;
+	struct fg_classguess classguess;
 	struct fg_backendpool pool;
 	uint32_t pool_changes_seen;  /* pool.changes when the levels last followed its capacity */
 	/* serverConcurrencyLimitMode Adaptive: this worker's part of

@@ -49,6 +49,7 @@ static struct fg_qs_config qs_config_of(const struct fg_config *cfg, const struc
 		 * their share there (worker.h), so every level with queues is
 		 * run weighted. */
 		.weighted = l->weighted || (cfg->board && l->queues && l->policy != FG_FC_POLICY_USAGE_BASED),
+		.caller_prices = cfg->work_per_class && !l->exempt, /* classguess.h */
 		.usage_based = l->policy == FG_FC_POLICY_USAGE_BASED,
 		.usage = fg_fc_level_usage_params(l),
 	};
@@ -240,8 +241,16 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
 	uint16_t *pairs = apf ? calloc(fc->n_schemas ? fc->n_schemas : 1, sizeof(*pairs)) : NULL;
 	struct level_change *changes = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*changes));
-	int rc = map && changes && (pairs || !apf) ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
+	/* Per-class estimates: one table for every level slot, made once. */
+	bool new_classes = !w->classguess.e;
+	struct fg_classguess classes = { 0 };
+	int rc = new_classes ? fg_classguess_init(&classes, FG_MAX_LEVELS, cfg->work_estimate_min_ns,
+						  cfg->work_estimate_max_ns)
+			     : 0;
+	if (!rc)
+		rc = map && changes && (pairs || !apf) ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
 	if (rc) {
+		fg_classguess_fini(&classes);
 		free(map);
 		free(pairs);
 		free(changes);
@@ -262,6 +271,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 			fg_qs_commit(&w->levels[level_slot].qs, &changes[i].prep, now);
 		} else {
 			fg_retry_after_init(&w->levels[level_slot].retry, now / FG_NS_PER_SEC);
+			fg_classguess_forget_group(&w->classguess, level_slot); /* another level's slot before */
 			struct fg_level_stats *ls = &w->stats.levels[level_slot];
 			memset(ls, 0, sizeof(*ls));
 			snprintf(ls->name, sizeof(ls->name), "%s", l->name);
@@ -287,6 +297,10 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		}
 		shrank[k] |= w->levels[k].used && !keep[k];
 	}
+	if (new_classes)
+		w->classguess = classes;
+	fg_classguess_set_bounds(&w->classguess, cfg->work_estimate_min_ns, cfg->work_estimate_max_ns);
+	w->work_per_class = cfg->work_per_class;
 	free(w->level_of_cfg);
 	w->level_of_cfg = map;
 	w->n_level_map = fc->n_levels;

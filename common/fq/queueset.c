@@ -183,7 +183,16 @@ static void demand_changed(struct fg_queueset *qs, struct contribution before, s
  * may wait long, and the guess learns meanwhile. */
 static inline void price_head(struct fg_queueset *qs, struct fg_qs_req *r)
 {
-	r->guess_ns = qs->guess_ns;
+	if (!qs->cfg.caller_prices)
+		r->guess_ns = qs->guess_ns;
+}
+
+/* At arrival: the caller's price (caller_prices, classguess.h), else the
+ * set's guess now. */
+static inline void price_arrival(const struct fg_queueset *qs, struct fg_qs_req *r)
+{
+	if (!qs->cfg.caller_prices || !r->guess_ns)
+		r->guess_ns = qs->guess_ns;
 }
 
 static inline struct fg_qs_flow_debt *debt_of(const struct fg_queueset *qs, uint64_t flow_hash)
@@ -632,7 +641,7 @@ uint32_t fg_qs_choose_queue(struct fg_queueset *qs, uint64_t flow_hash, uint32_t
 /* An arrival's common part: widths normalized, the request reset; for levels
  * without queues the verdict itself.  Returns -1 when a queue must be chosen. */
 static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_t initial_seats, uint16_t final_seats,
-			    uint64_t extra_latency_ns, uint32_t weight, uint64_t now)
+			    uint64_t extra_latency_ns, uint32_t weight, uint64_t guess_ns, uint64_t now)
 {
 	advance(qs, now);
 	qs->stats.arrived++;
@@ -647,6 +656,7 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 	if (qs->cfg.mode != FG_QS_EXEMPT && wide && final_seats > wide)
 		final_seats = (uint16_t)wide; /* never stretched: the latency stays as bounded */
 	memset(r, 0, sizeof(*r));
+	r->guess_ns = qs->cfg.caller_prices ? guess_ns : 0;
 	r->initial_seats = initial_seats;
 	r->final_seats = final_seats;
 	r->seats = initial_seats > final_seats ? initial_seats : final_seats;
@@ -664,7 +674,7 @@ static int arrival_prologue(struct fg_queueset *qs, struct fg_qs_req *r, uint16_
 		}
 		r->state = FG_QS_EXECUTING;
 		r->dispatch_ns = now;
-		r->guess_ns = qs->guess_ns;
+		price_arrival(qs, r);
 		qs->seats_in_use += r->seats;
 		qs->stats.dispatched++;
 		return FG_QS_EXECUTE;
@@ -685,7 +695,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 		join_queue(q, r, flow_hash);
 		r->queue = qi;
 		r->arrival_r = qs->r;
-		r->guess_ns = qs->guess_ns;
+		price_arrival(qs, r);
 		if (usage_on(qs)) {
 			r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
 			fg_usage_start(&qs->usage, r->flow, r->seats, r->guess_ns, now);
@@ -710,7 +720,7 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	join_queue(q, r, flow_hash);
 	r->queue = qi;
 	r->arrival_r = qs->r;
-	r->guess_ns = qs->guess_ns;
+	price_arrival(qs, r);
 	r->state = FG_QS_WAITING;
 	if (usage_on(qs))
 		r->flow = fg_usage_join(&qs->usage, flow_hash, r->weight, now);
@@ -736,11 +746,11 @@ static enum fg_qs_verdict arrive_in_queue(struct fg_queueset *qs, struct fg_qs_r
 	return FG_QS_QUEUED;
 }
 
-enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
-					 uint64_t flow_hash, uint16_t initial_seats, uint16_t final_seats,
-					 uint64_t extra_latency_ns, uint32_t weight, uint64_t now)
+enum fg_qs_verdict fg_qs_arrive_priced(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint64_t flow_hash,
+				       uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns,
+				       uint32_t weight, uint64_t guess_ns, uint64_t now)
 {
-	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, weight, now);
+	int v = arrival_prologue(qs, r, initial_seats, final_seats, extra_latency_ns, weight, guess_ns, now);
 	if (v >= 0)
 		return (enum fg_qs_verdict)v;
 	if (queue == FG_QS_NO_QUEUE) {

@@ -108,6 +108,7 @@ struct fg_qs_config {
 				      * instead of running a request alone past them (scale-out.md) */
 	uint64_t initial_guess_ns;   /* first service-time guess; 0 = 3 ms */
 	bool fixed_guess;            /* keep the guess (Kubernetes); else learn it (EWMA of durations) */
+	bool caller_prices;          /* each arrival's guess_ns is the caller's (classguess.h; 0: the set's), kept until it completes */
 	bool weighted;               /* requests may carry weights other than 1: weighted max-min
 				      * (wfairshare); without it every weight counts as 1 */
 	bool usage_based;            /* UsageBased: dispatch by the head's flow's decayed usage /
@@ -306,9 +307,19 @@ void fg_qs_fini(struct fg_queueset *qs);
  * initial/final seats of 0 mean 1/0; widths are capped by max_seats; extra
  * latency in ns.  On FG_QS_QUEUED call fg_qs_dispatch_next.
  */
-enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
-					 uint64_t flow_hash, uint16_t initial_seats, uint16_t final_seats,
-					 uint64_t extra_latency_ns, uint32_t weight, uint64_t now_ns);
+enum fg_qs_verdict fg_qs_arrive_priced(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue, uint64_t flow_hash,
+				       uint16_t initial_seats, uint16_t final_seats, uint64_t extra_latency_ns,
+				       uint32_t weight, uint64_t guess_ns, uint64_t now_ns);
+
+/* Priced by the set (its guess; also for a caller_prices set). */
+static inline enum fg_qs_verdict fg_qs_arrive_weighted(struct fg_queueset *qs, struct fg_qs_req *r, uint32_t queue,
+						       uint64_t flow_hash, uint16_t initial_seats,
+						       uint16_t final_seats, uint64_t extra_latency_ns, uint32_t weight,
+						       uint64_t now_ns)
+{
+	return fg_qs_arrive_priced(qs, r, queue, flow_hash, initial_seats, final_seats, extra_latency_ns, weight, 0,
+				   now_ns);
+}
 
 /* A flow of weight 1, dealt from its flow hash. */
 static inline enum fg_qs_verdict fg_qs_arrive(struct fg_queueset *qs, struct fg_qs_req *r, uint64_t flow_hash,

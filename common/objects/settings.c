@@ -33,6 +33,9 @@ void fg_settings_defaults(struct fg_settings *s)
 	fg_endpoint_parse(FG_DEFAULT_HTTP_LISTEN, &s->http.ep);
 	s->seat_limit = FG_DEFAULT_SEAT_LIMIT;
 	s->seat_limit_min = 1;
+	s->work_estimates = FG_WORK_ESTIMATES_PER_CLASS;
+	s->work_estimate_min_ns = 100000;          /* 100 us */
+	s->work_estimate_max_ns = 60000000000LL;   /* 60 s */
 	s->queue_wait_ns = (int64_t)FG_DEFAULT_QUEUE_WAIT_NS;
 	s->backend_timeout_ns = (int64_t)FG_DEFAULT_BACKEND_TIMEOUT_NS;
 	s->shutdown_grace_ns = (int64_t)FG_DEFAULT_SHUTDOWN_GRACE_NS;
@@ -170,6 +173,9 @@ int fg_settings_validate(const struct fg_settings *s, struct fg_errors *errs)
 		fg_errors_add(errs, "spec.maxRequests",
 			      "must hold at least the executing requests: %s = %u, got %u",
 			      adaptive ? "serverConcurrencyLimitMax" : "serverConcurrencyLimit", most, s->max_requests);
+	if (s->work_estimate_min_ns > s->work_estimate_max_ns)
+		fg_errors_add(errs, "spec.workEstimateMin", "must be at most workEstimateMax (%.6gs), got %.6gs",
+			      (double)s->work_estimate_max_ns / 1e9, (double)s->work_estimate_min_ns / 1e9);
 	if (adaptive && s->seat_limit_min > s->seat_limit)
 		fg_errors_add(errs, "spec.serverConcurrencyLimitMin",
 			      "must be at most serverConcurrencyLimit (the adaptive limit's start) %u, got %u",

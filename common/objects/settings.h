@@ -59,6 +59,11 @@ struct fg_opt_listen {
 enum fg_seat_limit_mode { FG_SEAT_LIMIT_STATIC = 0, FG_SEAT_LIMIT_ADAPTIVE };
 #define FG_ADAPTIVE_MAX_FACTOR 4u
 
+/* workEstimates: how a request is priced in its queue set (queueset.h):
+ * PerLevel, the level's learned service time; PerClass, its (flow schema,
+ * verb class)'s (common/fq/classguess.h). */
+enum fg_work_estimates { FG_WORK_ESTIMATES_PER_LEVEL = 0, FG_WORK_ESTIMATES_PER_CLASS };
+
 struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
@@ -70,6 +75,8 @@ struct fg_settings {
 	struct fg_opt_listen http;   /* the HTTP endpoint (control/http.h); restart-only */
 	uint32_t seat_limit;
 	int seat_limit_mode;         /* enum fg_seat_limit_mode */
+	int work_estimates;          /* enum fg_work_estimates */
+	int64_t work_estimate_min_ns, work_estimate_max_ns; /* bounds of a class's service-time estimate */
 	uint32_t seat_limit_min;     /* Adaptive: the levels never get less (while a backend is usable) */
 	uint32_t seat_limit_max;     /* Adaptive: nor more; 0: FG_ADAPTIVE_MAX_FACTOR x seat_limit */
 	int64_t queue_wait_ns;

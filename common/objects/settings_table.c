@@ -22,6 +22,9 @@ static const char *const av_names[] = { "off", "untrusted", "all", NULL };
 static const char *const log_format_names[] = { "text", "json", NULL };
 static const char *const log_level_names[] = { "debug", "info", "warn", "error", NULL };
 static const char *const seat_limit_mode_names[] = { "Static", "Adaptive", NULL };
+static const char *const work_estimates_names[] = { "PerLevel", "PerClass", NULL };
+_Static_assert(FG_WORK_ESTIMATES_PER_LEVEL == 0 && FG_WORK_ESTIMATES_PER_CLASS == 1,
+	       "work_estimates_names follows enum fg_work_estimates");
 _Static_assert(FG_SEAT_LIMIT_STATIC == 0 && FG_SEAT_LIMIT_ADAPTIVE == 1,
 	       "seat_limit_mode_names follows enum fg_seat_limit_mode");
 _Static_assert(FG_IO_SOCKET == 0 && FG_IO_DPDK == 1, "io_names follows enum fg_io_mode");
@@ -70,6 +73,14 @@ const struct fg_setting fg_settings_table[] = {
 	  "Adaptive: the fewest seats the backends are given together (each at least its part, Min / backends)" },
 	{ "serverConcurrencyLimitMax", "seat-limit-max", FG_SET_U32, FIELD(seat_limit_max), 0, FG_MAX_SEAT_LIMIT, true,
 	  "Adaptive: the most seats the levels share; 0: 4 x serverConcurrencyLimit" },
+	{ "workEstimates", "work-estimates", FG_SET_ENUM, FIELD(work_estimates), 0, 0, true,
+	  "how a request is priced in its queue: `PerClass` with the service time learned per (priority level, "
+	  "verb class: get, list, watch, mutating, other), or `PerLevel` with its level's alone (fair-queuing.md)",
+	  work_estimates_names },
+	{ "workEstimateMin", "work-estimate-min", FG_SET_DURATION, FIELD(work_estimate_min_ns), 1000, 3600 * 1000 * MS, true,
+	  "the least service time a class is priced with" },
+	{ "workEstimateMax", "work-estimate-max", FG_SET_DURATION, FIELD(work_estimate_max_ns), 1000, 3600 * 1000 * MS, true,
+	  "the most service time a class is priced with (a class whose requests hang cannot price itself out)" },
 	{ "queueWaitLimit", "queue-wait", FG_SET_DURATION, FIELD(queue_wait_ns), 0, 0, true,
 	  "longest wait in a queue; beyond it: REJECT time-out" },
 	{ "backendTimeout", "backend-timeout", FG_SET_DURATION, FIELD(backend_timeout_ns), 1 * MS, 0, true,

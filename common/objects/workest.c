@@ -38,7 +38,7 @@ void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, bool truste
 		      uint64_t max_extra_latency_ns, struct fg_work *out)
 {
 	if (!trusted) {
-		*out = (struct fg_work){ .initial_seats = 1 };
+		*out = (struct fg_work){ .initial_seats = 1, .verb_class = (uint8_t)fg_verb_class_of(verb.ptr, verb.len) };
 		return;
 	}
 	uint32_t cap = level_cap && level_cap < FG_WORK_MAX_SEATS ? level_cap : FG_WORK_MAX_SEATS;
@@ -71,4 +71,5 @@ void fg_work_estimate(struct fg_str verb, const struct fg_hdr *hint, bool truste
 	out->initial_seats = (uint16_t)initial;
 	out->final_seats = (uint16_t)(extra ? final : 0);
 	out->extra_latency_ns = final ? extra : 0;
+	out->verb_class = (uint8_t)fg_verb_class_of(verb.ptr, verb.len);
 }

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "classguess.h"
 #include "proto.h"
 
 #define FG_WORK_OBJECTS_PER_SEAT 100u    /* Kubernetes' objectsPerSeat (count-based LIST estimate) */
@@ -38,6 +39,7 @@
 struct fg_work {
 	uint16_t initial_seats; /* >= 1 */
 	uint16_t final_seats;   /* seats held during the extra latency; 0 = none */
+	uint8_t verb_class;     /* enum fg_verb_class (classguess.h): its service-time estimate's class */
 	uint64_t extra_latency_ns;
 };
 

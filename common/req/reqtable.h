@@ -57,7 +57,8 @@ struct fg_req {
 		uint32_t nonce;              /* executing: the dispatch id's unpredictable part */
 	};
 	struct fg_endpoint client; /* where the answer goes: the datagram's sender */
-	uint16_t level;        /* the worker's runtime level */
+	uint8_t level;         /* the worker's runtime level (< FG_MAX_LEVELS) */
+	uint8_t verb_class;    /* its service-time estimate's class with level (classguess.h) */
 	uint16_t pair;         /* (level, schema) statistics entry (apfstats.h) */
 	uint8_t state;
 	uint8_t backend;       /* index into the config's backends while executing */
@@ -72,6 +73,7 @@ struct fg_req {
 };
 
 _Static_assert(FG_PROTO_MAX_DATAGRAM <= UINT16_MAX, "a held request's length fits fg_req.pkt_len");
+_Static_assert(FG_MAX_LEVELS <= 256, "a runtime level fits fg_req.level");
 
 /* Keep a received request's datagram in its slot (the client is its sender). */
 static inline void fg_req_hold_pkt(struct fg_req *r, const struct fg_pkt *p)

@@ -112,6 +112,8 @@ struct fg_level_stats {
 };
 
 /* One backend as this worker's pool sees it (backendpool.h). */
+#define FG_WORK_CLASSES_EXPORTED (FG_MAX_LEVELS * 5u) /* level slots x verb classes (classguess.h) */
+
 struct fg_backend_stats {
 	uint32_t outstanding;          /* seats executing there */
 	uint32_t capacity;             /* this worker's part; 0: no limit */
@@ -186,6 +188,9 @@ struct fg_worker_stats {
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 	uint32_t n_backends;                   /* backends[] entries in the followed configuration */
 	struct fg_backend_stats backends[FG_MAX_BACKENDS];
+	/* workEstimates PerClass: each (level slot, verb class)'s service
+	 * time as it is priced, by classguess index (0: none yet). */
+	uint64_t work_estimate_ns[FG_WORK_CLASSES_EXPORTED];
 	uint8_t apf_metrics;                   /* flowcontrolMetrics: apf and the levels' R are kept */
 	struct fg_apf_stats apf;               /* per (level, schema): flowcontrolMetrics */
 };

@@ -33,6 +33,9 @@ struct fg_config *fg_config_build(const struct fg_settings *s, struct fg_fc_conf
 	c->adaptive = s->seat_limit_mode == FG_SEAT_LIMIT_ADAPTIVE;
 	c->seat_limit_min = s->seat_limit_min;
 	c->seat_limit_max = fg_settings_seat_limit_max(s);
+	c->work_per_class = s->work_estimates == FG_WORK_ESTIMATES_PER_CLASS;
+	c->work_estimate_min_ns = (uint64_t)s->work_estimate_min_ns;
+	c->work_estimate_max_ns = (uint64_t)s->work_estimate_max_ns;
 	c->fc = fc;
 	c->queue_wait_ns = (uint64_t)s->queue_wait_ns;
 	c->backend_timeout_ns = (uint64_t)s->backend_timeout_ns;

@@ -47,6 +47,8 @@ struct fg_config {
 	uint32_t seat_limit;         /* serverConcurrencyLimit, split over the levels */
 	bool adaptive;               /* serverConcurrencyLimitMode: Adaptive */
 	uint32_t seat_limit_min, seat_limit_max; /* Adaptive: bounds (max in force: never 0) */
+	bool work_per_class;         /* workEstimates: PerClass */
+	uint64_t work_estimate_min_ns, work_estimate_max_ns;
 	struct fg_fc_config *fc;     /* schemas and levels; owned, freed with this config */
 	uint64_t queue_wait_ns;
 	uint64_t backend_timeout_ns;

@@ -355,6 +355,15 @@ def invariant_holds(st):
     return c["requestsReceived"] == c["responded"] + c["rejectedTotal"] + c.get("answersLost", 0) + waiting + executing
 
 
+def end(d):
+    """The usual ending: idle, the request invariant, a clean exit, the verdict."""
+    st = d.wait_idle()
+    check(invariant_holds(st), "invariant holds")
+    rc, _ = d.stop()
+    check(rc == 0, "clean exit")
+    finish()
+
+
 # --- raw protocol, for hand-made datagrams ---------------------------------
 
 HDR = ">HBBHHQHHIIIHHI"
