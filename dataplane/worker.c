@@ -110,6 +110,7 @@ void fg_worker_fini(struct fg_worker *w)
 	free(w->level_of_cfg);
 	free(w->pair_of_schema);
 	fg_classguess_fini(&w->classguess);
+	free(w->adapt_table);
 }
 
 static void flush(struct fg_worker *w)
@@ -283,8 +284,8 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 		struct fg_backend_stats *bs = &w->stats.backends[b];
 		FG_STAT_SET(bs->capacity, w->pool.b[b].capacity); /* an adaptive limit moves */
 		FG_STAT_SET(bs->latency_ns, w->pool.b[b].latency_samples ? w->pool.b[b].latency_ns : 0);
-		const struct fg_adapt *a = &w->pool.adapt[b];
 		bool adaptive = w->pool.b[b].adaptive;
+		const struct fg_adapt *a = adaptive ? &w->pool.adapt[b] : NULL;
 		FG_STAT_SET(bs->learned_limit, adaptive ? a->limit : 0);
 		FG_STAT_SET(bs->noload_ns, adaptive ? fg_adapt_noload_ns(a, FG_ADAPT_NARROW) : 0);
 		FG_STAT_SET(bs->limit_reason, adaptive ? a->last_reason : 0);

@@ -132,6 +132,7 @@ struct fg_worker {
 	bool work_per_class;
 	struct fg_classguess classguess;
 	struct fg_backendpool pool;
+	struct fg_adapt *adapt_table; /* the pool's controllers, made at the first Adaptive configuration */
 	uint32_t pool_changes_seen;  /* pool.changes when the levels last followed its capacity */
 	/* serverConcurrencyLimitMode Adaptive: this worker's part of
 	 * serverConcurrencyLimit (the levels' scale at 1:1) and of its bounds. */

@@ -247,9 +247,14 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	int rc = new_classes ? fg_classguess_init(&classes, FG_MAX_LEVELS, cfg->work_estimate_min_ns,
 						  cfg->work_estimate_max_ns)
 			     : 0;
+	/* Adaptive mode: the backends' controllers, made once. */
+	struct fg_adapt *adapt = NULL;
+	if (!rc && cfg->adaptive && !w->adapt_table && !(adapt = calloc(FG_MAX_BACKENDS, sizeof(*adapt))))
+		rc = -ENOMEM;
 	if (!rc)
 		rc = map && changes && (pairs || !apf) ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
 	if (rc) {
+		free(adapt);
 		fg_classguess_fini(&classes);
 		free(map);
 		free(pairs);
@@ -314,6 +319,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		fg_backendpool_init(&w->pool, 0, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 		w->pool.shared = w->mesh ? w->mesh->backends : NULL;
 	}
+	if (adapt)
+		w->adapt_table = adapt;
+	w->pool.adapt = w->adapt_table;
 	fg_backendpool_set_ejection(&w->pool, cfg->eject_after, cfg->eject_ns, cfg->max_eject_ns);
 	follow_backends(w, cfg, now);
 	FG_STAT_SET(w->stats.n_backends, cfg->n_backends);

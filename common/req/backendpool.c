@@ -13,7 +13,7 @@ const char *fg_backend_admin_name(unsigned admin)
 void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
 			 uint64_t max_eject_ns)
 {
-	memset(p, 0, sizeof(*p));
+	memset(p, 0, sizeof(*p)); /* no controllers: the owner gives them (adapt) */
 	p->n = n > FG_MAX_BACKENDS ? FG_MAX_BACKENDS : n;
 	p->eject_after = eject_after ? eject_after : 1;
 	p->base_eject_ns = eject_ns;
@@ -185,7 +185,7 @@ void fg_backendpool_set_pressure(struct fg_backendpool *p, bool pressed)
 void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t min, uint32_t max,
 				 uint64_t now)
 {
-	if (i >= p->n)
+	if (i >= p->n || !p->adapt)
 		return;
 	if (!p->b[i].adaptive) {
 		/* Probes of different backends in different slots of the clock. */

@@ -104,8 +104,10 @@ struct fg_backendpool {
 	 * administrative state): its reader compares it with what it saw. */
 	uint32_t changes;
 	struct fg_backend b[FG_MAX_BACKENDS];
-	/* Adaptive backends' controllers (apart: the picks never touch them). */
-	struct fg_adapt adapt[FG_MAX_BACKENDS];
+	/* Adaptive mode: FG_MAX_BACKENDS controllers, the owner's (NULL: no
+	 * backend can be adaptive), kept out of the pool so that Static mode's
+	 * picks keep the pool's layout. */
+	struct fg_adapt *adapt;
 };
 
 void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_after, uint64_t eject_ns,
@@ -129,7 +131,7 @@ void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n);
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats);
 
 /* Backend i's capacity is learned (serverConcurrencyLimitMode: Adaptive,
- * common/req/adaptlimit.h): starting at `start` seats (this worker's part)
+ * common/req/adaptlimit.h; needs p->adapt, else nothing): starting at `start` seats (this worker's part)
  * when it was not learned yet or its slot started afresh (a new start
  * moves it there), within [min, max].
  * Its capacity is then the controller's limit in force, which moves with
