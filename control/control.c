@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "defs.h"
 #include "log.h"
+#include "load.h"
 #include "logwatch.h"
 #include "readfile.h"
 
@@ -59,6 +60,7 @@ struct fg_control {
 	ino_t sock_ino;
 	char path[108];
 	struct fg_logwatch watch;  /* the workers' events, into the log */
+	uint64_t load_due_ns;      /* answerLoad: when the LOAD values are next published (load.h) */
 };
 
 /* --- peers ----------------------------------------------------------------- */
@@ -431,7 +433,8 @@ static void *control_main(void *arg)
 				pfd[n] = (struct pollfd){ ctl->conns[i].fd, conn_events(&ctl->conns[i]), 0 };
 				owner[n++] = &ctl->conns[i];
 			}
-		poll(pfd, n, FG_LOGWATCH_PERIOD_NS / FG_NS_PER_MS);
+		bool answer_load = ctl->view.settings->answer_load != FG_ANSWER_LOAD_OFF;
+		poll(pfd, n, (answer_load ? FG_LOAD_PUBLISH_PERIOD_NS : FG_LOGWATCH_PERIOD_NS) / FG_NS_PER_MS);
 		if (pfd[WAKE].revents) {
 			fg_logwatch_flush(&ctl->watch, &ctl->view, fg_now_ns()); /* the workers are done by now */
 			break;
@@ -439,6 +442,10 @@ static void *control_main(void *arg)
 		uint64_t now = fg_now_ns();
 		if (fg_logwatch_poll(&ctl->watch, &ctl->view, now))
 			sd_notify(0, "STOPPING=1");
+		if (answer_load && now >= ctl->load_due_ns) {
+			fg_load_publish(ctl->view.worker_stats, ctl->view.n_workers, ctl->view.settings->seat_limit);
+			ctl->load_due_ns = now + FG_LOAD_PUBLISH_PERIOD_NS;
+		}
 		if (pfd[RELOAD].revents & POLLIN) {
 			uint64_t count;
 			ssize_t r = read(ctl->view.reload_fd, &count, sizeof(count)); /* several SIGHUPs: one reload */

@@ -235,6 +235,9 @@ static void dataplane_metrics(struct fg_expfmt *e, const struct fg_http_view *v)
 	       t.answers_lost);
 	single(e, "fairgate_answers_unsent_total", C, "Answers counted as responded or rejected that the I/O refused.",
 	       t.answers_unsent);
+	single(e, "fairgate_answers_without_load_total", C,
+	       "answerLoad: answers sent without the LOAD attribute for want of room (protocol.md).",
+	       t.answers_without_load);
 	/* Gauges: a sum of samples taken at slightly different moments. */
 	single(e, "fairgate_buffers_in_use", G, "I/O buffers out of the pool, not counting the answer reserves.",
 	       t.buffers_in_use);

@@ -4,8 +4,11 @@
  * "helping load balancers"): how full each priority level is and how long a
  * request arriving now would wait, for a balancer or client library in
  * front of several fairgate instances to prefer the least loaded one.
- * Served as a small JSON document at /debug/fairgate/load (http.c) and as
- * gauges in /metrics.
+ * Served as a small JSON document at /debug/fairgate/load (http.c), as
+ * gauges in /metrics, and (answerLoad) as the LOAD attribute on answers
+ * (protocol.md): fg_load_publish writes each level's attribute value into
+ * the workers' level statistics every FG_LOAD_PUBLISH_PERIOD_NS, and the
+ * workers copy it into their answers.
  *
  * Per level: the seats in use, the limit in force, the seats waiting, and
  * an estimated wait = seats waiting x the level's service-time guess
@@ -19,8 +22,10 @@
  * Invariants: no tenant name appears (levels only).  Reads the workers'
  * counters with relaxed loads: figures of one instant, not one snapshot.
  *
- * Thread contract: any thread (the HTTP thread); the caller passes the
- * configuration's serverConcurrencyLimit it read under RCU.
+ * Thread contract: json and metrics from any thread (the HTTP thread);
+ * publish from the control thread alone (the only writer of answer_load).
+ * The caller passes the serverConcurrencyLimit it read (under RCU, or its
+ * own copy of the settings).
  */
 #ifndef FG_LOAD_H
 #define FG_LOAD_H
@@ -30,6 +35,13 @@
 
 #include "expfmt.h"
 #include "stats.h"
+
+#define FG_LOAD_PUBLISH_PERIOD_NS (100ull * 1000 * 1000)
+
+/* Each worker's levels' LOAD attribute value (stats.h, answer_load): the
+ * level's load and estimated wait as in the document, the instance's load;
+ * an exempt level's own figures are 0. */
+void fg_load_publish(struct fg_worker_stats *const *ws, unsigned n_workers, uint32_t seat_limit);
 
 /* The document (a new reference). */
 json_t *fg_load_json(struct fg_worker_stats *const *ws, unsigned n_workers, uint32_t seat_limit);

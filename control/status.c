@@ -353,6 +353,7 @@ json_t *fg_status_json(const struct fg_control_view *v)
 	json_object_set_new(counters, "buffersReserved", json_integer((json_int_t)t.buffers_reserved));
 	json_object_set_new(counters, "answersLost", json_integer((json_int_t)t.answers_lost));
 	json_object_set_new(counters, "answersUnsent", json_integer((json_int_t)t.answers_unsent));
+	json_object_set_new(counters, "answersWithoutLoad", json_integer((json_int_t)t.answers_without_load));
 	json_object_set_new(doc, "http", json_string(v->http_listen[0] ? v->http_listen : "off"));
 	/* What the levels share now: the limit scaled by the backends' usable
 	 * capacity, or the adaptive limit (issue 29). */

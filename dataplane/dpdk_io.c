@@ -404,7 +404,7 @@ static uint64_t dio_martians(void *ctx)
 static const struct fg_io_ops dpdk_ops = {
 	.rx = dio_rx, .tx = dio_tx, .flush = dio_flush, .alloc = dio_alloc, .free = dio_free,
 	.wait = NULL, .tick = dio_tick, .in_use = dio_in_use, .pool_size = dio_pool_size, .martians = dio_martians,
-	.follow_backends = dio_follow_backends,
+	.follow_backends = dio_follow_backends, .max_datagram = FG_NET_MAX_PAYLOAD,
 };
 
 struct fg_io fg_dpdk_io_as_io(struct fg_dpdk_io *d) { return fg_dpdk_io_lane(d, 0); }

@@ -46,6 +46,10 @@ struct fg_io_ops {
 	 * each for all lanes (DPDK), which worker 0's lane reports, and buffers
 	 * may cross between workers. */
 	bool pool_per_lane;
+	/* The longest fairgate message one datagram may carry out (0:
+	 * FG_PROTO_MAX_DATAGRAM): a message that grows on its way (the LOAD
+	 * attribute) stays within it. */
+	uint32_t max_datagram;
 };
 
 struct fg_io {

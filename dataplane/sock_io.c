@@ -223,7 +223,7 @@ static uint64_t sio_martians(void *ctx)
 static const struct fg_io_ops sock_ops = {
 	.rx = sio_rx, .tx = sio_tx, .flush = sio_flush, .alloc = sio_alloc, .free = sio_free,
 	.wait = sio_wait, .tick = NULL, .in_use = sio_in_use, .pool_size = sio_pool_size, .martians = sio_martians,
-	.pool_per_lane = true,
+	.pool_per_lane = true, .max_datagram = FG_PROTO_MAX_DATAGRAM,
 };
 
 struct fg_io fg_sock_io_as_io(struct fg_sock_io *s) { return (struct fg_io){ &sock_ops, s }; }

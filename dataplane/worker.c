@@ -172,15 +172,44 @@ static uint32_t retry_after_ms(struct fg_worker *w, const struct fg_config *cfg,
 	return (drop ? fg_retry_after_drop(t, now / FG_NS_PER_SEC) : t->retry_after_s) * 1000u;
 }
 
+/* answerLoad: put the level's LOAD attribute (control/load.h publishes its
+ * value) first in the answer pkt holds, for a client answerLoad names; an
+ * answer that would then pass `most` bytes goes without it (counted). */
+static void attach_load(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint32_t level,
+			uint32_t most)
+{
+	if (level >= FG_MAX_LEVELS ||
+	    (cfg->answer_load == FG_ANSWER_LOAD_TRUSTED && !fg_trust_source(&cfg->trust, pkt->peer.ip)))
+		return;
+	uint64_t value = __atomic_load_n(&w->stats.levels[level].answer_load, __ATOMIC_RELAXED);
+	uint32_t cap = w->io.ops->max_datagram ? w->io.ops->max_datagram : FG_PROTO_MAX_DATAGRAM;
+	if (cap > pkt->cap)
+		cap = pkt->cap;
+	if (cap > most)
+		cap = most;
+	int len = fg_proto_insert_load(pkt->data, pkt->len, cap, (const uint8_t *)&value);
+	if (len < 0)
+		FG_STAT_ADD(w->stats.answers_without_load, 1);
+	else
+		pkt->len = (uint32_t)len;
+}
+
 /* Count and answer a REJECT fairgate decided, in place of the request's
- * datagram. */
+ * datagram (pkt->len its length; 0: a fresh buffer).  A REJECT carries the
+ * LOAD attribute only where it stays no longer than the request it answers
+ * (no amplification from a spoofed source). */
 static void reject_request(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint64_t client_id,
 			   uint32_t flow, uint32_t level, uint16_t pair, enum fg_reject_reason reason, uint64_t now)
 {
 	count_reject(w, flow, level, reason);
 	if (w->apf_metrics)
 		fg_apf_add(&apf_pair(w, pair)->rejected[reason], 1);
-	reject_in_place(w, pkt, client_id, reason, retry_after_ms(w, cfg, level, reason, now));
+	uint32_t asked = pkt->len;
+	pkt->len = (uint32_t)fg_proto_encode_reject(pkt->data, pkt->cap, client_id, reason,
+						    retry_after_ms(w, cfg, level, reason, now));
+	if (unlikely(cfg->answer_load) && asked)
+		attach_load(w, cfg, pkt, level, asked);
+	send_pkt(w, pkt, true);
 }
 
 /* Keep the reserve full while the pool has buffers (a few per poll). */
@@ -206,6 +235,7 @@ static void reject_to_client(struct fg_worker *w, const struct fg_config *cfg, s
 		FG_STAT_SET(w->stats.buffers_reserved, w->n_reserve);
 	}
 	pkt.peer = r->client;
+	pkt.len = 0; /* a fresh buffer: no request to measure the REJECT against */
 	reject_request(w, cfg, &pkt, r->client_id, r->flow, r->level, r->pair, reason, now);
 }
 
@@ -730,6 +760,8 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	}
 	fg_proto_set_request_id(pkt->data, r->client_id);
 	pkt->peer = r->client;
+	if (unlikely(cfg->answer_load))
+		attach_load(w, cfg, pkt, r->level, UINT32_MAX);
 	leave_executing(w, slot, now, true);
 	send_pkt(w, pkt, true);
 }

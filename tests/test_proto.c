@@ -280,6 +280,58 @@ TEST(peek_and_rewrite_id)
 	CHECK_EQ(fg_proto_peek_id(buf, (size_t)n, &id), -EINVAL);
 }
 
+/* answerLoad (protocol.md): fairgate puts its LOAD attribute first in an
+ * answer, the backend's attributes and payload after it unchanged; a client
+ * decodes the first one (a backend's own later one is ignored); in a
+ * request the type is unknown and skipped; a wrong length is refused; no
+ * room leaves the message as it was. */
+TEST(load_attribute_on_answers)
+{
+	uint8_t buf[256], before[256];
+	struct fg_msg m, d;
+	fg_msg_init(&m, FG_MSG_RESPONSE, 77);
+	m.user = fg_str_of("backend-said");
+	m.payload = (const uint8_t *)"body";
+	m.payload_len = 4;
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	CHECK(n > 0);
+	memcpy(before, buf, (size_t)n);
+	const struct fg_answer_load ours = { 1, 1250, 65535, 4000000 };
+	uint8_t v[FG_PROTO_LOAD_LEN];
+	fg_proto_load_value(v, &ours);
+	CHECK_EQ(fg_proto_insert_load(buf, (size_t)n, (size_t)n + 11, v), -ENOSPC); /* one byte short */
+	CHECK(!memcmp(buf, before, (size_t)n));
+	int n2 = fg_proto_insert_load(buf, (size_t)n, sizeof(buf), v);
+	CHECK_EQ(n2, n + (int)(FG_PROTO_ATTR_HDR + FG_PROTO_LOAD_LEN));
+	CHECK_EQ(fg_proto_decode(buf, (size_t)n2, &d), FG_PROTO_OK);
+	CHECK(d.load.present && d.load.level_permille == 1250 && d.load.instance_permille == 65535 &&
+	      d.load.wait_us == 4000000);
+	CHECK(str_is(d.user, "backend-said"));
+	CHECK(d.payload_len == 4 && !memcmp(d.payload, "body", 4));
+	CHECK(d.hdr.request_id == 77);
+	/* A second insert (a backend's own, or ours again) after ours: the first wins. */
+	const struct fg_answer_load other = { 1, 1, 2, 3 };
+	uint8_t v2[FG_PROTO_LOAD_LEN];
+	fg_proto_load_value(v2, &other);
+	int n3 = fg_proto_insert_load(buf, (size_t)n2, sizeof(buf), v2);
+	CHECK_EQ(fg_proto_decode(buf, (size_t)n3, &d), FG_PROTO_OK);
+	CHECK(d.load.level_permille == 1 && d.load.wait_us == 3);
+	/* Encode carries it; re-decoding gives the same. */
+	m.load = ours;
+	n = fg_proto_encode(buf, sizeof(buf), &m);
+	CHECK_EQ(fg_proto_decode(buf, (size_t)n, &d), FG_PROTO_OK);
+	CHECK(d.load.present && d.load.level_permille == 1250 && d.load.wait_us == 4000000);
+	/* Wrong length in an answer: refused. */
+	const uint8_t short_load[] = { 0, FG_ATTR_LOAD, 0, 4, 1, 2, 3, 4 };
+	size_t hl = with_attrs(buf, short_load, sizeof(short_load));
+	buf[3] = FG_MSG_RESPONSE;
+	CHECK_EQ(fg_proto_decode(buf, hl, &d), FG_PROTO_EATTR_LEN);
+	/* In a request: unknown, skipped, whatever its length. */
+	buf[3] = FG_MSG_REQUEST;
+	CHECK_EQ(fg_proto_decode(buf, hl, &d), FG_PROTO_OK);
+	CHECK(!d.load.present && d.n_unknown_attrs == 1);
+}
+
 TEST(error_names_are_distinct)
 {
 	for (int a = 0; a < FG_PROTO_ERR__COUNT; a++)

@@ -64,6 +64,10 @@ enum fg_seat_limit_mode { FG_SEAT_LIMIT_STATIC = 0, FG_SEAT_LIMIT_ADAPTIVE };
  * verb class)'s (common/fq/classguess.h). */
 enum fg_work_estimates { FG_WORK_ESTIMATES_PER_LEVEL = 0, FG_WORK_ESTIMATES_PER_CLASS };
 
+/* answerLoad: which clients' answers carry fairgate's LOAD attribute
+ * (protocol.md, control/load.h): none, trusted sources only, or all. */
+enum fg_answer_load_mode { FG_ANSWER_LOAD_OFF = 0, FG_ANSWER_LOAD_TRUSTED, FG_ANSWER_LOAD_ALL };
+
 struct fg_settings {
 	enum fg_io_mode io;
 	struct fg_endpoint listen;
@@ -94,6 +98,7 @@ struct fg_settings {
 	bool metrics_flow_labels;    /* /metrics names the busiest flows (tenants); default off */
 	int64_t max_extra_latency_ns; /* cap on any request's extra latency (never stretched) */
 	enum fg_addr_validation addr_validation;
+	int answer_load;             /* enum fg_answer_load_mode */
 	/* Sources whose identity attributes are believed (trust boundary). */
 	uint32_t n_trusted;
 	struct fg_cidr trusted[FG_MAX_CIDRS];

@@ -19,6 +19,7 @@
 
 static const char *const io_names[] = { "socket", "dpdk", NULL };
 static const char *const av_names[] = { "off", "untrusted", "all", NULL };
+static const char *const answer_load_names[] = { "off", "trusted", "all", NULL };
 static const char *const log_format_names[] = { "text", "json", NULL };
 static const char *const log_level_names[] = { "debug", "info", "warn", "error", NULL };
 static const char *const seat_limit_mode_names[] = { "Static", "Adaptive", NULL };
@@ -31,6 +32,8 @@ _Static_assert(FG_IO_SOCKET == 0 && FG_IO_DPDK == 1, "io_names follows enum fg_i
 _Static_assert(FG_LOG_TEXT == 0 && FG_LOG_JSON == 1, "log_format_names follows enum fg_log_format");
 _Static_assert(FG_LOG_DEBUG == 0 && FG_LOG_INFO == 1 && FG_LOG_WARN == 2 && FG_LOG_ERROR == 3,
 	       "log_level_names follows enum fg_log_level");
+_Static_assert(FG_ANSWER_LOAD_OFF == 0 && FG_ANSWER_LOAD_TRUSTED == 1 && FG_ANSWER_LOAD_ALL == 2,
+	       "answer_load_names follows enum fg_answer_load_mode");
 _Static_assert(FG_AV_OFF == 0 && FG_AV_UNTRUSTED == 1 && FG_AV_ALL == 2, "av_names follows enum fg_addr_validation");
 
 const struct fg_setting fg_settings_table[] = {
@@ -132,6 +135,10 @@ const struct fg_setting fg_settings_table[] = {
 	{ "addressValidation", "address-validation", FG_SET_ENUM, FIELD(addr_validation), 0, 0, true,
 	  "`off`, `untrusted` or `all`: which sources must first prove their address with a cookie "
 	  "(REJECT retry-with-cookie, security.md)", av_names },
+	{ "answerLoad", "answer-load", FG_SET_ENUM, FIELD(answer_load), 0, 0, true,
+	  "`off`, `trusted` or `all`: which clients' answers carry fairgate's LOAD attribute (the level's and the "
+	  "instance's load and the level's estimated wait, refreshed every 100 ms; protocol.md), for a balancer or "
+	  "client library in front of several instances", answer_load_names },
 	{ "configHistory", "config-history", FG_SET_U32, FIELD(config_history), 1, FG_MAX_CONFIG_HISTORY, true,
 	  "configuration generations the daemon keeps (objects and settings) for `fairgatectl history` and "
 	  "`rollback`; fewer drops the oldest" },

@@ -330,6 +330,7 @@ void fg_stats_totals(struct fg_worker_stats *const *s, unsigned n, struct fg_wor
 		t->buffers_reserved += FG_STAT_GET(x->buffers_reserved);
 		t->answers_lost += FG_STAT_GET(x->answers_lost);
 		t->answers_unsent += FG_STAT_GET(x->answers_unsent);
+		t->answers_without_load += FG_STAT_GET(x->answers_without_load);
 		t->backend_ejections += FG_STAT_GET(x->backend_ejections);
 		t->held_for_backend += FG_STAT_GET(x->held_for_backend);
 		t->untrusted_requests += FG_STAT_GET(x->untrusted_requests);

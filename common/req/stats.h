@@ -4,7 +4,9 @@
  *
  * Single writer (the owning worker), any number of readers: the writer does a
  * relaxed load+store (no atomic read-modify-write on the hot path), readers do
- * relaxed loads.  Values are eventually consistent snapshots.
+ * relaxed loads.  Values are eventually consistent snapshots.  One field runs
+ * the other way: a level's answer_load, which the control thread writes
+ * (control/load.h, fg_load_publish) and the worker reads.
  *
  * The flow table (flows[]) is a view, not an account: one row per flow seen
  * lately, for `fairgatectl status`.  Totals (worker counters, levels[]) never
@@ -109,6 +111,9 @@ struct fg_level_stats {
 	/* UsageBased: arrivals of flows the usage table had no room for
 	 * (common/fq/usage.h), published periodically. */
 	uint64_t usage_overflowed;
+	/* The other way (see the top): the LOAD attribute's value for this
+	 * level's answers, FG_PROTO_LOAD_LEN wire bytes, relaxed store and load. */
+	uint64_t answer_load;
 };
 
 /* One backend as this worker's pool sees it (backendpool.h). */
@@ -155,6 +160,7 @@ struct fg_worker_stats {
 	uint64_t tx_failed;                    /* no buffer or the I/O layer refused */
 	uint64_t answers_lost;                 /* owed REJECTs with no buffer, even from the reserve */
 	uint64_t answers_unsent;               /* answers counted (responded, rejected) that the I/O refused */
+	uint64_t answers_without_load;         /* answerLoad: answers with no room for the LOAD attribute */
 	uint64_t backend_ejections;
 	uint64_t held_for_backend;             /* admitted while every usable backend was full */
 	uint64_t untrusted_requests;           /* from sources outside trustedSources: identity assigned */
@@ -254,7 +260,7 @@ struct fg_worker_totals {
 	uint64_t received, dispatched, responded, rejected_total, invalid_rejected;
 	uint64_t rejected[FG_REJECT__COUNT];
 	uint64_t tx_datagrams, tx_failed, flows_overflow;
-	uint64_t buffers_in_use, buffers_total, buffers_reserved, answers_lost, answers_unsent;
+	uint64_t buffers_in_use, buffers_total, buffers_reserved, answers_lost, answers_unsent, answers_without_load;
 	uint64_t backend_ejections, held_for_backend, untrusted_requests, cookie_challenges;
 };
 

@@ -34,6 +34,7 @@ struct fg_config *fg_config_build(const struct fg_settings *s, struct fg_fc_conf
 	c->seat_limit_min = s->seat_limit_min;
 	c->seat_limit_max = fg_settings_seat_limit_max(s);
 	c->work_per_class = s->work_estimates == FG_WORK_ESTIMATES_PER_CLASS;
+	c->answer_load = (uint8_t)s->answer_load;
 	c->work_estimate_min_ns = (uint64_t)s->work_estimate_min_ns;
 	c->work_estimate_max_ns = (uint64_t)s->work_estimate_max_ns;
 	c->fc = fc;

@@ -66,6 +66,7 @@ struct fg_config {
 	bool flowcontrol_metrics;    /* workers count per (level, schema) (apfstats.h); fixed at start */
 	bool metrics_flow_labels;    /* /metrics names the busiest flows (settings metricsFlowLabels) */
 	struct fg_trust trust;       /* who is believed, and who must show a cookie */
+	uint8_t answer_load;         /* enum fg_answer_load_mode: whose answers carry the LOAD attribute */
 	bool cluster;                /* cluster mode: limits are the cluster's caps (clustershare.h); fixed at start */
 };
 

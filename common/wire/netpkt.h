@@ -14,6 +14,10 @@
 #define FG_NET_IP_LEN 20u
 #define FG_NET_UDP_LEN 8u
 #define FG_NET_HDRS_LEN (FG_NET_ETH_LEN + FG_NET_IP_LEN + FG_NET_UDP_LEN)
+/* The port's MTU (DPDK's default, left as it is): the longest UDP payload
+ * one frame carries out. */
+#define FG_NET_MTU 1500u
+#define FG_NET_MAX_PAYLOAD (FG_NET_MTU - FG_NET_IP_LEN - FG_NET_UDP_LEN)
 #define FG_NET_ARP_FRAME_LEN 42u
 #define FG_NET_ARP_REQUEST 1u
 #define FG_NET_ARP_REPLY 2u

@@ -68,7 +68,12 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 			return FG_PROTO_EATTR_TRUNC;
 		if (++count > FG_PROTO_MAX_ATTRS)
 			return FG_PROTO_ETOO_MANY;
-		if (type == 0 || type > FG_ATTR__MAX) {
+		if (type == FG_ATTR_LOAD && m->hdr.type != FG_MSG_REQUEST) {
+			if (alen != FG_PROTO_LOAD_LEN)
+				return FG_PROTO_EATTR_LEN;
+			if (!m->load.present) /* the first is fairgate's (proto.h) */
+				m->load = (struct fg_answer_load){ 1, rd16(p), rd16(p + 2), rd32(p + 4) };
+		} else if (type == 0 || type > FG_ATTR__MAX) {
 			m->n_unknown_attrs++;
 		} else {
 			if (alen > FG_PROTO_MAX_STR)
@@ -134,7 +139,7 @@ enum fg_proto_err fg_proto_decode_header(const uint8_t *buf, size_t len, struct 
 
 enum fg_proto_err fg_proto_decode_attrs(const uint8_t *buf, struct fg_msg *m)
 {
-	memset(&m->user, 0, offsetof(struct fg_msg, groups) - offsetof(struct fg_msg, user));
+	memset(&m->user, 0, offsetof(struct fg_msg, groups) - offsetof(struct fg_msg, user)); /* load too */
 	m->n_groups = 0;
 	m->n_unknown_attrs = 0;
 	return decode_attrs(buf + FG_PROTO_HDR_LEN, m->hdr.hdr_len - FG_PROTO_HDR_LEN, m);
@@ -209,6 +214,12 @@ int fg_proto_encode(uint8_t *buf, size_t cap, const struct fg_msg *m)
 	for (unsigned i = 0; i < m->n_groups; i++)
 		if ((rc = put_attr(buf, cap, &off, FG_ATTR_GROUP, m->groups[i])))
 			return rc;
+	if (m->load.present) {
+		uint8_t v[FG_PROTO_LOAD_LEN];
+		fg_proto_load_value(v, &m->load);
+		if ((rc = put_attr(buf, cap, &off, FG_ATTR_LOAD, (struct fg_str){ (const char *)v, sizeof(v) })))
+			return rc;
+	}
 	if (m->pad_len) {
 		static const char zeros[FG_PROTO_MAX_STR];
 		if (m->pad_len > sizeof(zeros))
@@ -251,6 +262,29 @@ int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 			    .reason = FG_REJECT_RETRY_WITH_COOKIE, .retry_after_ms = retry_after_ms };
 	put_hdr(buf, &h, (uint16_t)off);
 	return (int)off;
+}
+
+void fg_proto_load_value(uint8_t out[FG_PROTO_LOAD_LEN], const struct fg_answer_load *l)
+{
+	wr16(out, l->level_permille);
+	wr16(out + 2, l->instance_permille);
+	wr32(out + 4, l->wait_us);
+}
+
+int fg_proto_insert_load(uint8_t *buf, size_t len, size_t cap, const uint8_t value[FG_PROTO_LOAD_LEN])
+{
+	const size_t add = FG_PROTO_ATTR_HDR + FG_PROTO_LOAD_LEN;
+	uint16_t hdr_len = rd16(buf + OFF_HDR_LEN);
+	if (cap > FG_PROTO_MAX_DATAGRAM)
+		cap = FG_PROTO_MAX_DATAGRAM;
+	if (len < FG_PROTO_HDR_LEN || len + add > cap || hdr_len + add > UINT16_MAX)
+		return -ENOSPC;
+	memmove(buf + FG_PROTO_HDR_LEN + add, buf + FG_PROTO_HDR_LEN, len - FG_PROTO_HDR_LEN);
+	wr16(buf + FG_PROTO_HDR_LEN, FG_ATTR_LOAD);
+	wr16(buf + FG_PROTO_HDR_LEN + 2, FG_PROTO_LOAD_LEN);
+	memcpy(buf + FG_PROTO_HDR_LEN + FG_PROTO_ATTR_HDR, value, FG_PROTO_LOAD_LEN);
+	wr16(buf + OFF_HDR_LEN, (uint16_t)(hdr_len + add));
+	return (int)(len + add);
 }
 
 void fg_proto_set_request_id(uint8_t *buf, uint64_t id) { wr64(buf + OFF_ID, id); }

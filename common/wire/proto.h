@@ -62,7 +62,11 @@ enum fg_attr_type {
 	FG_ATTR_NAME = 8,
 	FG_ATTR_PATH = 9, /* non-resource path; present => non-resource request */
 	FG_ATTR_COOKIE = 10, /* opaque bytes (NUL allowed): an address-validation cookie fairgate sent */
-	FG_ATTR__MAX = 10,
+	FG_ATTR__MAX = 10,   /* the request attributes */
+	/* Answers only (a request's is skipped as unknown): fairgate's load
+	 * state for the tier in front, FG_PROTO_LOAD_LEN bytes (struct
+	 * fg_answer_load); the first one is fairgate's, later ones ignored. */
+	FG_ATTR_LOAD = 11,
 	FG_ATTR_PADDING = 0xfffe, /* ignored (skipped as unknown): makes a request long enough for a cookie */
 };
 
@@ -92,6 +96,17 @@ enum fg_proto_err {
 	FG_PROTO_ERR__COUNT
 };
 
+/* The LOAD attribute's value (network order on the wire): u16 the level's
+ * load in thousandths ((seats in use + seats waiting) / its limit), u16 the
+ * instance's load in thousandths, u32 the level's estimated wait in
+ * microseconds; each saturates at its field's largest value. */
+#define FG_PROTO_LOAD_LEN 8u
+struct fg_answer_load {
+	uint8_t present;
+	uint16_t level_permille, instance_permille;
+	uint32_t wait_us;
+};
+
 struct fg_str {
 	const char *ptr; /* not NUL-terminated; NULL when absent */
 	uint16_t len;
@@ -116,6 +131,7 @@ struct fg_msg {
 	struct fg_hdr hdr;
 	struct fg_str user, ns, verb, api_group, resource, subresource, name, path;
 	struct fg_str cookie; /* bytes, not text */
+	struct fg_answer_load load; /* answers: the first LOAD attribute (present 0: none) */
 	struct fg_str groups[FG_PROTO_MAX_GROUPS];
 	uint16_t n_groups;
 	uint16_t n_unknown_attrs; /* skipped for forward compatibility */
@@ -156,6 +172,15 @@ int fg_proto_encode_reject(uint8_t *buf, size_t cap, uint64_t request_id,
  * with a longer datagram).  Returns its length or -ENOSPC. */
 int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id, uint32_t retry_after_ms,
 				  const uint8_t *cookie, uint16_t cookie_len);
+
+/* The LOAD attribute's value for these figures (saturating), FG_PROTO_LOAD_LEN bytes. */
+void fg_proto_load_value(uint8_t out[FG_PROTO_LOAD_LEN], const struct fg_answer_load *load);
+
+/* Put a LOAD attribute with this value first among the attributes of the
+ * message in buf[0..len) (its header checked: fg_proto_decode_header), moving
+ * the rest FG_PROTO_ATTR_HDR + FG_PROTO_LOAD_LEN bytes along.  Returns the
+ * new length, or -ENOSPC when that would pass cap (the message unchanged). */
+int fg_proto_insert_load(uint8_t *buf, size_t len, size_t cap, const uint8_t value[FG_PROTO_LOAD_LEN]);
 
 /* In-place rewrites of a datagram already validated by fg_proto_decode. */
 void fg_proto_set_request_id(uint8_t *buf, uint64_t request_id);

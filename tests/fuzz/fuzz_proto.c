@@ -2,7 +2,8 @@
 /* libFuzzer target: the wire protocol decoder, plus re-encoding whatever it
  * accepts (the re-encoded message must decode to the same fields), and the
  * cookie check on whatever cookie attribute it carries (a random cookie is
- * never valid). */
+ * never valid), and the LOAD attribute fairgate puts in an answer (the
+ * answer still decodes, with fairgate's values, whatever it carried). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    again.n_groups != m.n_groups || again.hdr.request_id != m.hdr.request_id ||
 	    again.payload_len != m.payload_len || memcmp(again.payload, m.payload, m.payload_len))
 		abort();
+	if (m.hdr.type != FG_MSG_REQUEST) {
+		const struct fg_answer_load ours = { 1, (uint16_t)size, 7, (uint32_t)size * 3 };
+		uint8_t v[FG_PROTO_LOAD_LEN];
+		fg_proto_load_value(v, &ours);
+		memcpy(buf, data, size);
+		int grown = fg_proto_insert_load(buf, size, FG_PROTO_MAX_DATAGRAM, v);
+		if (grown < 0) {
+			if (size + FG_PROTO_ATTR_HDR + FG_PROTO_LOAD_LEN <= FG_PROTO_MAX_DATAGRAM)
+				abort(); /* there was room */
+		} else {
+			/* (one attribute more may pass the count an answer at the limit had) */
+			enum fg_proto_err err = fg_proto_decode(buf, (size_t)grown, &again);
+			if (err == FG_PROTO_OK ? !again.load.present || again.load.level_permille != ours.level_permille ||
+							 again.load.wait_us != ours.wait_us ||
+							 again.payload_len != m.payload_len
+					       : err != FG_PROTO_ETOO_MANY)
+				abort();
+		}
+	}
 	free(buf);
 	return 0;
 }
