@@ -203,9 +203,25 @@ for _ in range(20):
           "d,_=s.recvfrom(2048);print(struct.unpack('>Q',d[8:16])[0],struct.unpack('>H',d[32:34])[0])")
     out = sh("ip", "netns", "exec", NS, sys.executable, "-c", py)
     t.check(out.stdout.split() == ["5", "4"], f"REJECT invalid for a lying header ({out.stdout.strip()} {out.stderr.strip()})")
+    # answerLoad in DPDK mode: an answer carries LOAD first; one that would
+    # then pass one 1500-byte frame (1472 bytes of UDP payload) goes without.
+    with open(d.sock + ".load.yaml", "w") as f:
+        f.write("apiVersion: fairgate.dev/v1alpha1\nkind: FairgateSettings\nspec: {answerLoad: all}\n")
+    ap = sh(t.FAIRGATECTL, "--socket", d.sock, "apply", "-f", d.sock + ".load.yaml")
+    t.check(ap.returncode == 0, f"apply answerLoad: all ({ap.stderr.strip()})")
+    py = ("import socket,struct;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);s.settimeout(3);"
+          f"t=('{FG_IP}',7400);a=struct.pack('>HH',1,1)+b'u'+struct.pack('>HH',4,1)+b'g'\n"
+          "for i,n in ((21,10),(22,1422)):\n"
+          " s.sendto(struct.pack('>HBBHHQHHIIIHHI',0x4647,1,1,0,40+len(a),i,1,0,0,0,0,0,0,0)+a+b'x'*n,t)\n"
+          " d,_=s.recvfrom(4096);h=struct.unpack('>H',d[6:8])[0];print(len(d),h,struct.unpack('>H',d[40:42])[0] if h>=52 else 0)")
+    out = sh("ip", "netns", "exec", NS, sys.executable, "-c", py)
+    sizes = [line.split() for line in out.stdout.splitlines()]
+    t.check(len(sizes) == 2 and sizes[0] == ["62", "52", "11"] and sizes[1] == ["1462", "40", "0"],
+            f"LOAD on a small answer, none on one that would pass the frame ({sizes} {out.stderr.strip()[-200:]})")
     st = d.wait_idle()
     c = st["counters"]
     t.check(c["malformed"] >= 3 and c["invalidRejected"] == 1, f"malformed datagrams counted ({c['malformed']})")
+    t.check(c["answersWithoutLoad"] == 1, f"the answer without room counted ({c['answersWithoutLoad']})")
     t.check(t.invariant_holds(st), "accounting invariant")
     # DPDK telemetry (what dpdk-telemetry.py shows): the same figures.
     tel = {}
