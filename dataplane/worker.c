@@ -394,13 +394,20 @@ void fg_worker__release_lingering(struct fg_worker *w, const bool levels[FG_MAX_
 	fg_wheel_expire_if(&w->lingering, &w->reqs, lingers_in, release_in, &rl);
 }
 
-/* The request stops executing; its seats go back now or after its extra latency. */
-static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, bool answered)
+/* How a request stopped executing. */
+enum left_by { LEFT_UNANSWERED, LEFT_RESPONSE, LEFT_BACKEND_REJECT };
+
+/* The request stops executing; its seats go back now or after its extra
+ * latency.  Only a RESPONSE teaches the backend's latency (adaptive limit,
+ * stall check) and the class's service time: a backend that refuses fast
+ * has not shown it can serve more (adaptive-limit.md). */
+static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, enum left_by how)
 {
 	struct fg_req *r = &w->reqs.slots[slot];
+	bool answered = how != LEFT_UNANSWERED;
 	fg_reqlist_remove(&w->reqs, &w->executing, slot);
 	uint64_t ejections = w->pool.b[r->backend].ejections;
-	if (answered) {
+	if (how == LEFT_RESPONSE) {
 		fg_backendpool_learn_latency(&w->pool, r->backend, r->qs.seats, now - r->qs.dispatch_ns, now);
 		if (w->work_per_class)
 			fg_classguess_learn(&w->classguess, fg_classguess_index(r->level, (enum fg_verb_class)r->verb_class),
@@ -762,7 +769,7 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	pkt->peer = r->client;
 	if (unlikely(cfg->answer_load))
 		attach_load(w, cfg, pkt, r->level, UINT32_MAX);
-	leave_executing(w, slot, now, true);
+	leave_executing(w, slot, now, hdr->type == FG_MSG_REJECT ? LEFT_BACKEND_REJECT : LEFT_RESPONSE);
 	send_pkt(w, pkt, true);
 }
 
@@ -936,7 +943,7 @@ void fg_worker_expire(struct fg_worker *w, const struct fg_config *cfg, uint64_t
 		uint32_t slot = w->executing.head;
 		FG_STAT_ADD(w->stats.backends[w->reqs.slots[slot].backend].timeouts, 1); /* not shutdown aborts */
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT, now);
-		leave_executing(w, slot, now, false);
+		leave_executing(w, slot, now, LEFT_UNANSWERED);
 	}
 	struct lingering_done done = { w, now };
 	fg_wheel_expire(&w->lingering, &w->reqs, now, lingering_over, &done);
@@ -949,7 +956,7 @@ void fg_worker__end_at_backend(struct fg_worker *w, const struct fg_config *cfg,
 		uint32_t next = w->reqs.slots[slot].next; /* leave_executing unlinks slot */
 		if (w->reqs.slots[slot].backend == b) {
 			reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_BACKEND_TIMEOUT, now);
-			leave_executing(w, slot, now, false);
+			leave_executing(w, slot, now, LEFT_UNANSWERED);
 		}
 		slot = next;
 	}
@@ -1070,7 +1077,7 @@ void fg_worker_abort_executing(struct fg_worker *w, const struct fg_config *cfg,
 	while (w->executing.head != FG_REQ_NIL) {
 		uint32_t slot = w->executing.head;
 		reject_to_client(w, cfg, &w->reqs.slots[slot], FG_REJECT_SHUTTING_DOWN, now);
-		leave_executing(w, slot, now, false);
+		leave_executing(w, slot, now, LEFT_UNANSWERED);
 	}
 	while (w->held.head != FG_REQ_NIL)
 		give_up_held(w, cfg, w->held.head, FG_REJECT_SHUTTING_DOWN, now);

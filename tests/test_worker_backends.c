@@ -2,7 +2,8 @@
 /* Unit tests of one worker's backends (dataplane/worker.c, backendpool.h):
  * the least outstanding one picked, capacities holding requests, none at all,
  * ejection and probing (its settings applied live), and backends changed
- * live: drained, disabled, added and removed under random load.  Rig:
+ * live: drained, disabled, added and removed under random load; a backend's
+ * own REJECTs relayed without teaching its latency.  Rig:
  * worker_rig.h. */
 #include "test.h"
 #include "worker_rig.h"
@@ -98,6 +99,37 @@ TEST(backend_capacity_holds_requests_until_room)
 	CHECK_EQ(r.w.stats.rejected[FG_REJECT_SHUTTING_DOWN], 3);
 	CHECK_EQ(r.w.reqs.in_use, 0);
 	check_invariant(&r);
+	rig_fini(&r);
+}
+
+/* A backend that refuses fast (its own REJECT) has not shown its latency:
+ * the REJECT goes to the client, counted, but only a RESPONSE teaches the
+ * learned latency the stall check and the adaptive limit use. */
+TEST(backend_rejects_teach_no_latency)
+{
+	struct rig r;
+	rig_init(&r, 4, 10, 1);
+	for (uint64_t id = 1; id <= 2; id++)
+		send_request(&r, (int)id, id, "a", 1);
+	step(&r);
+	uint64_t ids[4];
+	CHECK_EQ(collect_dispatched(&r, ids, 4, NULL), 2);
+	r.now += 1 * MS;
+	reject_from(&r, 0, ids[0], FG_REJECT_CONCURRENCY_LIMIT);
+	step(&r);
+	unsigned rejects = 0;
+	collect_dispatched(&r, ids + 2, 2, &rejects);
+	CHECK_EQ(rejects, 1);
+	CHECK_EQ(r.w.stats.rejected[FG_REJECT_CONCURRENCY_LIMIT], 1);
+	CHECK_EQ(r.w.pool.b[0].latency_samples, 0);
+	CHECK(r.w.pool.b[0].latency_ns == 0);
+	r.now += 49 * MS;
+	respond_from(&r, 0, ids[1], "ok");
+	step(&r);
+	CHECK_EQ(r.w.pool.b[0].latency_samples, 1);
+	CHECK(r.w.pool.b[0].latency_ns == 50 * MS);
+	CHECK_EQ(r.w.stats.responded, 1);
+	CHECK_EQ(r.w.stats.executing, 0); /* (check_invariant assumes no backend REJECTs) */
 	rig_fini(&r);
 }
 

@@ -130,6 +130,14 @@ void inject_response(struct fake_io *io, struct fg_endpoint from, uint64_t dispa
 	fake_inject(io, buf, (size_t)n, from);
 }
 
+void inject_backend_reject(struct fake_io *io, struct fg_endpoint from, uint64_t dispatch_id,
+			   enum fg_reject_reason reason)
+{
+	uint8_t buf[64];
+	int n = fg_proto_encode_reject(buf, sizeof(buf), dispatch_id, reason, 0);
+	fake_inject(io, buf, (size_t)n, from);
+}
+
 void send_request(struct rig *r, int client, uint64_t id, const char *user, uint16_t seats)
 {
 	inject_request(&r->io, r->client[client], id, user, seats);
@@ -138,6 +146,11 @@ void send_request(struct rig *r, int client, uint64_t id, const char *user, uint
 void respond_from(struct rig *r, int backend, uint64_t dispatch_id, const char *body)
 {
 	inject_response(&r->io, r->backend[backend], dispatch_id, body);
+}
+
+void reject_from(struct rig *r, int backend, uint64_t dispatch_id, enum fg_reject_reason reason)
+{
+	inject_backend_reject(&r->io, r->backend[backend], dispatch_id, reason);
 }
 
 void step(struct rig *r) { fg_worker_poll(&r->w, r->cfg, r->now); }

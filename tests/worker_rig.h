@@ -61,6 +61,10 @@ void inject_request(struct fake_io *io, struct fg_endpoint from, uint64_t id, co
 void inject_response(struct fake_io *io, struct fg_endpoint from, uint64_t dispatch_id, const char *body);
 void send_request(struct rig *r, int client, uint64_t id, const char *user, uint16_t seats);
 void respond_from(struct rig *r, int backend, uint64_t dispatch_id, const char *body);
+/* Backend `backend` answers dispatch_id with a REJECT of its own. */
+void inject_backend_reject(struct fake_io *io, struct fg_endpoint from, uint64_t dispatch_id,
+			   enum fg_reject_reason reason);
+void reject_from(struct rig *r, int backend, uint64_t dispatch_id, enum fg_reject_reason reason);
 /* One poll at r->now. */
 void step(struct rig *r);
 /* The next datagram the worker sent, decoded: 1, or 0 when there is none
