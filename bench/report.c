@@ -824,8 +824,9 @@ static void plot_backends(struct plot *p, const struct analysis *a[2])
 		emit(p, "set title '%s'\nplot 'data/%s-backends.dat' using 1:($5*%g):($5*%g) with filledcurves "
 			"fs transparent solid 0.15 lc rgb '#808080' notitle, '' using 1:5 with steps lw 3 lc rgb '#404040' "
 			"title 'real capacity'", s->name, s->name, 1 - TRACK_BAND, 1 + TRACK_BAND);
-		static const char *const titles[] = { "limit in force (levels share)", "backends' capacity in force, summed",
-						      "learned limits, summed" };
+		static const char *const titles[] = { "limit in force (the levels share it)",
+						      "capacity in force, summed over the backends",
+						      "learned limits, summed over the backends" };
 		const double *cols[] = { s->limit_in_force, s->capacity_sum, s->learned_sum };
 		for (int c = 0; c < 3; c++)
 			if (any_sample(cols[c], s->n_bins))
@@ -1063,10 +1064,15 @@ int fg_report_write(const struct fg_scenario *scn, struct fg_series *const runs[
 		if (!isnan(t->utilisation))
 			printf("%s: backend utilisation from %.1f s %.0f%%\n", a[k]->s->name, (double)t->util_from / 1e9,
 			       100 * t->utilisation);
-		for (unsigned c = 0; t->adaptive && c < t->n_changes; c++)
-			printf("%s: learned limit within %.0f%% of the real capacity (%.0f) %.1f s after %.1f s%s\n",
-			       a[k]->s->name, 100 * TRACK_BAND, t->changes[c].after, t->changes[c].within_s,
-			       (double)t->changes[c].at / 1e9, isnan(t->changes[c].within_s) ? " (not reached)" : "");
+		for (unsigned c = 0; t->adaptive && c < t->n_changes; c++) {
+			const struct change *ch = &t->changes[c];
+			if (isnan(ch->within_s))
+				printf("%s: learned limit not within %.0f%% of the real capacity (%.0f) after %.1f s\n",
+				       a[k]->s->name, 100 * TRACK_BAND, ch->after, (double)ch->at / 1e9);
+			else
+				printf("%s: learned limit within %.0f%% of the real capacity (%.0f) %.1f s after %.1f s\n",
+				       a[k]->s->name, 100 * TRACK_BAND, ch->after, ch->within_s, (double)ch->at / 1e9);
+		}
 		if (t->adaptive && !isnan(t->worst))
 			printf("%s: steady-state oscillation of the learned limit at most %.0f%%\n", a[k]->s->name, 100 * t->worst);
 	}
