@@ -514,14 +514,6 @@ static json_t *rejects_json(const struct counts *c, uint64_t *total)
 	return rej;
 }
 
-static json_t *interval_flow_json(const struct flow *f, const struct counts *c)
-{
-	uint64_t total;
-	return json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:o}", "name", f->name, "sent", (json_int_t)c->sent, "responses",
-			 (json_int_t)c->responses, "rejected", rejects_json(c, &total), "lost", (json_int_t)c->lost,
-			 "deferred", (json_int_t)c->deferred, "latencyMs", latency_json(&c->latency_us));
-}
-
 static json_t *histogram_json(const struct fg_hist *h)
 {
 	json_t *arr = json_array();
@@ -530,6 +522,17 @@ static json_t *histogram_json(const struct fg_hist *h)
 			json_array_append_new(arr, json_pack("[I, I, I]", (json_int_t)fg_hist_bucket_low(b),
 							     (json_int_t)fg_hist_bucket_high(b), (json_int_t)h->buckets[b]));
 	return arr;
+}
+
+/* An interval's histogram goes with it: a reader merges the intervals it
+ * wants (the runner: those after a scenario's settle time). */
+static json_t *interval_flow_json(const struct flow *f, const struct counts *c)
+{
+	uint64_t total;
+	return json_pack("{s:s, s:I, s:I, s:o, s:I, s:I, s:o, s:o}", "name", f->name, "sent", (json_int_t)c->sent,
+			 "responses", (json_int_t)c->responses, "rejected", rejects_json(c, &total), "lost",
+			 (json_int_t)c->lost, "deferred", (json_int_t)c->deferred, "latencyMs", latency_json(&c->latency_us),
+			 "histogramUs", histogram_json(&c->latency_us));
 }
 
 static json_t *flow_json(const struct flow *f)

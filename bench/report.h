@@ -5,7 +5,11 @@
  * (DIR/plots/NAME.png and NAME.svg, FG_REPORT_PLOT_W x FG_REPORT_PLOT_H pixels),
  * with each flow's fair share per phase (max-min water-fill of its level's
  * seats over the flows' demands, common/seats/maxmin), the fairness error, Jain's
- * index and a verdict per flow (docs/bench.md, "run").
+ * index and a verdict per flow (over the whole run, and after the scenario's
+ * settle time when it has one), the scenario's expectations checked in both
+ * runs, and the backends' limit against their real capacity (when the
+ * learned limit came within 25% of it after each change, its steady-state
+ * oscillation, the backends' utilisation) (docs/bench.md, "run").
  *
  * Thread contract: one thread; the series are only read.
  */

@@ -37,6 +37,15 @@ struct fg_series *fg_series_new(const struct fg_scenario *scn, const char *name)
 	for (int r = 0; r < FG_REJECT__COUNT; r++)
 		if (!(s->rejects_per_s[r] = nan_array(s->n_bins)))
 			goto bad;
+	s->limit_in_force = nan_array(s->n_bins);
+	s->capacity_sum = nan_array(s->n_bins);
+	s->learned_sum = nan_array(s->n_bins);
+	s->real_capacity = nan_array(s->n_bins);
+	if (!s->limit_in_force || !s->capacity_sum || !s->learned_sum || !s->real_capacity)
+		goto bad;
+	/* What the backends take as the status sample at the bin's end sees it. */
+	for (size_t b = 0; b < s->n_bins; b++)
+		s->real_capacity[b] = fg_scn_capacity_at(scn, (int64_t)(b + 1) * FG_SERIES_BIN_NS - 1, NULL);
 	return s;
 bad:
 	fg_series_free(s);
@@ -50,7 +59,12 @@ void fg_series_free(struct fg_series *s)
 	for (unsigned i = 0; i < FG_SCN_MAX_FLOWS; i++) {
 		free(s->flows[i].bins);
 		free(s->flows[i].hist);
+		free(s->flows[i].settled);
 	}
+	free(s->limit_in_force);
+	free(s->capacity_sum);
+	free(s->learned_sum);
+	free(s->real_capacity);
 	for (unsigned i = 0; i < s->n_levels; i++) {
 		free(s->levels[i].in_use);
 		free(s->levels[i].limit);
@@ -86,37 +100,56 @@ static double worse(double a, double b)
 	return isnan(a) ? b : isnan(b) ? a : fmax(a, b);
 }
 
-static void add_bucket(struct fg_series *s, struct fg_series_flow *f, double low, double high, uint64_t count)
+/* A histogram being merged into: one of a flow's two. */
+struct hist_ref {
+	struct fg_series_bucket **b;
+	size_t *n, *cap;
+};
+
+static void add_bucket(struct fg_series *s, struct hist_ref h, double low, double high, uint64_t count)
 {
-	size_t lo = 0, hi = f->n_hist;
+	size_t lo = 0, hi = *h.n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (f->hist[mid].low_us < low)
+		if ((*h.b)[mid].low_us < low)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < f->n_hist && f->hist[lo].low_us == low) {
-		f->hist[lo].count += count;
+	if (lo < *h.n && (*h.b)[lo].low_us == low) {
+		(*h.b)[lo].count += count;
 		return;
 	}
-	if (f->n_hist == FG_SERIES_MAX_BUCKETS) {
+	if (*h.n == FG_SERIES_MAX_BUCKETS) {
 		s->dropped_buckets++;
 		return;
 	}
-	if (f->n_hist == f->cap_hist) {
-		size_t cap = f->cap_hist ? 2 * f->cap_hist : 256;
-		struct fg_series_bucket *n = realloc(f->hist, cap * sizeof(*n));
+	if (*h.n == *h.cap) {
+		size_t cap = *h.cap ? 2 * *h.cap : 256;
+		struct fg_series_bucket *n = realloc(*h.b, cap * sizeof(*n));
 		if (!n) {
 			s->dropped_buckets++;
 			return;
 		}
-		f->hist = n;
-		f->cap_hist = cap;
+		*h.b = n;
+		*h.cap = cap;
 	}
-	memmove(&f->hist[lo + 1], &f->hist[lo], (f->n_hist - lo) * sizeof(*f->hist));
-	f->hist[lo] = (struct fg_series_bucket){ low, high, count };
-	f->n_hist++;
+	memmove(&(*h.b)[lo + 1], &(*h.b)[lo], (*h.n - lo) * sizeof(**h.b));
+	(*h.b)[lo] = (struct fg_series_bucket){ low, high, count };
+	(*h.n)++;
+}
+
+/* A line's histogramUs ([[low, high, count], ...]) merged into h. */
+static void add_histogram(struct fg_series *s, struct hist_ref h, json_t *arr)
+{
+	size_t j;
+	json_t *bk;
+	json_array_foreach(arr, j, bk) {
+		json_t *lo = json_array_get(bk, 0), *hi = json_array_get(bk, 1), *c = json_array_get(bk, 2);
+		if (json_is_number(lo) && json_is_number(hi) && json_is_integer(c) && json_integer_value(c) > 0 &&
+		    json_number_value(lo) >= 0 && json_number_value(hi) >= json_number_value(lo))
+			add_bucket(s, h, json_number_value(lo), json_number_value(hi), (uint64_t)json_integer_value(c));
+	}
 }
 
 static void interval_line(struct fg_series *s, json_t *doc, int64_t offset_ns)
@@ -127,14 +160,23 @@ static void interval_line(struct fg_series *s, json_t *doc, int64_t offset_ns)
 	double end_ns = (double)offset_ns + json_number_value(t) * 1e9;
 	/* The interval ends at end_ns: its bin is the one it (mostly) covers. */
 	long bin = lround(end_ns / (double)FG_SERIES_BIN_NS) - 1;
-	if (bin < 0 || (size_t)bin >= s->n_bins)
+	if (bin < 0)
 		return;
+	/* From the settle time on, the interval's answers count after it (those
+	 * answered after the run's end too: loadgen waits for them). */
+	bool settled = s->scn->settle_ns > 0 && (int64_t)bin * FG_SERIES_BIN_NS >= s->scn->settle_ns;
 	size_t i;
 	json_array_foreach(json_object_get(doc, "flows"), i, fl) {
 		int k = flow_index(s, json_string_value(json_object_get(fl, "name")));
 		if (k < 0)
 			continue;
-		struct fg_series_bin *b = &s->flows[k].bins[bin];
+		struct fg_series_flow *sf = &s->flows[k];
+		if (settled)
+			add_histogram(s, (struct hist_ref){ &sf->settled, &sf->n_settled, &sf->cap_settled },
+				      json_object_get(fl, "histogramUs"));
+		if ((size_t)bin >= s->n_bins)
+			continue;
+		struct fg_series_bin *b = &sf->bins[bin];
 		b->sent += count_of(fl, "sent");
 		b->responses += count_of(fl, "responses");
 		b->lost += count_of(fl, "lost");
@@ -177,14 +219,7 @@ static void result_line(struct fg_series *s, json_t *doc, double step_s)
 		}
 		if (count_of(fl, "rejectedTotal"))
 			f->reject_p99_ms = worse(f->reject_p99_ms, ms_of(json_object_get(fl, "rejectLatencyMs"), "p99"));
-		size_t j;
-		json_t *bk;
-		json_array_foreach(json_object_get(fl, "histogramUs"), j, bk) {
-			json_t *lo = json_array_get(bk, 0), *hi = json_array_get(bk, 1), *c = json_array_get(bk, 2);
-			if (json_is_number(lo) && json_is_number(hi) && json_is_integer(c) && json_integer_value(c) > 0 &&
-			    json_number_value(lo) >= 0 && json_number_value(hi) >= json_number_value(lo))
-				add_bucket(s, f, json_number_value(lo), json_number_value(hi), (uint64_t)json_integer_value(c));
-		}
+		add_histogram(s, (struct hist_ref){ &f->hist, &f->n_hist, &f->cap_hist }, json_object_get(fl, "histogramUs"));
 	}
 }
 
@@ -266,6 +301,26 @@ void fg_series_status(struct fg_series *s, size_t bin, json_t *status)
 				f->bins[bin].seats += (double)count_of(v, "seatsExecuting");
 		}
 	}
+	/* The backends' side (status.c): what the levels share, and each
+	 * backend's capacity in force and learned limit, summed. */
+	json_t *in_force = json_object_get(status, "serverConcurrencyLimitInForce");
+	if (json_is_integer(in_force))
+		s->limit_in_force[bin] = (double)count_of(status, "serverConcurrencyLimitInForce");
+	json_t *pool = json_object_get(status, "backendPool");
+	if (json_is_array(pool)) {
+		double cap = 0, learned = 0;
+		bool any_learned = false;
+		json_array_foreach(pool, i, v) {
+			cap += (double)count_of(v, "capacitySeats");
+			if (json_is_integer(json_object_get(v, "learnedLimitSeats"))) {
+				learned += (double)count_of(v, "learnedLimitSeats");
+				any_learned = true;
+			}
+		}
+		s->capacity_sum[bin] = cap;
+		if (any_learned)
+			s->learned_sum[bin] = learned;
+	}
 	/* Counters are cumulative: a bin gets the rate since the last sample. */
 	json_t *rej = json_object_get(json_object_get(status, "counters"), "rejected");
 	for (int r = 1; r < FG_REJECT__COUNT; r++) {
@@ -278,20 +333,30 @@ void fg_series_status(struct fg_series *s, size_t bin, json_t *status)
 	s->have_last = true;
 }
 
-double fg_series_quantile(const struct fg_series_flow *f, double q)
+double fg_series_hist_quantile(const struct fg_series_bucket *h, size_t n, double q)
 {
 	uint64_t total = 0, seen = 0;
-	for (size_t i = 0; i < f->n_hist; i++)
-		total += f->hist[i].count;
+	for (size_t i = 0; i < n; i++)
+		total += h[i].count;
 	if (!total)
 		return NAN;
 	uint64_t rank = (uint64_t)ceil(q * (double)total);
 	if (rank < 1)
 		rank = 1;
-	for (size_t i = 0; i < f->n_hist; i++) {
-		seen += f->hist[i].count;
+	for (size_t i = 0; i < n; i++) {
+		seen += h[i].count;
 		if (seen >= rank)
-			return (f->hist[i].low_us + f->hist[i].high_us) / 2 / 1000.0;
+			return (h[i].low_us + h[i].high_us) / 2 / 1000.0;
 	}
-	return f->hist[f->n_hist - 1].high_us / 1000.0;
+	return h[n - 1].high_us / 1000.0;
+}
+
+double fg_series_quantile(const struct fg_series_flow *f, double q)
+{
+	return fg_series_hist_quantile(f->hist, f->n_hist, q);
+}
+
+double fg_series_settled_quantile(const struct fg_series_flow *f, double q)
+{
+	return fg_series_hist_quantile(f->settled, f->n_settled, q);
 }

@@ -5,8 +5,12 @@
  * interval lines) and its seats executing in fairgate, each level's seats in
  * use and limit, and fairgate's rejects by reason (from the daemon's status
  * samples); per flow, the totals and the merged latency histogram (from
- * loadgen's result lines).  The lines are loadgen's `--json --interval`
- * output as docs/bench.md ("run") describes it.
+ * loadgen's result lines), and the same histogram over the run after the
+ * scenario's `settle` time (from the interval lines' histograms); the
+ * backends' side per bin: the limit in force, the backends' capacity in
+ * force and learned limits summed (status), and their real capacity (the
+ * scenario's, fg_scn_capacity_at).  The lines are loadgen's `--json
+ * --interval` output as docs/bench.md ("run") describes it.
  *
  * Invariants: bins are FG_SERIES_BIN_NS wide from the run's start; a bin
  * index outside [0, n_bins) is dropped, never written; names are copied and
@@ -57,6 +61,10 @@ struct fg_series_flow {
 	double reject_p99_ms;         /* the largest of the steps' reject p99s */
 	struct fg_series_bucket *hist;
 	size_t n_hist, cap_hist;
+	/* The answers of the intervals from the scenario's settle time on
+	 * (interval lines' histogramUs); empty when the scenario has none. */
+	struct fg_series_bucket *settled;
+	size_t n_settled, cap_settled;
 	struct fg_series_bin *bins;
 };
 
@@ -73,6 +81,11 @@ struct fg_series {
 	struct fg_series_level levels[FG_SERIES_MAX_LEVELS];
 	unsigned n_levels;
 	double *rejects_per_s[FG_REJECT__COUNT]; /* fairgate's, per bin */
+	/* The backends, per bin (NAN: no sample): serverConcurrencyLimitInForce
+	 * (what the levels share), the backends' capacitySeats summed (seats=N,
+	 * or the learned limit in Adaptive mode), their learnedLimitSeats summed
+	 * (Adaptive mode only), and their real capacity (the scenario's). */
+	double *limit_in_force, *capacity_sum, *learned_sum, *real_capacity;
 	uint64_t last_rejected[FG_REJECT__COUNT];
 	bool have_last;
 	uint64_t bad_lines, dropped_buckets;
@@ -96,7 +109,13 @@ void fg_series_mark_shared(struct fg_series *s);
 /* One `status` result sampled at bin `bin`. */
 void fg_series_status(struct fg_series *s, size_t bin, json_t *status);
 
+/* Latency quantile q in [0,1] of a histogram, in ms (NAN: empty). */
+double fg_series_hist_quantile(const struct fg_series_bucket *h, size_t n, double q);
+
 /* Latency quantile q in [0,1] of a flow's merged histogram, in ms (NAN: none). */
 double fg_series_quantile(const struct fg_series_flow *f, double q);
+
+/* The same over the run after the scenario's settle time (NAN: none). */
+double fg_series_settled_quantile(const struct fg_series_flow *f, double q);
 
 #endif

@@ -323,6 +323,38 @@ static int parse_event(struct fg_scenario *s, json_t *o, unsigned idx, struct fg
 	return 0;
 }
 
+/* `expect: {p99ServiceTimes: {FLOW: N, ...}, backendUtilisation: F}`. */
+static int parse_expect(struct fg_scenario *s, json_t *x, char *err, size_t errlen)
+{
+	static const char *const known[] = { "p99ServiceTimes", "backendUtilisation", NULL };
+	if (!x)
+		return 0;
+	if (!json_is_object(x))
+		return fg_jf_fail(err, errlen, "expect: must be an object with p99ServiceTimes and/or backendUtilisation");
+	if (fg_jf_known_keys(x, known, "expect.", err, errlen) ||
+	    fg_jf_number(x, "backendUtilisation", 0, 0.01, 1.0, &s->expect_utilisation, "expect.", err, errlen))
+		return -EINVAL;
+	json_t *p99 = json_object_get(x, "p99ServiceTimes"), *v;
+	const char *flow;
+	if (p99 && (!json_is_object(p99) || json_object_size(p99) == 0))
+		return fg_jf_fail(err, errlen, "expect.p99ServiceTimes: must be an object: flow name -> times its service "
+				  "time (e.g. {tenant-light: 3})");
+	json_object_foreach(p99, flow, v) {
+		unsigned k = 0;
+		while (k < s->n_flows && strcmp(s->flows[k].name, flow))
+			k++;
+		char name[NAME_MAX_LEN + 8];
+		snprintf(name, sizeof(name), "%.*s", NAME_MAX_LEN, flow);
+		if (k == s->n_flows)
+			return fg_jf_fail(err, errlen, "expect.p99ServiceTimes.%s: no flow has this name", name);
+		if (!json_is_number(v) || !(json_number_value(v) >= 0.1 && json_number_value(v) <= 10000))
+			return fg_jf_fail(err, errlen, "expect.p99ServiceTimes.%s: must be a number in [0.1, 10000]", name);
+		/* Flow names are distinct and a JSON object's keys too: at most n_flows. */
+		s->expect_p99[s->n_expect_p99++] = (struct fg_scn_expect_p99){ k, json_number_value(v) };
+	}
+	return 0;
+}
+
 static int by_time(const void *a, const void *b)
 {
 	const struct fg_scn_event *x = a, *y = b;
@@ -332,7 +364,7 @@ static int by_time(const void *a, const void *b)
 static int parse(struct fg_scenario *s, json_t *root, char *err, size_t errlen)
 {
 	static const char *const known[] = { "name", "description", "duration", "timeout", "fairgate", "backends",
-		"flows", "events", "baseline", NULL };
+		"flows", "events", "baseline", "settle", "expect", NULL };
 	if (!json_is_object(root))
 		return fg_jf_fail(err, errlen, "scenario: must be an object (one YAML document)");
 	if (fg_jf_known_keys(root, known, "", err, errlen) ||
@@ -347,6 +379,10 @@ static int parse(struct fg_scenario *s, json_t *root, char *err, size_t errlen)
 		return fg_jf_fail(err, errlen, "duration: must be in [1s, 600s]");
 	if (s->timeout_ns < 1000000LL || s->timeout_ns > 60000000000LL)
 		return fg_jf_fail(err, errlen, "timeout: must be in [1ms, 60s]");
+	if (fg_jf_duration(root, "settle", 0, &s->settle_ns, "", err, errlen))
+		return -EINVAL;
+	if (s->settle_ns < 0 || s->settle_ns > s->duration_ns - 1000000000LL)
+		return fg_jf_fail(err, errlen, "settle: must be in [0, duration - 1s] (a second at least is left to judge)");
 	if (parse_backends(s, json_object_get(root, "backends"), err, errlen) ||
 	    parse_settings(s, json_object_get(root, "fairgate"), err, errlen) ||
 	    parse_baseline(s, json_object_get(root, "baseline"), err, errlen))
@@ -377,7 +413,7 @@ static int parse(struct fg_scenario *s, json_t *root, char *err, size_t errlen)
 									  .backend = e->backend };
 	}
 	qsort(s->events, s->n_events, sizeof(s->events[0]), by_time);
-	return 0;
+	return parse_expect(s, json_object_get(root, "expect"), err, errlen);
 }
 
 struct fg_scenario *fg_scenario_load(const uint8_t *buf, size_t len, char *err, size_t errlen)
@@ -462,4 +498,49 @@ const struct fg_scn_step *fg_scn_step_at(const struct fg_scn_flow *f, int64_t t_
 		if (f->steps[k].start_ns <= t_ns && t_ns < f->steps[k].stop_ns)
 			return &f->steps[k];
 	return NULL;
+}
+
+bool fg_scn_event_changes_backend(const struct fg_scn_event *e)
+{
+	return e->action != FG_SCN_APPLY;
+}
+
+unsigned fg_scn_capacity_at(const struct fg_scenario *s, int64_t t_ns, double *service_scale)
+{
+	unsigned cap[FG_SCN_MAX_BACKENDS];
+	int64_t service[FG_SCN_MAX_BACKENDS];
+	bool killed[FG_SCN_MAX_BACKENDS] = { false }, paused[FG_SCN_MAX_BACKENDS] = { false };
+	for (unsigned b = 0; b < s->n_backends; b++) {
+		cap[b] = s->capacity;
+		service[b] = s->service_ns;
+	}
+	/* Events are sorted by time; those at t have fired (the runner fires an
+	 * event at the first bin boundary at or after it). */
+	for (unsigned i = 0; i < s->n_events && s->events[i].at_ns <= t_ns; i++) {
+		const struct fg_scn_event *e = &s->events[i];
+		switch (e->action) {
+		case FG_SCN_APPLY: break;
+		case FG_SCN_KILL: killed[e->backend] = true; break;
+		case FG_SCN_RESTART: killed[e->backend] = false; break;
+		case FG_SCN_PAUSE: paused[e->backend] = true; break;
+		case FG_SCN_RESUME: paused[e->backend] = false; break;
+		case FG_SCN_SET_BACKEND:
+			if (e->capacity)
+				cap[e->backend] = e->capacity;
+			if (e->service_ns >= 0)
+				service[e->backend] = e->service_ns;
+			break;
+		}
+	}
+	unsigned total = 0, running = 0;
+	double scale = 0;
+	for (unsigned b = 0; b < s->n_backends; b++)
+		if (!killed[b] && !paused[b]) {
+			total += cap[b];
+			scale += (double)service[b] / (double)s->service_ns;
+			running++;
+		}
+	if (service_scale)
+		*service_scale = running ? scale / running : 1.0;
+	return total;
 }

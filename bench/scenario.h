@@ -10,7 +10,9 @@
  * [0, duration] and each is closed loop (threads > 0) or open loop
  * (rate > 0), never both; a ramp is already cut into FG_SCN_RAMP_STEP_NS
  * steps of constant rate; events are sorted by time and name backends that
- * exist.  Strings point into the scenario's own document.
+ * exist; settle lies in [0, duration - 1s]; each expectation names a flow
+ * of the scenario, at most once.  Strings point into the scenario's own
+ * document.
  *
  * Thread contract: a scenario is read-only after loading; any thread.
  */
@@ -84,6 +86,18 @@ struct fg_scenario {
 	unsigned n_flows;
 	struct fg_scn_event events[FG_SCN_MAX_EVENTS];
 	unsigned n_events;
+	/* `settle`: latency and verdicts are also given over [settle, end), the
+	 * run without its start; 0: whole run only. */
+	int64_t settle_ns;
+	/* `expect` (checked in both runs, over [settle, end)):
+	 * p99ServiceTimes: a flow's p99 at most `times` x its service time;
+	 * backendUtilisation: the backends' busy fraction at least this (0: none). */
+	struct fg_scn_expect_p99 {
+		unsigned flow;
+		double times;
+	} expect_p99[FG_SCN_MAX_FLOWS];
+	unsigned n_expect_p99;
+	double expect_utilisation;
 };
 
 /* Load a scenario (YAML or JSON text); NULL and a message naming the field. */
@@ -108,5 +122,16 @@ double fg_scn_flow_service_s(const struct fg_scenario *s, const struct fg_scn_fl
 /* A flow's seats demand during a step: closed loop threads x width, open
  * loop rate x mean service time x width. */
 double fg_scn_step_demand(const struct fg_scenario *s, const struct fg_scn_flow *f, const struct fg_scn_step *st);
+
+/* The backends' real capacity at time t: the sum of their workers (the
+ * scenario's capacity, changed by set-backend events; 0 for a backend
+ * killed and not restarted, or paused and not resumed), from the events at
+ * or before t.  *service_scale (may be NULL): the mean over the backends
+ * that run of their service time over the scenario's (1 when none runs). */
+unsigned fg_scn_capacity_at(const struct fg_scenario *s, int64_t t_ns, double *service_scale);
+
+/* Whether event e changes a backend (its capacity or service time, or
+ * whether it runs): kill, restart, pause, resume, set-backend. */
+bool fg_scn_event_changes_backend(const struct fg_scn_event *e);
 
 #endif

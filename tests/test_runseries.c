@@ -136,6 +136,26 @@ TEST(bad_fields_are_named)
 		  "events[0].serviceTime: a duration in [0, 60s]" },
 		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nevents: [{at: 1s, action: set-backend, backend: 0, serviceTime: -1s}]\n",
 		  "events[0].serviceTime:" },
+		/* settle and expect: bounded, named. */
+		{ "name: t\nduration: 5s\nsettle: 5s\nbackends: {}\nflows: [{name: a, threads: 1}]\n", "settle: must be in" },
+		{ "name: t\nsettle: -1s\nbackends: {}\nflows: [{name: a, threads: 1}]\n", "settle:" },
+		{ "name: t\nsettle: soon\nbackends: {}\nflows: [{name: a, threads: 1}]\n", "settle:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: 3\n", "expect: must be an object" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99: 3}\n", "expect.p99:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99ServiceTimes: {b: 3}}\n",
+		  "expect.p99ServiceTimes.b: no flow has this name" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99ServiceTimes: {a: 0}}\n",
+		  "expect.p99ServiceTimes.a: must be a number in [0.1, 10000]" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99ServiceTimes: {a: x}}\n",
+		  "expect.p99ServiceTimes.a:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99ServiceTimes: [a]}\n",
+		  "expect.p99ServiceTimes: must be an object" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {p99ServiceTimes: {}}\n",
+		  "expect.p99ServiceTimes: must be an object" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {backendUtilisation: 1.5}\n",
+		  "expect.backendUtilisation:" },
+		{ "name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\nexpect: {backendUtilisation: 0}\n",
+		  "expect.backendUtilisation:" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char err[512] = "";
@@ -148,6 +168,51 @@ TEST(bad_fields_are_named)
 			CHECK(0);
 		}
 	}
+}
+
+/* settle and expect, and the backends' real capacity over the events. */
+TEST(settle_expect_and_real_capacity)
+{
+	struct fg_scenario *s = load("name: t\nduration: 10s\nsettle: 3s\n"
+				     "backends: {count: 3, capacity: 8, serviceTime: 20ms}\n"
+				     "flows: [{name: heavy, threads: 9}, {name: light, threads: 1}]\n"
+				     "expect: {p99ServiceTimes: {light: 3}, backendUtilisation: 0.9}\n"
+				     "events:\n"
+				     "  - {at: 2s, action: set-backend, backend: 0, serviceTime: 60ms}\n"
+				     "  - {at: 2s, action: set-backend, backend: 1, capacity: 2}\n"
+				     "  - {at: 4s, action: kill, backend: 2}\n"
+				     "  - {at: 5s, action: pause, backend: 1, for: 1s}\n"
+				     "  - {at: 7s, action: restart, backend: 2}\n");
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	CHECK_EQ(s->settle_ns, 3000000000LL);
+	CHECK_EQ(s->n_expect_p99, 1u);
+	CHECK(s->expect_p99[0].flow == 1 && s->expect_p99[0].times == 3.0);
+	CHECK(s->expect_utilisation == 0.9);
+	double scale;
+	CHECK_EQ(fg_scn_capacity_at(s, 0, &scale), 24u);
+	CHECK(scale == 1.0);
+	CHECK_EQ(fg_scn_capacity_at(s, 2000000000LL, &scale), 18u); /* 8 + 2 + 8 */
+	CHECK(fabs(scale - 5.0 / 3.0) < 1e-9);                       /* (3 + 1 + 1) / 3 */
+	CHECK_EQ(fg_scn_capacity_at(s, 4500000000LL, NULL), 10u);   /* backend 2 killed */
+	CHECK_EQ(fg_scn_capacity_at(s, 5500000000LL, &scale), 8u);  /* and 1 paused */
+	CHECK(fabs(scale - 3.0) < 1e-9);
+	CHECK_EQ(fg_scn_capacity_at(s, 6000000000LL, NULL), 10u);   /* resumed */
+	CHECK_EQ(fg_scn_capacity_at(s, 7000000000LL, NULL), 18u);   /* restarted */
+	/* The series carries it per bin, taken at the bin's end. */
+	struct fg_series *r = fg_series_new(s, "fairgate");
+	CHECK(r != NULL);
+	if (r) {
+		CHECK(r->real_capacity[0] == 24 && r->real_capacity[19] == 24 && r->real_capacity[20] == 18 &&
+		      r->real_capacity[45] == 10);
+		CHECK(isnan(r->learned_sum[0]) && isnan(r->limit_in_force[0]));
+	}
+	fg_series_free(r);
+	fg_scenario_free(s);
+	s = load("name: t\nbackends: {}\nflows: [{name: a, threads: 1}]\n");
+	CHECK(s != NULL && s->settle_ns == 0 && s->n_expect_p99 == 0 && s->expect_utilisation == 0);
+	fg_scenario_free(s);
 }
 
 static int line(struct fg_series *s, const char *text, int64_t offset_ns, double step_s)
@@ -249,6 +314,60 @@ TEST(status_samples_and_estimated_seats)
 	json_decref(j1);
 	json_decref(j2);
 	fg_series_free(r);
+	fg_scenario_free(s);
+}
+
+/* Interval lines' histograms merge into the after-settle histogram from
+ * the settle time on; status samples give the backends' side. */
+TEST(settled_histogram_and_backend_samples)
+{
+	struct fg_scenario *s = load("name: t\nduration: 4s\nsettle: 1s\nbackends: {count: 2, capacity: 4, serviceTime: 20ms}\n"
+				     "flows: [{name: a, threads: 2}]\n");
+	struct fg_series *r = s ? fg_series_new(s, "fairgate") : NULL;
+	CHECK(r != NULL);
+	if (!r) {
+		fg_scenario_free(s);
+		return;
+	}
+	/* Bin 4 (before 1 s): whole-run bins only; bins 10 and 12: after. */
+	CHECK_EQ(line(r, "{\"type\":\"interval\",\"t\":0.5,\"flows\":[{\"name\":\"a\",\"sent\":5,\"responses\":5,"
+			 "\"histogramUs\":[[900000,909000,5]]}]}", 0, 4.0), 0);
+	CHECK_EQ(line(r, "{\"type\":\"interval\",\"t\":0.1,\"flows\":[{\"name\":\"a\",\"sent\":9,\"responses\":9,"
+			 "\"histogramUs\":[[20000,20200,9]]}]}", 1000000000LL, 3.0), 0);
+	CHECK_EQ(line(r, "{\"type\":\"interval\",\"t\":0.3,\"flows\":[{\"name\":\"a\",\"sent\":1,\"responses\":1,"
+			 "\"histogramUs\":[[40000,40400,1],[\"x\",1,1],[5,1,1]]}]}", 1000000000LL, 3.0), 0);
+	/* After the run (the last answers): still after the settle time. */
+	CHECK_EQ(line(r, "{\"type\":\"interval\",\"t\":4.3,\"flows\":[{\"name\":\"a\",\"responses\":1,"
+			 "\"histogramUs\":[[40000,40400,1]]}]}", 0, 4.0), 0);
+	const struct fg_series_flow *f = &r->flows[0];
+	CHECK_EQ(f->n_settled, 2u);
+	CHECK(f->settled[0].count == 9 && f->settled[1].count == 2);
+	CHECK(fabs(fg_series_settled_quantile(f, 0.5) - 20.1) < 1e-9);
+	CHECK(fabs(fg_series_settled_quantile(f, 0.99) - 40.2) < 1e-9);
+	CHECK(f->bins[4].sent == 5 && f->bins[10].sent == 9);
+	CHECK_EQ(f->n_hist, 0u); /* the whole run's comes from result lines */
+	json_t *st = json_loads("{\"serverConcurrencyLimitInForce\":12,\"backendPool\":[{\"capacitySeats\":5,"
+				"\"learnedLimitSeats\":5},{\"capacitySeats\":7,\"learnedLimitSeats\":7}]}", 0, NULL);
+	json_t *st_static = json_loads("{\"serverConcurrencyLimitInForce\":8,\"backendPool\":[{\"capacitySeats\":4},"
+				       "{\"capacitySeats\":4}]}", 0, NULL);
+	fg_series_status(r, 3, st);
+	fg_series_status(r, 4, st_static);
+	CHECK(r->limit_in_force[3] == 12 && r->capacity_sum[3] == 12 && r->learned_sum[3] == 12);
+	CHECK(r->limit_in_force[4] == 8 && r->capacity_sum[4] == 8 && isnan(r->learned_sum[4]));
+	CHECK(r->real_capacity[4] == 8);
+	json_decref(st);
+	json_decref(st_static);
+	fg_series_free(r);
+	fg_scenario_free(s);
+	/* Without a settle time nothing goes to the after-settle histogram. */
+	struct fg_series *w = two_flow_series(&s);
+	if (!w)
+		return;
+	CHECK_EQ(line(w, "{\"type\":\"interval\",\"t\":3,\"flows\":[{\"name\":\"heavy\",\"histogramUs\":[[1,2,3]]}]}",
+		      0, 4.0), 0);
+	CHECK_EQ(w->flows[0].n_settled, 0u);
+	CHECK(isnan(fg_series_settled_quantile(&w->flows[0], 0.5)));
+	fg_series_free(w);
 	fg_scenario_free(s);
 }
 

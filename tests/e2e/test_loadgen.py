@@ -90,6 +90,14 @@ for name, f in res.items():
             all(b[0] <= b[1] for b in f["histogramUs"]) and
             [b[0] for b in f["histogramUs"]] == sorted(b[0] for b in f["histogramUs"]),
             f"{name}: histogramUs counts every answer, buckets ascending")
+    merged = {}
+    for l in intervals:
+        for x in l["flows"]:
+            if x["name"] == name:
+                for lo, _hi, c in x["histogramUs"]:
+                    merged[lo] = merged.get(lo, 0) + c
+    t.check(merged == {b[0]: b[2] for b in f["histogramUs"]},
+            f"{name}: the intervals' histogramUs merge into the result's (the runner's after-settle latency)")
     t.check(f["latencyP50Ms"] == lat["p50"] and f["latencyP99Ms"] == lat["p99"], f"{name}: the old keys stay")
     t.check(f["lost"] == 0 and f["responses"] == f["sent"] > 0, f"{name}: every request answered ({f['sent']})")
 many = res["many"]

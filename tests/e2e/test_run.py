@@ -18,7 +18,7 @@ import time
 import fgtest as t
 
 PLOT_W, PLOT_H = 1200, 700  # report.h FG_REPORT_PLOT_W/H, docs/bench.md
-PLOTS = ["throughput", "latency-over-time", "latency-cdf", "seats", "rejects", "fairness"]
+PLOTS = ["throughput", "latency-over-time", "latency-cdf", "seats", "rejects", "fairness", "backends"]
 work = tempfile.mkdtemp(prefix="fg-run-test-")
 
 
@@ -100,6 +100,8 @@ good = scenario("""name: short
 description: a flood and a light flow on 4 seats
 duration: 5s
 timeout: 2s
+settle: 1s
+expect: {p99ServiceTimes: {light: 1000}}
 backends: {count: 1, capacity: 4, serviceTime: 20ms}
 fairgate:
   settings: {serverConcurrencyLimit: 4, borrowingPeriod: 1s}
@@ -123,6 +125,19 @@ keys = {"name", "sent", "responses", "responsesPerSec", "rejected", "latencyMs",
 t.check(all(keys <= set(f) and {"p50", "p90", "p99", "p999"} <= set(f["latencyMs"]) for f in flows.values()),
         "every flow has the documented keys")
 t.check(all("jain" in r for r in rep["runs"]), "every run has Jain's index")
+# The backends' side, the settle time and the expectation (issue 29).
+for r in rep["runs"]:
+    b = r["series"]["backends"]
+    t.check(len(b["realCapacity"]) == 50 and b["realCapacity"][0] == 4 and b["realCapacity"][-1] == 5 and
+            any(x == 4 for x in b["limitInForce"] if x is not None),
+            f"{r['name']}: real capacity 4 then 5 (set-backend at 4.5 s), the limit in force sampled")
+    t.check(r["limitTracking"] is None and 0 < r["backendUtilisation"]["value"] <= 1.2 and
+            r["backendUtilisation"]["fromSeconds"] == 1.0, f"{r['name']}: Static: no limit tracking; a utilisation")
+t.check(rep["settleSeconds"] == 1.0 and len(rep["verdictsAfterSettle"]) == 2 and
+        all(f["latencyMsAfterSettle"]["p99"] > 0 for f in flows.values()), "verdicts and latency after the settle time")
+t.check([(e["run"], e["expect"], e["met"]) for e in rep["expectations"]] ==
+        [("fairgate", "p99ServiceTimes", True), ("baseline", "p99ServiceTimes", True)] and
+        "expect fairgate: light p99 after 1.0 s" in stdout, f"the expectation checked in both runs: {rep['expectations']}")
 t.check(all(f["responses"] > 0 for f in flows.values()), "every flow got answers in both runs")
 light, light_base = flows[("fairgate", "light")], flows[("baseline", "light")]
 t.check(light_base["latencyMs"]["p99"] > 2 * light["latencyMs"]["p99"],
