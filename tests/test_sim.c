@@ -9,7 +9,8 @@
  * over the level's concurrency (its current limit at the end: borrowing may
  * have moved it).  The "expect" list of a scenario gives, per window, the
  * margin and what else must hold (an explicit ideal, bounds on flows' seats,
- * clients' p99 queue waits, levels' average current limits, ...).
+ * clients' p99 queue waits, levels' average current limits, the backends' learned
+ * limits against their true capacity, a measure other than avgSeats, ...).
  */
 #include <dirent.h>
 #include <math.h>
@@ -22,6 +23,38 @@
 
 static const char *scenario_dir;
 
+/* The backends' limits over a window (sim_backends_window), as multiples of
+ * their true capacity summed: limitAvg [lo, hi] bounds the window's average
+ * limit sum, limitRange [lo, hi] every sample of it (against the least and
+ * the most capacity of the window), limitSwing the most minus the least
+ * sample (steady-state oscillation). */
+static void check_limits(const char *file, int w, json_t *exp, json_t *backends)
+{
+	json_t *avg = json_object_get(exp, "limitAvg"), *range = json_object_get(exp, "limitRange"),
+	       *swing = json_object_get(exp, "limitSwing");
+	if (!avg && !range && !swing)
+		return;
+	CHECK(backends != NULL);
+	if (!backends)
+		return;
+	json_t *limit = json_object_get(backends, "limitSum"), *cap = json_object_get(backends, "capacitySum");
+	double lo = json_number_value(json_object_get(limit, "min")), hi = json_number_value(json_object_get(limit, "max"));
+	double mean = json_number_value(json_object_get(limit, "avg"));
+	double cap_lo = json_number_value(json_object_get(cap, "min")), cap_hi = json_number_value(json_object_get(cap, "max"));
+	double cap_avg = json_number_value(json_object_get(cap, "avg"));
+	printf("  %s window %d: limit sum %.0f..%.0f (average %.2f) for a capacity of %.0f..%.0f\n", file, w, lo, hi, mean,
+	       cap_lo, cap_hi);
+	CHECK(json_integer_value(json_object_get(backends, "samples")) > 0);
+	if (avg)
+		CHECK(mean >= json_number_value(json_array_get(avg, 0)) * cap_avg - 1e-9 &&
+		      mean <= json_number_value(json_array_get(avg, 1)) * cap_avg + 1e-9);
+	if (range)
+		CHECK(lo >= json_number_value(json_array_get(range, 0)) * cap_hi - 1e-9 &&
+		      hi <= json_number_value(json_array_get(range, 1)) * cap_lo + 1e-9);
+	if (swing)
+		CHECK(hi - lo <= json_number_value(swing) * cap_avg + 1e-9);
+}
+
 static void check_window(const char *file, json_t *scn, json_t *exp, json_t *result)
 {
 	int w = (int)json_integer_value(json_object_get(exp, "window"));
@@ -32,7 +65,8 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 	json_t *got = json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "clients");
 	size_t n = json_array_size(json_object_get(scn, "clients"));
 	static struct fg_sim_ideal id;
-	int rc = fg_sim_ideal_compute(scn, result, w, json_object_get(exp, "merge"), capacity && !strcmp(capacity, "used"), &id);
+	int rc = fg_sim_ideal_compute(scn, result, w, json_object_get(exp, "merge"), capacity && !strcmp(capacity, "used"),
+				      json_string_value(json_object_get(exp, "measure")), &id);
 	CHECK_EQ(rc, 0);
 	if (rc)
 		return;
@@ -125,6 +159,7 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 		json_array_foreach(json_object_get(result, "levels"), k2, lv2)
 			CHECK_EQ(json_integer_value(json_object_get(lv2, "seatLimitViolations")), 0);
 	}
+	check_limits(file, w, exp, json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "backends"));
 	json_t *min_epochs = json_object_get(exp, "minEpochs");
 	if (min_epochs) {
 		json_int_t e = json_integer_value(json_object_get(lvl0, "epochs"));
@@ -242,7 +277,7 @@ TEST(weighted_ideal_and_table)
 		json_t *r = s ? fg_sim_run(s) : NULL;
 		json_t *exp = json_array_get(json_object_get(scn, "expect"), 0), *given = json_object_get(exp, "ideal");
 		static struct fg_sim_ideal id;
-		CHECK(r && given && !fg_sim_ideal_compute(scn, r, 0, NULL, false, &id));
+		CHECK(r && given && !fg_sim_ideal_compute(scn, r, 0, NULL, false, NULL, &id));
 		CHECK_EQ(id.n_flows, json_array_size(given));
 		for (int f = 0; f < id.n_flows; f++) {
 			double want = json_number_value(json_array_get(given, (size_t)f));
