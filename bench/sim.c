@@ -65,8 +65,13 @@ struct level {
 	bool blocked[FG_SEATSHARE_MAX_WORKERS];  /* a worker's head did not fit its allotment */
 };
 
+/* Seats a client's requests hold at their level (dispatch to answer), and
+ * of those the seats executing at a backend (not waiting in its FIFO, nor
+ * held for room): only with backends told other than their capacity. */
+enum { SEATS_HELD, SEATS_AT_BACKEND, SEAT_KINDS };
+
 struct window_stats {
-	double seat_ns;              /* integral of executing initial seats */
+	double seat_ns[SEAT_KINDS];  /* integral of initial seats */
 	uint64_t dispatched;
 	uint64_t rejected[3];        /* queue-full, time-out, concurrency-limit */
 	double *waits;
@@ -88,8 +93,8 @@ struct client {
 	/* run state */
 	uint64_t issued;             /* open loop */
 	unsigned rng;
-	uint32_t cur_seats;
-	int64_t last_change;
+	uint32_t cur_seats[SEAT_KINDS];
+	int64_t last_change[SEAT_KINDS];
 	struct window_stats win[SIM_MAX_WINDOWS];
 };
 
@@ -97,10 +102,12 @@ struct sim_req {
 	struct fg_qs_req q;          /* first: the queue set hands these back */
 	int client, thread, worker;
 	int backend;                 /* with backends: where it executes (-1: held for room) */
+	int64_t sent_ns;             /* with backends: when it was sent there (its latency runs from then) */
 	uint32_t gen;
 };
 
-enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT, EV_BORROW, EV_BACKEND };
+enum ev_type { EV_ARRIVE, EV_FINISH, EV_RELEASE, EV_TIMEOUT, EV_ALLOT, EV_SIGNALLED_ALLOT, EV_BORROW, EV_BACKEND,
+	       EV_BACKEND_TICK };
 
 struct event {
 	int64_t t;
@@ -142,6 +149,7 @@ struct fg_sim {
 	uint32_t n_free;
 	struct sim_backends backends;  /* n 0: none, a request executes for its execTime */
 	uint32_t capacity_usable, capacity_total; /* the pool's, as the levels follow it (0 of 0: all) */
+	uint64_t refusals, refusals_seen; /* by any level; at the last backend tick (the pressure signal) */
 	uint32_t *held;                /* dispatched requests waiting for backend room, oldest first */
 	size_t held_head, n_held, cap_held;
 	int64_t now;
@@ -325,7 +333,9 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		goto bad;
 	}
 	/* "description" and "expect" are for people and the test suite (tests/test_sim.c). */
-	static const char *const known[] = { "serverConcurrencyLimit", "queueWaitLimit", "duration", "workers",
+	static const char *const known[] = { "serverConcurrencyLimit", "serverConcurrencyLimitMode",
+					     "serverConcurrencyLimitMin", "serverConcurrencyLimitMax", "queueWaitLimit",
+					     "duration", "workers",
 					     "placement", "allotmentPeriod", "borrowingPeriod", "objects",
 					     "levelConcurrency", "windows", "clients", "backends", "backendEvents",
 					     "description", "expect", NULL };
@@ -365,7 +375,7 @@ struct fg_sim *fg_sim_load(const uint8_t *buf, size_t len, char *err, size_t err
 		fg_jf_fail(err, errlen, s->duration_ns <= 0 ? "duration: must be positive" : "queueWaitLimit: must not be negative");
 		goto bad;
 	}
-	if (sim_backends_parse(root, s->duration_ns, &s->backends, err, errlen))
+	if (sim_backends_parse(root, s->duration_ns, s->scl, &s->backends, err, errlen))
 		goto bad;
 	json_t *objects = json_object_get(root, "objects"), *v;
 	size_t i;
@@ -466,6 +476,7 @@ void fg_sim_free(struct fg_sim *s)
 	free(s->reqs);
 	free(s->free_reqs);
 	free(s->held);
+	sim_backends_free(&s->backends);
 	free(s);
 }
 
@@ -546,16 +557,23 @@ static void req_free(struct fg_sim *s, uint32_t i)
 
 /* --- measurement ------------------------------------------------------- */
 
-static void integrate(struct fg_sim *s, struct client *c, int64_t t)
+static void integrate(struct fg_sim *s, struct client *c, int kind, int64_t t)
 {
-	if (c->cur_seats)
+	if (c->cur_seats[kind])
 		for (int w = 0; w < s->n_windows; w++) {
-			int64_t a = c->last_change > s->win_from[w] ? c->last_change : s->win_from[w];
+			int64_t a = c->last_change[kind] > s->win_from[w] ? c->last_change[kind] : s->win_from[w];
 			int64_t b = t < s->win_to[w] ? t : s->win_to[w];
 			if (b > a)
-				c->win[w].seat_ns += (double)c->cur_seats * (double)(b - a);
+				c->win[w].seat_ns[kind] += (double)c->cur_seats[kind] * (double)(b - a);
 		}
-	c->last_change = t;
+	c->last_change[kind] = t;
+}
+
+/* A client's seats of `kind` move by delta (+ or -) now. */
+static void seats_move(struct fg_sim *s, struct client *c, int kind, int32_t delta)
+{
+	integrate(s, c, kind, s->now);
+	c->cur_seats[kind] += (uint32_t)delta;
 }
 
 static int window_of(const struct fg_sim *s, int64_t t)
@@ -570,6 +588,7 @@ enum { REJ_QUEUE_FULL, REJ_TIME_OUT, REJ_CONCURRENCY };
 
 static void count_reject(struct fg_sim *s, struct client *c, int kind)
 {
+	s->refusals++;
 	int w = window_of(s, s->now);
 	if (w >= 0)
 		c->win[w].rejected[kind]++;
@@ -602,11 +621,24 @@ static uint32_t level_in_force(const struct fg_sim *s, const struct level *l)
 
 /* --- backends (sim_backends.h) ---------------------------------------- */
 
+/* Request ri starts executing at its backend now, its answer due then. */
+static void executing_at_backend(struct fg_sim *s, uint32_t ri, int64_t answer)
+{
+	struct sim_req *r = &s->reqs[ri];
+	if (s->backends.told_apart)
+		seats_move(s, &s->clients[r->client], SEATS_AT_BACKEND, (int32_t)r->q.initial_seats);
+	push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = ri, .gen = r->gen });
+}
+
+/* Sent to its backend: it executes there, or waits in the backend's FIFO
+ * beyond its true capacity. */
 static void execute_on_backend(struct fg_sim *s, uint32_t ri)
 {
 	struct sim_req *r = &s->reqs[ri];
-	int64_t answer = sim_backends_start(&s->backends, r->backend, s->now, s->clients[r->client].exec_ns);
-	push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = ri, .gen = r->gen });
+	r->sent_ns = s->now;
+	int64_t answer = sim_backends_send(&s->backends, r->backend, ri, r->q.seats, s->now, s->clients[r->client].exec_ns);
+	if (answer >= 0)
+		executing_at_backend(s, ri, answer);
 }
 
 /* No backend has room: the request keeps its seats and waits, first come
@@ -650,18 +682,39 @@ static void start_held(struct fg_sim *s)
 
 static void allot(struct fg_sim *s, struct level *l);
 
+/* The seats a level may hold now by the seat limit check (dispatch): its
+ * current limit; Adaptive: scaled by the learned capacity, which may pass 1
+ * (a drain in Static mode only shrinks it: checked against the limit). */
+static uint32_t level_checked_limit(const struct fg_sim *s, const struct level *l)
+{
+	return s->backends.adaptive ? level_in_force(s, l) : l->cfg.concurrency_limit;
+}
+
+/* Seats a level holds above its shrunk limit may finish (the KEP's
+ * transient); none may start while it is above (see dispatch). */
+static void drain_above(struct fg_sim *s, struct level *l, uint32_t limit)
+{
+	uint32_t used = 0;
+	for (int w = 0; w < s->workers; w++)
+		used += l->qs[w].seats_in_use;
+	if (used > limit && used > l->draining)
+		l->draining = used;
+}
+
 /* The levels' limits follow the backends' usable capacity, as the daemon's
- * do (fg_backendpool_capacity): one worker scales its queue sets
+ * do (sim_backends_capacity): one worker scales its queue sets
  * (fg_qs_set_capacity); with several the allotter scales the level it
  * splits, at once (fg_board_limit_moved), and the workers' width checks
  * follow the scaled level. */
 static void follow_capacity(struct fg_sim *s)
 {
-	fg_backendpool_capacity(&s->backends.pool, &s->capacity_usable, &s->capacity_total);
+	sim_backends_capacity(&s->backends, &s->capacity_usable, &s->capacity_total);
 	for (int l = 0; l < s->n_levels; l++) {
 		struct level *lv = &s->levels[l];
 		if (lv->cfg.mode == FG_QS_EXEMPT)
 			continue;
+		if (s->backends.adaptive)
+			drain_above(s, lv, level_checked_limit(s, lv));
 		if (s->workers == 1) {
 			fg_qs_set_capacity(&lv->qs[0], s->capacity_usable, s->capacity_total, (uint64_t)s->now);
 			continue;
@@ -691,8 +744,7 @@ static void start(struct fg_sim *s, uint32_t ri)
 		if (ws->n_waits < ws->cap_waits)
 			ws->waits[ws->n_waits++] = (double)(s->now - (int64_t)r->q.arrival_ns) / 1e9;
 	}
-	integrate(s, c, s->now);
-	c->cur_seats += r->q.initial_seats;
+	seats_move(s, c, SEATS_HELD, (int32_t)r->q.initial_seats);
 	if (s->backends.n) {
 		/* Behind requests already held for room: first come, first sent
 		 * (as the daemon's start_executing). */
@@ -725,7 +777,7 @@ static void dispatch(struct fg_sim *s, struct level *l)
 		}
 		l->blocked[w] = blocked;
 	}
-	uint32_t used = 0, limit = l->cfg.concurrency_limit;
+	uint32_t used = 0, limit = level_checked_limit(s, l);
 	for (int w = 0; w < s->workers; w++)
 		used += l->qs[w].seats_in_use;
 	if (l->cfg.mode == FG_QS_EXEMPT)
@@ -941,7 +993,9 @@ static int apply_limit(struct fg_sim *s, struct level *l, uint32_t limit)
 	uint32_t used = 0;
 	for (unsigned w = 0; w < W; w++)
 		used += l->qs[w].seats_in_use;
-	l->draining = used > limit ? used : 0;
+	uint32_t in_force = s->backends.adaptive ? fg_qs_scale_by_capacity(limit, s->capacity_usable, s->capacity_total)
+						 : limit;
+	l->draining = used > in_force ? used : 0;
 	l->cfg.concurrency_limit = limit;
 	for (unsigned w = 0; w < W; w++) {
 		struct fg_qs_config c = l->qs[w].cfg;
@@ -1083,6 +1137,25 @@ static void arrive(struct fg_sim *s, const struct event *e)
 	}
 }
 
+/* Whether requests wait or were refused for want of seats since the last
+ * tick, as a daemon worker tells its adaptive limits (worker.c): a level's
+ * head that does not fit its limit in force (or its worker's allotment), a
+ * request held for backend room, or a refusal by a level. */
+static bool seats_pressed(struct fg_sim *s)
+{
+	bool refused = s->refusals != s->refusals_seen;
+	s->refusals_seen = s->refusals;
+	if (refused || s->n_held)
+		return true;
+	for (int l = 0; l < s->n_levels; l++)
+		for (int w = 0; w < s->workers; w++) {
+			const struct fg_queueset *qs = &s->levels[l].qs[w];
+			if (qs->cfg.mode == FG_QS_QUEUE && qs->n_waiting && !fg_qs_fits(qs, fg_qs_next_seats(qs)))
+				return true;
+		}
+	return false;
+}
+
 static void handle(struct fg_sim *s, const struct event *e)
 {
 	if (e->type == EV_ARRIVE) {
@@ -1099,6 +1172,15 @@ static void handle(struct fg_sim *s, const struct event *e)
 		borrow_round(s);
 		if (s->now + s->borrow_ns < s->duration_ns)
 			push(s, (struct event){ .t = s->now + s->borrow_ns, .type = EV_BORROW });
+		return;
+	}
+	if (e->type == EV_BACKEND_TICK) {
+		if (sim_backends_tick(&s->backends, s->backends.adaptive && seats_pressed(s), s->now)) {
+			follow_capacity(s);
+			start_held(s);
+		}
+		if (s->now + SIM_BACKEND_TICK_NS <= s->duration_ns)
+			push(s, (struct event){ .t = s->now + SIM_BACKEND_TICK_NS, .type = EV_BACKEND_TICK });
 		return;
 	}
 	if (e->type == EV_BACKEND) {
@@ -1134,11 +1216,17 @@ static void handle(struct fg_sim *s, const struct event *e)
 				push(s, (struct event){ .t = answer, .type = EV_FINISH, .req = e->req, .gen = r->gen });
 				return;
 			}
-			sim_backends_done(&s->backends, r->backend, r->q.seats, s->now);
+			if (s->backends.told_apart)
+				seats_move(s, c, SEATS_AT_BACKEND, -(int32_t)r->q.initial_seats);
+			sim_backends_done(&s->backends, r->backend, r->q.seats, r->sent_ns, s->now);
+			/* Seats free at the backend: what waits there starts, in order. */
+			uint32_t next;
+			int64_t due;
+			while (sim_backends_next(&s->backends, r->backend, s->now, &next, &due))
+				executing_at_backend(s, next, due);
 			next_call(s, r->client, r->thread, s->now + (c->think_ns > 0 ? c->think_ns : 0));
 		}
-		integrate(s, c, s->now);
-		c->cur_seats -= r->q.initial_seats;
+		seats_move(s, c, SEATS_HELD, -(int32_t)r->q.initial_seats);
 		uint64_t release = fg_qs_finish(&l->qs[r->worker], &r->q, (uint64_t)s->now);
 		if (release)
 			push(s, (struct event){ .t = (int64_t)release, .type = EV_RELEASE, .req = e->req, .gen = r->gen });
@@ -1178,17 +1266,24 @@ static json_t *results(struct fg_sim *s)
 			struct window_stats *ws = &c->win[w];
 			double span = (double)(s->win_to[w] - s->win_from[w]);
 			json_array_append_new(clients, json_pack("{s:s, s:f, s:I, s:{s:I, s:I, s:I}, s:f, s:f, s:s, s:f}",
-				"name", c->name, "avgSeats", ws->seat_ns / span, "dispatched", (json_int_t)ws->dispatched,
+				"name", c->name, "avgSeats", ws->seat_ns[SEATS_HELD] / span, "dispatched", (json_int_t)ws->dispatched,
 				"rejected", "queue-full", (json_int_t)ws->rejected[REJ_QUEUE_FULL],
 				"time-out", (json_int_t)ws->rejected[REJ_TIME_OUT],
 				"concurrency-limit", (json_int_t)ws->rejected[REJ_CONCURRENCY],
 				"waitP50", quantile(ws->waits, ws->n_waits, 0.5),
 				"waitP99", quantile(ws->waits, ws->n_waits, 0.99),
 				"priorityLevel", s->levels[c->level].name, "weight", c->weight ? (double)c->weight / 1000.0 : 1.0));
+			if (s->backends.told_apart)
+				json_object_set_new(json_array_get(clients, (size_t)ci), "avgSeatsAtBackend",
+						    json_real(ws->seat_ns[SEATS_AT_BACKEND] / span));
 		}
-		json_array_append_new(windows, json_pack("{s:s, s:s, s:o}",
+		json_t *win = json_pack("{s:s, s:s, s:o}",
 			"from", fg_duration_format(s->win_from[w], from, sizeof(from)),
-			"to", fg_duration_format(s->win_to[w], to, sizeof(to)), "clients", clients));
+			"to", fg_duration_format(s->win_to[w], to, sizeof(to)), "clients", clients);
+		json_t *backends = sim_backends_window(&s->backends, s->win_from[w], s->win_to[w]);
+		if (backends)
+			json_object_set_new(win, "backends", backends);
+		json_array_append_new(windows, win);
 	}
 	json_t *levels = json_array();
 	for (int l = 0; l < s->n_levels; l++) {
@@ -1229,6 +1324,24 @@ static int by_client_hash(const void *a, const void *b, void *clients)
 	return x < y ? -1 : x > y;
 }
 
+/* Adaptive: the seats a level's fair-share trees are sized for (queueset.h,
+ * cfg.capacity), as the daemon sizes them (worker_config.c): the most
+ * borrowing may give it (at most the nominal limits' sum; a fixed level its
+ * seats), scaled up to serverConcurrencyLimitMax. */
+static uint32_t adaptive_tree_seats(const struct fg_sim *s, int l)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < s->n_levels; i++)
+		sum += s->fc->levels[i].exempt ? 0 : s->levels[i].fixed ? s->levels[i].cfg.concurrency_limit
+									: s->fc->levels[i].nominal;
+	uint64_t most = s->levels[l].fixed ? s->levels[l].cfg.concurrency_limit
+					   : s->fc->levels[l].max < sum ? s->fc->levels[l].max : sum;
+	const struct sim_backends *bs = &s->backends;
+	if (bs->max > bs->start)
+		most = (most * bs->max + bs->start - 1) / bs->start;
+	return most > FG_MAX_SEAT_LIMIT ? FG_MAX_SEAT_LIMIT : (uint32_t)most;
+}
+
 json_t *fg_sim_run(struct fg_sim *s)
 {
 	if (s->placement != SIM_PLACE_OWNER) {
@@ -1253,6 +1366,8 @@ json_t *fg_sim_run(struct fg_sim *s)
 		}
 		if (lv->cfg.mode == FG_QS_QUEUE && fg_dealer_init(&lv->dealer, lv->cfg.queues, lv->cfg.hand_size))
 			return NULL;
+		if (s->backends.adaptive && lv->cfg.mode != FG_QS_EXEMPT)
+			lv->cfg.capacity = adaptive_tree_seats(s, l);
 		for (int w = 0; w < s->workers; w++) {
 			struct fg_qs_config c = lv->cfg;
 			c.seed = 1040 + (uint64_t)l * 64 + (uint64_t)w;
@@ -1276,6 +1391,10 @@ json_t *fg_sim_run(struct fg_sim *s)
 		push(s, (struct event){ .t = s->borrow_ns, .type = EV_BORROW });
 	for (int k = 0; k < s->backends.n_events; k++)
 		push(s, (struct event){ .t = s->backends.ev[k].at, .type = EV_BACKEND, .req = (uint32_t)k });
+	if (s->backends.told_apart)
+		push(s, (struct event){ .t = SIM_BACKEND_TICK_NS, .type = EV_BACKEND_TICK });
+	if (s->backends.adaptive) /* the levels start scaled by the starts' sum, as the daemon's */
+		follow_capacity(s);
 	/* Kubernetes' harness staggers thread starts: thread j of client i at
 	 * 90ns*j + 20ns*i, so equal-time ties resolve the same way every run. */
 	for (int ci = 0; ci < s->n_clients; ci++) {
@@ -1298,10 +1417,11 @@ json_t *fg_sim_run(struct fg_sim *s)
 	}
 	s->now = s->duration_ns;
 	for (int ci = 0; ci < s->n_clients; ci++)
-		integrate(s, &s->clients[ci], s->duration_ns);
+		for (int k = 0; k < SEAT_KINDS; k++)
+			integrate(s, &s->clients[ci], k, s->duration_ns);
 	for (int l = 0; l < s->n_levels; l++)
 		integrate_limit(s, l, s->duration_ns);
-	return s->failed ? NULL : results(s);
+	return s->failed || s->backends.failed ? NULL : results(s);
 }
 
 int fg_bench_sim(int argc, char **argv)

@@ -74,7 +74,8 @@ static void window_span(json_t *scn, int w, int64_t *from, int64_t *to)
 	}
 }
 
-int fg_sim_ideal_compute(json_t *scn, json_t *result, int w, json_t *merge, bool capacity_used, struct fg_sim_ideal *out)
+int fg_sim_ideal_compute(json_t *scn, json_t *result, int w, json_t *merge, bool capacity_used, const char *measure,
+			 struct fg_sim_ideal *out)
 {
 	json_t *clients = json_object_get(scn, "clients");
 	json_t *got = json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "clients");
@@ -106,7 +107,7 @@ int fg_sim_ideal_compute(json_t *scn, json_t *result, int w, json_t *merge, bool
 		double width = num(c, "initialSeats", 1), rate = num(c, "rate", 0);
 		if (dur(c, "startAt", 0) <= from && dur(c, "stopAt", INT64_MAX) >= to)
 			f->demand += rate > 0 ? rate * exec / 1e9 * width : num(c, "threads", 1) * width * exec / (exec + think);
-		f->measured += json_number_value(json_object_get(r, "avgSeats"));
+		f->measured += json_number_value(json_object_get(r, measure ? measure : "avgSeats"));
 	}
 	/* Each level's flows share that level's seats (exempt: unlimited). */
 	double demand[SIM_IDEAL_MAX_FLOWS], weight[SIM_IDEAL_MAX_FLOWS], alloc[SIM_IDEAL_MAX_FLOWS];
@@ -166,7 +167,8 @@ double fg_sim_ideal_table(FILE *out, json_t *scn, json_t *result)
 		fprintf(out, "window %zu (%s-%s)%s%s\n", w, json_string_value(json_object_get(win, "from")),
 			json_string_value(json_object_get(win, "to")), used ? ", ideal over the seats used" : "",
 			given ? ", * ideal given by the scenario" : "");
-		if (fg_sim_ideal_compute(scn, result, (int)w, json_object_get(exp, "merge"), used, &id)) {
+		if (fg_sim_ideal_compute(scn, result, (int)w, json_object_get(exp, "merge"), used,
+					 json_string_value(json_object_get(exp, "measure")), &id)) {
 			fprintf(out, "  (no ideal: more than %d clients, or the result does not match the scenario)\n",
 				SIM_IDEAL_MAX_FLOWS);
 			continue;

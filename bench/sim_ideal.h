@@ -43,11 +43,13 @@ struct fg_sim_ideal {
  * The ideal of `window` of a run (`result` from fg_sim_run of `scenario`).
  * merge: NULL or a list of lists of client names that count as one flow;
  * capacity_used: each level's seats are what its flows used (the fairness
- * of the division of the seats used).  Returns 0, or -EINVAL (a window or
+ * of the division of the seats used); measure: the clients' result field
+ * measured (NULL: avgSeats; avgSeatsAtBackend: the seats executing at a
+ * backend, with backends told apart from their capacity).  Returns 0, or -EINVAL (a window or
  * client the result lacks, too many clients).
  */
 int fg_sim_ideal_compute(json_t *scenario, json_t *result, int window, json_t *merge, bool capacity_used,
-			 struct fg_sim_ideal *out);
+			 const char *measure, struct fg_sim_ideal *out);
 
 /* The relative error of measured against ideal (absolute when ideal is 0). */
 double fg_sim_ideal_error(double measured, double ideal);

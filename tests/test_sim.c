@@ -9,7 +9,8 @@
  * over the level's concurrency (its current limit at the end: borrowing may
  * have moved it).  The "expect" list of a scenario gives, per window, the
  * margin and what else must hold (an explicit ideal, bounds on flows' seats,
- * clients' p99 queue waits, levels' average current limits, ...).
+ * clients' p99 queue waits, levels' average current limits, the backends' learned
+ * limits against their true capacity, a measure other than avgSeats, ...).
  */
 #include <dirent.h>
 #include <math.h>
@@ -22,6 +23,38 @@
 
 static const char *scenario_dir;
 
+/* The backends' limits over a window (sim_backends_window), as multiples of
+ * their true capacity summed: limitAvg [lo, hi] bounds the window's average
+ * limit sum, limitRange [lo, hi] every sample of it (against the least and
+ * the most capacity of the window), limitSwing the most minus the least
+ * sample (steady-state oscillation). */
+static void check_limits(const char *file, int w, json_t *exp, json_t *backends)
+{
+	json_t *avg = json_object_get(exp, "limitAvg"), *range = json_object_get(exp, "limitRange"),
+	       *swing = json_object_get(exp, "limitSwing");
+	if (!avg && !range && !swing)
+		return;
+	CHECK(backends != NULL);
+	if (!backends)
+		return;
+	json_t *limit = json_object_get(backends, "limitSum"), *cap = json_object_get(backends, "capacitySum");
+	double lo = json_number_value(json_object_get(limit, "min")), hi = json_number_value(json_object_get(limit, "max"));
+	double mean = json_number_value(json_object_get(limit, "avg"));
+	double cap_lo = json_number_value(json_object_get(cap, "min")), cap_hi = json_number_value(json_object_get(cap, "max"));
+	double cap_avg = json_number_value(json_object_get(cap, "avg"));
+	printf("  %s window %d: limit sum %.0f..%.0f (average %.2f) for a capacity of %.0f..%.0f\n", file, w, lo, hi, mean,
+	       cap_lo, cap_hi);
+	CHECK(json_integer_value(json_object_get(backends, "samples")) > 0);
+	if (avg)
+		CHECK(mean >= json_number_value(json_array_get(avg, 0)) * cap_avg - 1e-9 &&
+		      mean <= json_number_value(json_array_get(avg, 1)) * cap_avg + 1e-9);
+	if (range)
+		CHECK(lo >= json_number_value(json_array_get(range, 0)) * cap_hi - 1e-9 &&
+		      hi <= json_number_value(json_array_get(range, 1)) * cap_lo + 1e-9);
+	if (swing)
+		CHECK(hi - lo <= json_number_value(swing) * cap_avg + 1e-9);
+}
+
 static void check_window(const char *file, json_t *scn, json_t *exp, json_t *result)
 {
 	int w = (int)json_integer_value(json_object_get(exp, "window"));
@@ -32,7 +65,8 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 	json_t *got = json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "clients");
 	size_t n = json_array_size(json_object_get(scn, "clients"));
 	static struct fg_sim_ideal id;
-	int rc = fg_sim_ideal_compute(scn, result, w, json_object_get(exp, "merge"), capacity && !strcmp(capacity, "used"), &id);
+	int rc = fg_sim_ideal_compute(scn, result, w, json_object_get(exp, "merge"), capacity && !strcmp(capacity, "used"),
+				      json_string_value(json_object_get(exp, "measure")), &id);
 	CHECK_EQ(rc, 0);
 	if (rc)
 		return;
@@ -125,6 +159,7 @@ static void check_window(const char *file, json_t *scn, json_t *exp, json_t *res
 		json_array_foreach(json_object_get(result, "levels"), k2, lv2)
 			CHECK_EQ(json_integer_value(json_object_get(lv2, "seatLimitViolations")), 0);
 	}
+	check_limits(file, w, exp, json_object_get(json_array_get(json_object_get(result, "windows"), (size_t)w), "backends"));
 	json_t *min_epochs = json_object_get(exp, "minEpochs");
 	if (min_epochs) {
 		json_int_t e = json_integer_value(json_object_get(lvl0, "epochs"));
@@ -163,44 +198,63 @@ static void run_file(const char *name)
 	json_decref(scn);
 }
 
-TEST(all_scenarios)
+/* fn on every tests/scenarios/ *.json; how many. */
+static int for_each_scenario(void (*fn)(const char *name))
 {
 	DIR *d = opendir(scenario_dir);
 	CHECK(d != NULL);
 	if (!d)
-		return;
+		return 0;
 	struct dirent *e;
 	int n = 0;
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		if (len > 5 && !strcmp(e->d_name + len - 5, ".json")) {
-			run_file(e->d_name);
+			fn(e->d_name);
 			n++;
 		}
 	}
 	closedir(d);
-	CHECK(n >= 19);
+	return n;
 }
 
-TEST(determinism)
+TEST(all_scenarios)
+{
+	CHECK(for_each_scenario(run_file) >= 19);
+}
+
+/* Two runs of a scenario give the same results, byte for byte. */
+static void check_deterministic(const char *name)
 {
 	char path[1024];
-	snprintf(path, sizeof(path), "%s/k8s_too_wide.json", scenario_dir);
+	snprintf(path, sizeof(path), "%s/%s", scenario_dir, name);
 	json_t *scn = json_load_file(path, 0, NULL);
+	CHECK(scn != NULL);
+	if (!scn)
+		return;
 	char *text = json_dumps(scn, JSON_COMPACT), err[256];
-	char *out[2];
+	char *out[2] = { NULL, NULL };
 	for (int k = 0; k < 2; k++) {
 		struct fg_sim *s = fg_sim_load((const uint8_t *)text, strlen(text), err, sizeof(err));
-		json_t *r = fg_sim_run(s);
-		out[k] = json_dumps(r, JSON_COMPACT);
+		json_t *r = s ? fg_sim_run(s) : NULL;
+		out[k] = r ? json_dumps(r, JSON_COMPACT) : NULL;
 		json_decref(r);
 		fg_sim_free(s);
 	}
-	CHECK_STR(out[0], out[1]);
+	CHECK(out[0] && out[1]);
+	if (out[0] && out[1] && strcmp(out[0], out[1])) {
+		fprintf(stderr, "  %s: two runs differ\n", name);
+		CHECK(0);
+	}
 	free(out[0]);
 	free(out[1]);
 	free(text);
 	json_decref(scn);
+}
+
+TEST(determinism)
+{
+	CHECK(for_each_scenario(check_deterministic) >= 19);
 }
 
 /* The weighted ideal of bench/sim_ideal gives the explicit ideals of the
@@ -223,7 +277,7 @@ TEST(weighted_ideal_and_table)
 		json_t *r = s ? fg_sim_run(s) : NULL;
 		json_t *exp = json_array_get(json_object_get(scn, "expect"), 0), *given = json_object_get(exp, "ideal");
 		static struct fg_sim_ideal id;
-		CHECK(r && given && !fg_sim_ideal_compute(scn, r, 0, NULL, false, &id));
+		CHECK(r && given && !fg_sim_ideal_compute(scn, r, 0, NULL, false, NULL, &id));
 		CHECK_EQ(id.n_flows, json_array_size(given));
 		for (int f = 0; f < id.n_flows; f++) {
 			double want = json_number_value(json_array_get(given, (size_t)f));
@@ -319,11 +373,31 @@ TEST(bad_scenarios_name_the_field)
 	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"pause\"}]" C1,
 		     "backendEvents[0].for: a pause needs a positive duration");
 	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"set\"}]" C1,
-		     "\"set\" needs capacity or serviceScale");
+		     "\"set\" needs capacity, seats or serviceScale");
 	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"drain\", \"capacity\": 3}]" C1,
 		     "backendEvents[0].capacity: only for \"set\"");
 	expect_error("{\"duration\": \"5s\", \"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"6s\", \"backend\": \"x\", \"action\": \"drain\"}]" C1,
 		     "backendEvents[0].at: required, a duration within the scenario's");
+	/* A backend's seats told apart from its capacity, and the adaptive mode. */
+	expect_error("{\"backends\": [{\"seats\": -1}]" C1, "backends[0].seats");
+	expect_error("{\"backends\": [{\"seats\": \"8\"}]" C1, "backends[0].seats");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"drain\", \"seats\": 3}]" C1,
+		     "backendEvents[0].seats: only for \"set\"");
+	expect_error("{\"backends\": [{\"name\": \"x\"}], \"backendEvents\": [{\"at\": \"1s\", \"backend\": \"x\", \"action\": \"set\", \"seats\": 1e9}]" C1,
+		     "backendEvents[0].seats");
+	expect_error("{\"serverConcurrencyLimitMode\": \"adaptive\"" C1,
+		     "serverConcurrencyLimitMode: must be \"Static\" or \"Adaptive\"");
+	expect_error("{\"serverConcurrencyLimitMode\": \"Adaptive\"" C1, "serverConcurrencyLimitMode: Adaptive needs a backends list");
+	expect_error("{\"serverConcurrencyLimitMode\": \"Adaptive\", \"serverConcurrencyLimit\": 10, \"serverConcurrencyLimitMin\": 11,"
+		     "\"backends\": [{}]" C1, "serverConcurrencyLimitMin: must be at most serverConcurrencyLimit");
+	expect_error("{\"serverConcurrencyLimitMode\": \"Adaptive\", \"serverConcurrencyLimit\": 10, \"serverConcurrencyLimitMax\": 9,"
+		     "\"backends\": [{}]" C1, "serverConcurrencyLimitMax: must be at least serverConcurrencyLimit");
+	expect_error("{\"serverConcurrencyLimitMin\": 0" C1, "serverConcurrencyLimitMin");
+	expect_error("{\"serverConcurrencyLimitMax\": 2000000" C1, "serverConcurrencyLimitMax");
+	expect_error("{\"serverConcurrencyLimitMode\": \"Adaptive\", \"serverConcurrencyLimit\": 2000000, \"backends\": [{}]" C1,
+		     "serverConcurrencyLimit: at most 1000000 in Adaptive mode");
+	expect_error("{\"serverConcurrencyLimitMode\": \"Adaptive\", \"duration\": \"2h\", \"backends\": [{}]" C1,
+		     "duration: at most 1h in Adaptive mode");
 #undef C1
 }
 
@@ -341,6 +415,15 @@ static json_t *run_text(const char *json)
 	CHECK(r != NULL);
 	fg_sim_free(s);
 	return r;
+}
+
+/* The first client's dispatches in each of the first n windows. */
+static void dispatched_per_window(json_t *r, uint64_t *calls, size_t n)
+{
+	for (size_t w = 0; w < n; w++)
+		calls[w] = (uint64_t)json_integer_value(json_object_get(
+			json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), w), "clients"), 0),
+			"dispatched"));
 }
 
 /* The backend model: a 4-seat level over one 2-seat backend holds two
@@ -363,10 +446,7 @@ TEST(backends_hold_slow_down_drain_and_pause)
 	if (!r)
 		return;
 	uint64_t calls[4];
-	for (size_t w = 0; w < 4; w++)
-		calls[w] = (uint64_t)json_integer_value(json_object_get(
-			json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), w), "clients"), 0),
-			"dispatched"));
+	dispatched_per_window(r, calls, 4);
 	printf("  dispatched per window: %llu %llu %llu %llu, held %lld\n", (unsigned long long)calls[0],
 	       (unsigned long long)calls[1], (unsigned long long)calls[2], (unsigned long long)calls[3],
 	       (long long)json_integer_value(json_object_get(r, "heldForBackendRoom")));
@@ -377,6 +457,49 @@ TEST(backends_hold_slow_down_drain_and_pause)
 	json_t *b = json_array_get(json_object_get(r, "backends"), 0);
 	CHECK_EQ(json_integer_value(json_object_get(b, "maxOutstanding")), 2);
 	CHECK(json_integer_value(json_object_get(r, "heldForBackendRoom")) > 40);
+	json_decref(r);
+}
+
+/* A backend told more seats than it executes: fairgate sends 4 to a
+ * backend that executes 2, the other 2 wait at the backend (first come
+ * first served) and the calls take twice as long; `set capacity` (seats
+ * given: fairgate is not told) lets it execute 4; `set seats` tells
+ * fairgate 1, which then holds the rest for room.  4 threads of 100 ms. */
+TEST(backend_fifo_beyond_its_capacity)
+{
+	const char *json =
+		"{\"duration\": \"6s\", \"levelConcurrency\": {\"global-default\": 4},"
+		"\"windows\": [\"1s-2s\", \"3s-4s\", \"5s-6s\"],"
+		"\"backends\": [{\"name\": \"b\", \"capacity\": 2, \"seats\": 4}],"
+		"\"backendEvents\": [{\"at\": \"2s\", \"backend\": \"b\", \"action\": \"set\", \"capacity\": 4},"
+		"  {\"at\": \"4s\", \"backend\": \"b\", \"action\": \"set\", \"seats\": 1}],"
+		"\"clients\": [{\"name\": \"a\", \"threads\": 4, \"execTime\": \"100ms\"}]}";
+	json_t *r = run_text(json);
+	if (!r)
+		return;
+	uint64_t calls[3];
+	dispatched_per_window(r, calls, 3);
+	json_t *c0 = json_array_get(json_object_get(json_array_get(json_object_get(r, "windows"), 0), "clients"), 0);
+	double held = json_real_value(json_object_get(c0, "avgSeats")), at = json_real_value(json_object_get(c0, "avgSeatsAtBackend"));
+	json_t *b = json_array_get(json_object_get(r, "backends"), 0);
+	printf("  dispatched per window: %llu %llu %llu; window 0: %.3f seats held, %.3f at the backend; queued there %lld (at most %lld)\n",
+	       (unsigned long long)calls[0], (unsigned long long)calls[1], (unsigned long long)calls[2], held, at,
+	       (long long)json_integer_value(json_object_get(b, "queuedAtBackend")),
+	       (long long)json_integer_value(json_object_get(b, "maxQueuedAtBackend")));
+	CHECK(calls[0] >= 19 && calls[0] <= 21); /* 2 at a time at the backend */
+	CHECK(calls[1] >= 39 && calls[1] <= 41); /* 4 at a time */
+	CHECK(calls[2] >= 9 && calls[2] <= 11);  /* fairgate sends 1 at a time */
+	CHECK(fabs(held - 4) < 0.01 && fabs(at - 2) < 0.01);
+	CHECK_EQ(json_integer_value(json_object_get(b, "maxQueuedAtBackend")), 2);
+	CHECK_EQ(json_integer_value(json_object_get(b, "capacity")), 4);
+	CHECK_EQ(json_integer_value(json_object_get(b, "seats")), 1);
+	CHECK(json_integer_value(json_object_get(r, "heldForBackendRoom")) > 20);
+	/* The series: one sample per 100 ms, fairgate's limit and the true capacity. */
+	json_t *series = json_object_get(b, "series");
+	CHECK_EQ(json_array_size(json_object_get(series, "limit")), 60);
+	CHECK_EQ(json_integer_value(json_array_get(json_object_get(series, "limit"), 0)), 4);
+	CHECK_EQ(json_integer_value(json_array_get(json_object_get(series, "capacity"), 0)), 2);
+	CHECK_EQ(json_integer_value(json_array_get(json_object_get(series, "limit"), 59)), 1);
 	json_decref(r);
 }
 

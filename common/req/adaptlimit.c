@@ -190,8 +190,13 @@ static bool start_probe(struct fg_adapt *a, uint64_t now)
 	a->probing = true;
 	a->probe_seats = a->moves[FG_ADAPT_PROBED] ? clamp_u32(a->limit / 4, a->min, a->limit) : a->min;
 	a->probe_start = now;
-	/* Long enough for what is outstanding to drain and a few to answer. */
+	/* Long enough for what is outstanding to drain and a few to answer:
+	 * this interval's answers say how long that takes too (before the
+	 * first decision, from a start far above what the backend executes,
+	 * they are all it knows of its queue). */
 	uint64_t longest = a->last_latency_ns;
+	if (a->seats && a->latency_seat_ns / a->seats > longest)
+		longest = a->latency_seat_ns / a->seats;
 	for (unsigned c = 0; c < FG_ADAPT_CLASSES; c++)
 		if (fg_adapt_floor_ns(a, c) > longest)
 			longest = fg_adapt_floor_ns(a, c);
