@@ -1137,15 +1137,15 @@ static void arrive(struct fg_sim *s, const struct event *e)
 	}
 }
 
-/* Whether requests wait or were refused for want of seats since the last
- * tick, as a daemon worker tells its adaptive limits (worker.c): a level's
- * head that does not fit its limit in force (or its worker's allotment), a
- * request held for backend room, or a refusal by a level. */
+/* Whether requests wait or were refused in the levels for want of seats
+ * since the last tick, as a daemon worker tells its adaptive limits
+ * (worker.c): a level's head that does not fit its limit in force (or its
+ * worker's allotment), or a refusal by a level. */
 static bool seats_pressed(struct fg_sim *s)
 {
 	bool refused = s->refusals != s->refusals_seen;
 	s->refusals_seen = s->refusals;
-	if (refused || s->n_held)
+	if (refused)
 		return true;
 	for (int l = 0; l < s->n_levels; l++)
 		for (int w = 0; w < s->workers; w++) {
@@ -1175,7 +1175,7 @@ static void handle(struct fg_sim *s, const struct event *e)
 		return;
 	}
 	if (e->type == EV_BACKEND_TICK) {
-		if (sim_backends_tick(&s->backends, s->backends.adaptive && seats_pressed(s), s->now)) {
+		if (sim_backends_tick(&s->backends, s->backends.adaptive && seats_pressed(s), s->n_held > 0, s->now)) {
 			follow_capacity(s);
 			start_held(s);
 		}

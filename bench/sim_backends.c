@@ -307,11 +307,11 @@ void sim_backends_apply(struct sim_backends *bs, int k, int64_t now)
 	}
 }
 
-bool sim_backends_tick(struct sim_backends *bs, bool pressed, int64_t now)
+bool sim_backends_tick(struct sim_backends *bs, bool pressed, bool held, int64_t now)
 {
 	uint32_t changes = bs->pool.changes;
 	if (bs->adaptive) {
-		fg_backendpool_set_pressure(&bs->pool, pressed);
+		fg_backendpool_set_pressure(&bs->pool, pressed, held);
 		fg_backendpool_refresh(&bs->pool, (uint64_t)now);
 	}
 	if (bs->n_samples + (size_t)bs->n > bs->cap_samples) {
@@ -335,12 +335,10 @@ bool sim_backends_tick(struct sim_backends *bs, bool pressed, int64_t now)
 
 void sim_backends_capacity(const struct sim_backends *bs, uint32_t *usable, uint32_t *total)
 {
-	fg_backendpool_capacity(&bs->pool, usable, total);
-	if (bs->adaptive) {
-		*total = bs->start;
-		if (*usable > bs->max)
-			*usable = bs->max;
-	}
+	if (bs->adaptive)
+		fg_backendpool_levels_capacity(&bs->pool, bs->start, bs->max, usable, total);
+	else
+		fg_backendpool_capacity(&bs->pool, usable, total);
 }
 
 /* One backend's series, a list per field. */

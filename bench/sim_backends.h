@@ -152,9 +152,10 @@ bool sim_backends_next(struct sim_backends *bs, int i, int64_t now, uint32_t *id
 void sim_backends_apply(struct sim_backends *bs, int k, int64_t now);
 
 /* The periodic tick (told_apart): Adaptive, the pressure (requests wait in
- * fairgate for seats) and the pool's refresh; then the series' sample.
- * Returns whether fairgate's view of the capacity moved. */
-bool sim_backends_tick(struct sim_backends *bs, bool pressed, int64_t now);
+ * the levels for seats; requests held for backend room:
+ * fg_backendpool_set_pressure) and the pool's refresh; then the series'
+ * sample.  Returns whether fairgate's view of the capacity moved. */
+bool sim_backends_tick(struct sim_backends *bs, bool pressed, bool held, int64_t now);
 
 /* What the levels' limits are scaled by (fg_qs_scale_by_capacity): the
  * pool's usable of total; Adaptive: of serverConcurrencyLimit, usable at

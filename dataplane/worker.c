@@ -256,11 +256,12 @@ static void publish_level(struct fg_worker *w, const struct fg_req *r)
 	FG_STAT_SET(w->stats.levels[level].seats_waiting, qs->seats_waiting);
 }
 
-/* Whether requests wait or were refused for want of seats since the last
- * look: a level's head that does not fit its limit in force (or this
- * worker's allotment of it), a request held for backend room, or a
- * refusal by a level (concurrency-limit on a Reject level, queue-full or
- * time-out on a queuing one). */
+/* Whether requests wait or were refused in the levels for want of seats
+ * since the last look: a level's head that does not fit its limit in force
+ * (or this worker's allotment of it), or a refusal by a level
+ * (concurrency-limit on a Reject level, queue-full or time-out on a queuing
+ * one).  (Requests held for backend room are the backends' limit, told
+ * apart: fg_backendpool_set_pressure.) */
 static bool levels_pressed(struct fg_worker *w)
 {
 	uint64_t refusals = 0;
@@ -271,7 +272,7 @@ static bool levels_pressed(struct fg_worker *w)
 	}
 	bool refused = refusals != w->adaptive.refusals_seen;
 	w->adaptive.refusals_seen = refusals;
-	if (refused || w->held.head != FG_REQ_NIL)
+	if (refused)
 		return true;
 	for (uint32_t i = 0; i < w->n_levels; i++) {
 		const struct fg_queueset *qs = &w->levels[i].qs;
@@ -307,7 +308,7 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 				    w->classguess.e[i].samples ? fg_classguess_get(&w->classguess, i, 0) : 0);
 	}
 	if (w->adaptive.on)
-		fg_backendpool_set_pressure(&w->pool, levels_pressed(w));
+		fg_backendpool_set_pressure(&w->pool, levels_pressed(w), w->held.head != FG_REQ_NIL);
 	fg_backendpool_refresh(&w->pool, now);
 	for (uint32_t b = 0; b < w->pool.n; b++) {
 		fg_worker__publish_backend(w, b, now);

@@ -170,15 +170,10 @@ void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
 {
 	w->pool_changes_seen = w->pool.changes;
 	uint32_t usable, total;
-	fg_backendpool_capacity(&w->pool, &usable, &total);
-	if (w->adaptive.on) {
-		/* The levels scale by the learned limit over where it started,
-		 * at most serverConcurrencyLimitMax (each backend's least is its
-		 * part of serverConcurrencyLimitMin: fg_backendpool_set_adaptive). */
-		total = w->adaptive.start;
-		if (usable > w->adaptive.max)
-			usable = w->adaptive.max;
-	}
+	if (w->adaptive.on) /* the learned limits (overbooked) over where they started, at most Max */
+		fg_backendpool_levels_capacity(&w->pool, w->adaptive.start, w->adaptive.max, &usable, &total);
+	else
+		fg_backendpool_capacity(&w->pool, &usable, &total);
 	if (usable != FG_STAT_GET(w->stats.capacity_usable) || total != FG_STAT_GET(w->stats.capacity_total))
 		FG_STAT_ADD(w->stats.capacity_changes, 1);
 	FG_STAT_SET(w->stats.capacity_usable, usable);

@@ -292,24 +292,22 @@ TEST(an_unused_limit_decays_and_grows_back_with_the_load)
 }
 
 /* The levels offer only their part of the limit (idle levels keep theirs):
- * here half of it.  With requests waiting in fairgate for seats the limit
- * grows until what is offered fills the backend, and no further; without
- * that pressure it would decay to twice what is used and starve the levels
- * (it did: 4 seats of a 16-seat backend pair, e2e). */
-TEST(pressure_grows_a_limit_the_levels_offer_only_part_of)
+ * here a quarter of it.  Requests waiting in fairgate for seats keep the
+ * limit from decaying, but do not grow it: what the backend was not seen
+ * to take is no evidence that it takes more (the pool overbooks the levels
+ * instead, test_backendpool); without that pressure it decays to twice
+ * what is used, the spiral that starved the levels (4 seats of a 16-seat
+ * backend pair, e2e). */
+TEST(pressure_keeps_a_limit_the_levels_offer_only_part_of)
 {
 	static struct model m;
 	model_init(&m, 8, 16, 10 * MS);
-	m.offered_pct = 50;
+	m.offered_pct = 25;
 	uint32_t lo, hi;
 	model_run(&m, 15000 * MS, 8000 * MS, &lo, &hi);
-	CHECK(m.mean_limit >= 28 && m.mean_limit <= 48);
-	CHECK(lo >= 24);
-	/* Without the pressure, a limit offered a quarter used decays without
-	 * end: the spiral the pressure prevents. */
+	CHECK(lo >= 8 && hi <= 8);
 	m.no_pressure = true;
 	fg_adapt_pressure(&m.a, false);
-	m.offered_pct = 25;
 	model_run(&m, 25000 * MS, 25000 * MS, &lo, &hi);
 	CHECK(m.a.limit < 8);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of one worker's backend pool (common/req/backendpool.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backendpool.h"
@@ -350,6 +351,52 @@ TEST(slot_following_another_address_starts_afresh)
 	fg_backendpool_set_count(&a, 0);
 	CHECK_EQ(fg_backendpool_pick(&a, 1, 200 * MS), FG_BACKEND_NONE);
 	CHECK(!fg_backendpool_usable(&a, 200 * MS));
+}
+
+/* Adaptive mode: the learned limits stay each backend's; the levels'
+ * seats are overbooked over them while the levels are pressed and the
+ * backends have room (10% a call), back while requests wait for backend
+ * room, slowly back when nothing presses, never under the limits, at most
+ * Max; each move counted in changes. */
+TEST(levels_overbook_the_learned_limits_while_pressed)
+{
+	struct fg_backendpool p;
+	init(&p, 2);
+	p.adapt = calloc(FG_MAX_BACKENDS, sizeof(*p.adapt));
+	fg_backendpool_set_adaptive(&p, 0, 8, 1, 100, 0);
+	fg_backendpool_set_adaptive(&p, 1, 8, 1, 100, 0);
+	uint32_t usable, total, seen = p.changes;
+	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
+	CHECK_EQ(usable, 16);
+	CHECK_EQ(total, 160);
+	fg_backendpool_set_pressure(&p, true, false); /* pressed, the backends empty */
+	CHECK_EQ(p.overbook_milli, 1100);
+	CHECK(p.changes != seen);
+	for (int k = 0; k < 9; k++)
+		fg_backendpool_set_pressure(&p, true, false);
+	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
+	CHECK(usable >= 40 && usable <= 42); /* 16 x 1.1^10 */
+	CHECK_EQ(p.b[0].capacity, 8);        /* what the backends get stays theirs */
+	/* The backends' limits nearly used: no more overbooking. */
+	p.b[0].outstanding = p.b[1].outstanding = 8;
+	uint32_t was = p.overbook_milli;
+	fg_backendpool_set_pressure(&p, true, false);
+	CHECK_EQ(p.overbook_milli, was);
+	/* Requests held for backend room: back by a tenth a call. */
+	fg_backendpool_set_pressure(&p, true, true);
+	CHECK_EQ(p.overbook_milli, was - was / 10);
+	/* Nothing presses: slowly back, never under the limits. */
+	for (int k = 0; k < 400; k++)
+		fg_backendpool_set_pressure(&p, false, false);
+	CHECK_EQ(p.overbook_milli, 1000);
+	/* Max bounds what the levels get. */
+	p.b[0].outstanding = p.b[1].outstanding = 0;
+	for (int k = 0; k < 100; k++)
+		fg_backendpool_set_pressure(&p, true, false);
+	CHECK_EQ(p.overbook_milli, FG_BACKENDPOOL_MAX_OVERBOOK * 1000);
+	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
+	CHECK_EQ(usable, 640);
+	free(p.adapt);
 }
 
 TEST_MAIN

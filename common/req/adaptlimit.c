@@ -285,7 +285,7 @@ static bool decide(struct fg_adapt *a, uint64_t now)
 		uint32_t keep = fg_adapt_capacity_estimate(a) / 2;
 		return move_limit(a, cut > keep ? cut : keep < limit ? keep : limit, FG_ADAPT_CUT);
 	}
-	if (rho < BAND_LOW_MILLI && !a->fast_floor && ((uint64_t)peak * 5 >= (uint64_t)limit * 4 || a->pressed)) {
+	if (rho < BAND_LOW_MILLI && !a->fast_floor && (uint64_t)peak * 5 >= (uint64_t)limit * 4) {
 		uint32_t step = isqrt(limit);
 		if (step > limit / 4)
 			step = limit / 4;

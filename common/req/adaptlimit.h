@@ -22,12 +22,13 @@
  * What it decides, once per interval of at least FG_ADAPT_INTERVAL_NS with
  * at least FG_ADAPT_MIN_SAMPLES answers (a dead band, not a gradient: a
  * gradient moves on every wobble and oscillates):
- * - rho > 1.3 two intervals in a row: cut, L x max(0.5, 1.1 / rho), but
+ * - rho > 1.2 two intervals in a row: cut, L x max(0.5, 1.05 / rho), but
  *   never below half the capacity estimate (a latency spike that is not
  *   load does not collapse the limit);
- * - rho < 1.1 and the limit was used (peak seats outstanding >= 0.8 L, or
- *   requests waiting in fairgate for seats: fg_adapt_pressure): grow by
- *   max(1, min(L / 4, sqrt L));
+ * - rho < 1.05 and the limit was used (peak seats outstanding >= 0.8 L):
+ *   grow by max(1, min(L / 4, sqrt L)) (requests waiting in fairgate for
+ *   seats are no evidence that the backend takes more: the pool overbooks
+ *   the levels instead, backendpool.h);
  * - the limit went unused (peak seats outstanding below half of it, or an
  *   interval with too few answers to judge) while nothing waits in fairgate
  *   for seats: it decays (before any probe too: a worker that receives
@@ -61,9 +62,9 @@
  *   FG_ADAPT_PROBE_SLOT_NS), so several workers probe a backend together,
  *   and different backends at different times.
  *
- * Answers carry no status (protocol.md: the payload is opaque), so a
- * backend that answers errors fast looks fast; timeouts are the only
- * failure it sees.
+ * A backend's own REJECTs are not passed in (dataplane/worker.c); an error
+ * inside a RESPONSE's opaque payload looks like a fast answer, and
+ * timeouts are the only other failure it sees.
  *
  * Invariants: min >= 1, min <= limit <= max; the limit in force is the
  * limit, or probe_seats (at least the minimum, at most the limit) during a
@@ -174,11 +175,10 @@ static inline void fg_adapt_outstanding(struct fg_adapt *a, uint32_t seats)
 		a->peak_outstanding = seats;
 }
 
-/* Whether requests wait in fairgate's queues for want of seats now.  The
- * levels are offered only their part of the limit (idle levels keep
- * theirs), so the backend may never see the limit in use: while pressed,
- * a limit with the latency in the band's low side grows, and an unused one
- * does not decay. */
+/* Whether requests wait in fairgate for want of seats now (in the levels,
+ * or held for backend room).  The levels are offered only their part of
+ * the limit (idle levels keep theirs), so the backend may never see the
+ * limit in use: while pressed, an unused limit does not decay. */
 static inline void fg_adapt_pressure(struct fg_adapt *a, bool pressed)
 {
 	a->pressed = pressed;

@@ -14,6 +14,7 @@ void fg_backendpool_init(struct fg_backendpool *p, uint32_t n, uint32_t eject_af
 			 uint64_t max_eject_ns)
 {
 	memset(p, 0, sizeof(*p)); /* no controllers: the owner gives them (adapt) */
+	p->overbook_milli = 1000;
 	p->n = n > FG_MAX_BACKENDS ? FG_MAX_BACKENDS : n;
 	p->eject_after = eject_after ? eject_after : 1;
 	p->base_eject_ns = eject_ns;
@@ -175,11 +176,43 @@ void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t 
 	set_capacity_in_force(p, i, seats);
 }
 
-void fg_backendpool_set_pressure(struct fg_backendpool *p, bool pressed)
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held)
 {
-	for (uint32_t i = 0; i < p->n; i++)
-		if (p->b[i].adaptive)
-			fg_adapt_pressure(&p->adapt[i], pressed);
+	uint64_t limits = 0, outstanding = 0;
+	for (uint32_t i = 0; i < p->n; i++) {
+		const struct fg_backend *b = &p->b[i];
+		if (!b->adaptive)
+			continue;
+		fg_adapt_pressure(&p->adapt[i], levels_pressed || held);
+		if (b->admin == FG_BACKEND_ENABLED && b->state == FG_BACKEND_UP) {
+			limits += b->capacity;
+			outstanding += b->outstanding;
+		}
+	}
+	uint32_t was = p->overbook_milli, s = was;
+	if (held)
+		s = s - s / 10;
+	else if (levels_pressed && outstanding * 10 < limits * 9)
+		s = s + s / 10;
+	else if (!levels_pressed)
+		s = s - s / 32;
+	if (s < 1000)
+		s = 1000;
+	if (s > FG_BACKENDPOOL_MAX_OVERBOOK * 1000)
+		s = FG_BACKENDPOOL_MAX_OVERBOOK * 1000;
+	if (s != was) {
+		p->overbook_milli = s;
+		p->changes++;
+	}
+}
+
+void fg_backendpool_levels_capacity(const struct fg_backendpool *p, uint32_t start, uint32_t max, uint32_t *usable,
+				    uint32_t *total)
+{
+	fg_backendpool_capacity(p, usable, total);
+	uint64_t v = (uint64_t)*usable * (p->overbook_milli ? p->overbook_milli : 1000) / 1000;
+	*usable = v > max ? max : (uint32_t)v;
+	*total = start;
 }
 
 void fg_backendpool_set_adaptive(struct fg_backendpool *p, uint32_t i, uint32_t start, uint32_t min, uint32_t max,

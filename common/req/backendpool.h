@@ -103,6 +103,9 @@ struct fg_backendpool {
 	 * (a backend listed, removed, resized, ejected, probed, back; its
 	 * administrative state): its reader compares it with what it saw. */
 	uint32_t changes;
+	/* Adaptive mode: the seats the levels share over the backends'
+	 * learned limits, thousandths (1000: as many; fg_backendpool_set_pressure). */
+	uint32_t overbook_milli;
 	struct fg_backend b[FG_MAX_BACKENDS];
 	/* Adaptive mode: FG_MAX_BACKENDS controllers, the owner's (NULL: no
 	 * backend can be adaptive), kept out of the pool so that Static mode's
@@ -153,9 +156,28 @@ bool fg_backendpool_stalled(const struct fg_backendpool *p, uint32_t i, uint64_t
 void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t seats, uint64_t latency_ns,
 				  uint64_t now);
 
-/* Whether requests wait in the worker's queues for want of seats: the
- * adaptive limits' cue that more would be used (fg_adapt_pressure). */
-void fg_backendpool_set_pressure(struct fg_backendpool *p, bool pressed);
+/*
+ * Adaptive mode, every FG_ADAPT_INTERVAL_NS or so: whether requests waited
+ * or were refused in the levels for want of seats (levels_pressed), and
+ * whether requests the levels admitted wait for backend room (held).
+ * Either keeps an unused limit from decaying (fg_adapt_pressure).  The
+ * learned limits stay what each backend takes; what the levels may use of
+ * them moves instead: a level gets only its share of the seats (and what it
+ * borrows), so the seats the levels share are overbooked — by 10% a call
+ * while the levels are pressed and the backends have more than a tenth of
+ * their limits free, back by 10% a call while requests are held for backend
+ * room, and slowly (1/32 a call) while nothing presses, never below the
+ * learned limits (FG_BACKENDPOOL_MAX_OVERBOOK at most).  A move counts in
+ * changes.
+ */
+#define FG_BACKENDPOOL_MAX_OVERBOOK 100u
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held);
+
+/* Adaptive mode: what the levels scale by (the limits' start, total, and
+ * the usable learned limits overbooked, at most max), for
+ * fg_qs_scale_by_capacity and the allotter. */
+void fg_backendpool_levels_capacity(const struct fg_backendpool *p, uint32_t start, uint32_t max, uint32_t *usable,
+				    uint32_t *total);
 
 /* Whether any backend could take a request now. */
 bool fg_backendpool_usable(const struct fg_backendpool *p, uint64_t now);

@@ -98,7 +98,7 @@ static void print_table(json_t *d)
 	}
 	printf("\n2. usable of listed, summed over the workers: %lld of %lld%s\n", usable, listed,
 	       adaptive ? " (listed: serverConcurrencyLimit, the start; usable: the learned limits of the enabled, "
-			  "up backends, at most Max)"
+			  "up backends, overbooked while the levels are pressed and the backends have room, at most Max)"
 			: " (usable: enabled and up; listed: not removed)");
 	printf("   the levels' limits are scaled by %lld / %lld: the levels share %lld seats now "
 	       "(serverConcurrencyLimitInForce)\n",
