@@ -6,7 +6,9 @@
  * cannot execute waits in its own queue, as a real server's socket backlog);
  * the client keeps as many seats outstanding as the limit in force allows
  * (always more demand than capacity, as behind a busy level).
- * FG_TEST_TRACE=1 prints the controller every 100 ms.
+ * FG_TEST_TRACE=1 prints the controller every 100 ms.  And on a latency
+ * trace recorded from the backend emulator (tests/data/
+ * record_adaptlimit_trace.py), replayed as it came.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +312,79 @@ TEST(pressure_keeps_a_limit_the_levels_offer_only_part_of)
 	fg_adapt_pressure(&m.a, false);
 	model_run(&m, 25000 * MS, 25000 * MS, &lo, &hi);
 	CHECK(m.a.limit < 8);
+}
+
+/* A trace recorded from the backend emulator (8 requests at once,
+ * log-normal service times of median 20 ms; tests/data/
+ * record_adaptlimit_trace.py), the closed loop's concurrency stepping
+ * 4 -> 16 -> 4 -> 8 (2 s, 3 s, 3 s, 2 s), replayed as it came: the answers
+ * at their times, the seats outstanding when each was sent, the clock
+ * ticking every 10 ms.  The replay is open-loop (the recorded client did
+ * not obey the limit), so it checks what the controller measures of a real
+ * backend and what it decides, not the loop: the no-load latency is the
+ * service time, the capacity estimate the backend's 8, a cut while twice
+ * the capacity is outstanding and never while at most the capacity is. */
+struct trace_row {
+	uint64_t t_ns, latency_ns;
+	uint32_t seats, outstanding;
+};
+
+TEST(a_recorded_emulator_trace)
+{
+	FILE *f = fopen(TESTS_DATA_DIR "/adaptlimit_emulator_trace.csv", "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	static struct trace_row rows[20000];
+	unsigned n = 0;
+	char line[128];
+	while (fgets(line, sizeof(line), f) && n < sizeof(rows) / sizeof(rows[0])) {
+		unsigned long long t, lat;
+		unsigned seats, out;
+		if (sscanf(line, "%llu,%u,%llu,%u", &t, &seats, &lat, &out) == 4)
+			rows[n++] = (struct trace_row){ 100 * MS + t * 1000, lat * 1000, seats, out };
+	}
+	fclose(f);
+	CHECK(n > 1000);
+	struct fg_adapt a;
+	fg_adapt_init(&a, 16, 1, 1000, 0, 0);
+	/* The phases' ends on the trace's clock (the 100 ms offset above). */
+	const uint64_t ends[4] = { 2100 * MS, 5100 * MS, 8100 * MS, 10100 * MS };
+	uint64_t cuts_at_end[4] = { 0 }, now = 0;
+	uint32_t capacity_in_2 = 0, limit_end_2 = 0;
+	uint64_t noload_end_1 = 0;
+	unsigned phase = 0;
+	for (unsigned k = 0; k < n; k++) {
+		while (now + 10 * MS <= rows[k].t_ns) {
+			now += 10 * MS;
+			fg_adapt_tick(&a, now);
+			if (phase < 4 && now >= ends[phase]) {
+				cuts_at_end[phase] = a.moves[FG_ADAPT_CUT];
+				if (phase == 0)
+					noload_end_1 = fg_adapt_noload_ns(&a, FG_ADAPT_NARROW);
+				if (phase == 1) {
+					capacity_in_2 = fg_adapt_capacity_estimate(&a);
+					limit_end_2 = a.limit;
+				}
+				phase++;
+			}
+		}
+		fg_adapt_outstanding(&a, rows[k].outstanding);
+		fg_adapt_answer(&a, rows[k].latency_ns, rows[k].seats, rows[k].t_ns);
+	}
+	if (phase < 4)
+		cuts_at_end[3] = a.moves[FG_ADAPT_CUT];
+	if (getenv("FG_TEST_TRACE"))
+		fprintf(stderr, "noload %.1f ms, capacity %u, limit %u, cuts %llu %llu %llu %llu\n", noload_end_1 / 1e6,
+			capacity_in_2, limit_end_2, (unsigned long long)cuts_at_end[0], (unsigned long long)cuts_at_end[1],
+			(unsigned long long)cuts_at_end[2], (unsigned long long)cuts_at_end[3]);
+	CHECK(noload_end_1 >= 18 * MS && noload_end_1 <= 30 * MS); /* the service time, and loopback's */
+	CHECK_EQ(cuts_at_end[0], 0);                                /* 4 outstanding: no cut */
+	CHECK(cuts_at_end[1] >= 1);                                 /* 16 on 8: cut */
+	CHECK(capacity_in_2 >= 6 && capacity_in_2 <= 10);           /* the backend's 8 */
+	CHECK(limit_end_2 <= 10 && limit_end_2 >= 4);               /* near it, not under half of it */
+	CHECK_EQ(cuts_at_end[2], cuts_at_end[1]);                   /* 4 again: no cut */
+	CHECK_EQ(cuts_at_end[3], cuts_at_end[2]);                   /* 8, the capacity: no cut */
 }
 
 /* Timeouts cut by a tenth, at most once per interval; the bounds hold. */
