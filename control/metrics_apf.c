@@ -18,6 +18,8 @@
 /* A pair of one worker, for the merge by names. */
 struct pair_ref {
 	const struct fg_apf_pair *p;
+	unsigned worker;
+	uint32_t index; /* in its worker's table */
 };
 
 static int by_names(const void *a, const void *b)
@@ -25,6 +27,22 @@ static int by_names(const void *a, const void *b)
 	const struct fg_apf_pair *x = ((const struct pair_ref *)a)->p, *y = ((const struct pair_ref *)b)->p;
 	int c = strcmp(x->level, y->level);
 	return c ? c : strcmp(x->schema, y->schema);
+}
+
+/* Every worker's (level, schema) pairs, sorted by names (refs holds
+ * n_workers x FG_APF_PAIRS); how many. */
+static size_t collect_pairs(struct fg_worker_stats *const *ws, unsigned n_workers, struct pair_ref *refs)
+{
+	size_t n = 0;
+	for (unsigned w = 0; w < n_workers; w++)
+		for (uint32_t i = 0; i < FG_APF_PAIRS; i++) {
+			const struct fg_apf_pair *p = &ws[w]->apf.pairs[i];
+			if (!__atomic_load_n(&p->used, __ATOMIC_ACQUIRE))
+				break; /* taken in order, never given back */
+			refs[n++] = (struct pair_ref){ p, w, i };
+		}
+	qsort(refs, n, sizeof(*refs), by_names);
+	return n;
 }
 
 /* The sum of one pair's figures over the workers. */
@@ -184,14 +202,7 @@ void fg_metrics_flowcontrol(struct fg_expfmt *e, struct fg_worker_stats *const *
 				 "(no memory for the per-schema metrics in this scrape)");
 		return;
 	}
-	for (unsigned w = 0; w < n_workers; w++)
-		for (uint32_t i = 0; i < FG_APF_PAIRS; i++) {
-			const struct fg_apf_pair *p = &ws[w]->apf.pairs[i];
-			if (!__atomic_load_n(&p->used, __ATOMIC_ACQUIRE))
-				break; /* taken in order, never given back */
-			refs[n++].p = p;
-		}
-	qsort(refs, n, sizeof(*refs), by_names);
+	n = collect_pairs(ws, n_workers, refs);
 	sums = calloc(n ? n : 1, sizeof(*sums)); /* at most one sum per pair seen */
 	if (!sums) {
 		free(refs);
@@ -290,30 +301,42 @@ void fg_metrics_work_estimates(struct fg_expfmt *e, const struct fg_config *cfg,
 		return;
 	const char *name = "fairgate_work_estimate_seconds";
 	fg_expfmt_family(e, name, FG_EXPFMT_GAUGE,
-			 "The service time a (priority level, verb class) is priced with in its queue (workEstimates "
-			 "PerClass: learned at completion, within workEstimateMin/Max; the largest over the workers).");
-	/* Level slots differ between workers: by name, as the levels' totals. */
+			 "The service time a (priority level, flow schema, verb class) is priced with in its queue "
+			 "(workEstimates PerClass: learned at completion, within workEstimateMin/Max; the largest over "
+			 "the workers).");
+	/* Queued levels only (exempt ones are not priced), as the levels' totals say. */
 	struct fg_level_total *t = calloc(FG_MAX_LEVELS, sizeof(*t));
-	if (!t)
+	struct pair_ref *refs = malloc((size_t)n_workers * FG_APF_PAIRS * sizeof(*refs));
+	if (!t || !refs) {
+		free(t);
+		free(refs);
 		return;
-	unsigned n = fg_stats_levels_total(ws, n_workers, t, FG_MAX_LEVELS);
-	for (unsigned k = 0; k < n; k++)
-		for (unsigned c = 0; t[k].live && t[k].limit && c < FG_VERB_CLASSES; c++) { /* exempt: not queued */
+	}
+	unsigned n_levels = fg_stats_levels_total(ws, n_workers, t, FG_MAX_LEVELS);
+	size_t n = collect_pairs(ws, n_workers, refs);
+	for (size_t first = 0, end; first < n; first = end) {
+		/* refs[first, end): one pair's entries at the workers. */
+		for (end = first + 1; end < n && !by_names(&refs[first], &refs[end]); end++)
+			;
+		const struct fg_apf_pair *p = refs[first].p;
+		bool queued = false;
+		for (unsigned k = 0; k < n_levels && !queued; k++)
+			queued = t[k].live && t[k].limit && !strcmp(t[k].name, p->level);
+		for (unsigned c = 0; queued && c < FG_VERB_CLASSES; c++) {
 			uint64_t most = 0;
-			for (unsigned w = 0; w < n_workers; w++)
-				for (uint32_t slot = 0; slot < FG_MAX_LEVELS; slot++) {
-					const struct fg_level_stats *l = &ws[w]->levels[slot];
-					if (!__atomic_load_n(&l->used, __ATOMIC_ACQUIRE) || strcmp(l->name, t[k].name))
-						continue;
-					uint64_t v = FG_STAT_GET(ws[w]->work_estimate_ns[fg_classguess_index(slot, c)]);
-					most = v > most ? v : most;
-					break;
-				}
+			for (size_t r = first; r < end; r++) {
+				uint64_t v = FG_STAT_GET(ws[refs[r].worker]->work_estimate_ns[fg_classguess_index(refs[r].index, c)]);
+				most = v > most ? v : most;
+			}
 			if (!most)
 				continue;
-			struct fg_expfmt_label l[2] = { { "priority_level", t[k].name }, { "verb", fg_verb_class_name(c) } };
-			fg_expfmt_double(e, name, l, 2, (double)most / 1e9);
+			struct fg_expfmt_label l[3] = { { "priority_level", p->level },
+							{ "flow_schema", p->schema },
+							{ "verb", fg_verb_class_name(c) } };
+			fg_expfmt_double(e, name, l, 3, (double)most / 1e9);
 		}
+	}
+	free(refs);
 	free(t);
 }
 

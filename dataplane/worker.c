@@ -50,12 +50,13 @@ static inline void apf_waited(struct fg_worker *w, const struct fg_req *r, bool 
 				  now - r->qs.arrival_ns);
 }
 
-/* A request was classified: its pair, and its estimate observed. */
+/* A request was classified: its (level, schema) pair (the per-class
+ * estimates' group too), and its estimate observed. */
 static inline uint16_t apf_classified(struct fg_worker *w, const struct fg_fc_match *match, const struct fg_work *work)
 {
-	if (!w->apf_metrics)
-		return 0;
 	uint16_t pair = w->pair_of_schema[match->schema];
+	if (!w->apf_metrics)
+		return pair;
 	uint32_t seats = work->initial_seats > work->final_seats ? work->initial_seats : work->final_seats;
 	fg_apf_observe_count(apf_pair(w, pair), FG_APF_SEATS, seats ? seats : 1);
 	return pair;
@@ -411,7 +412,7 @@ static void leave_executing(struct fg_worker *w, uint32_t slot, uint64_t now, en
 	if (how == LEFT_RESPONSE) {
 		fg_backendpool_learn_latency(&w->pool, r->backend, r->qs.seats, now - r->qs.dispatch_ns, now);
 		if (w->work_per_class)
-			fg_classguess_learn(&w->classguess, fg_classguess_index(r->level, (enum fg_verb_class)r->verb_class),
+			fg_classguess_learn(&w->classguess, fg_classguess_index(r->pair, (enum fg_verb_class)r->verb_class),
 					    now - r->qs.dispatch_ns);
 	}
 	fg_backendpool_done(&w->pool, r->backend, r->qs.seats, answered, now);
@@ -621,8 +622,9 @@ static enum fg_reject_reason try_admit(struct fg_worker *w, const struct fg_work
 	/* Priced with its class's service time (a set that does not take the
 	 * caller's price ignores it). */
 	r->verb_class = work->verb_class;
+	r->pair = w->pair_of_schema[match->schema];
 	uint64_t guess = w->work_per_class ? fg_classguess_get(&w->classguess,
-							       fg_classguess_index(level, (enum fg_verb_class)r->verb_class),
+							       fg_classguess_index(r->pair, (enum fg_verb_class)r->verb_class),
 							       qs->guess_ns)
 					   : 0;
 	switch (fg_qs_arrive_priced(qs, &r->qs, queue, match->flow_hash, work->initial_seats, work->final_seats,

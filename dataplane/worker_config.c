@@ -239,12 +239,14 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		return refuse_to_follow(w, cfg, -ENOSPC, now);
 	bool apf = w->config_generation ? w->apf_metrics : cfg->flowcontrol_metrics; /* restart-only */
 	uint16_t *map = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*map));
-	uint16_t *pairs = apf ? calloc(fc->n_schemas ? fc->n_schemas : 1, sizeof(*pairs)) : NULL;
+	/* Each schema's (level, schema) pair: the per-class estimates' group
+	 * (classguess.h), and flowcontrolMetrics' series. */
+	uint16_t *pairs = calloc(fc->n_schemas ? fc->n_schemas : 1, sizeof(*pairs));
 	struct level_change *changes = calloc(fc->n_levels ? fc->n_levels : 1, sizeof(*changes));
-	/* Per-class estimates: one table for every level slot, made once. */
+	/* Per-class estimates: one table for every (level, schema) pair, made once. */
 	bool new_classes = !w->classguess.e;
 	struct fg_classguess classes = { 0 };
-	int rc = new_classes ? fg_classguess_init(&classes, FG_MAX_LEVELS, cfg->work_estimate_min_ns,
+	int rc = new_classes ? fg_classguess_init(&classes, FG_APF_PAIRS, cfg->work_estimate_min_ns,
 						  cfg->work_estimate_max_ns)
 			     : 0;
 	/* Adaptive mode: the backends' controllers, made once. */
@@ -252,7 +254,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	if (!rc && cfg->adaptive && !w->adapt_table && !(adapt = calloc(FG_MAX_BACKENDS, sizeof(*adapt))))
 		rc = -ENOMEM;
 	if (!rc)
-		rc = map && changes && (pairs || !apf) ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
+		rc = map && changes && pairs ? prepare_levels(w, cfg, changes, now) : -ENOMEM;
 	if (rc) {
 		free(adapt);
 		fg_classguess_fini(&classes);
@@ -276,7 +278,6 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 			fg_qs_commit(&w->levels[level_slot].qs, &changes[i].prep, now);
 		} else {
 			fg_retry_after_init(&w->levels[level_slot].retry, now / FG_NS_PER_SEC);
-			fg_classguess_forget_group(&w->classguess, level_slot); /* another level's slot before */
 			struct fg_level_stats *ls = &w->stats.levels[level_slot];
 			memset(ls, 0, sizeof(*ls));
 			snprintf(ls->name, sizeof(ls->name), "%s", l->name);
@@ -311,7 +312,7 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 	w->n_level_map = fc->n_levels;
 	w->apf_metrics = apf;
 	FG_STAT_SET(w->stats.apf_metrics, apf);
-	for (uint32_t i = 0; apf && i < fc->n_schemas; i++)
+	for (uint32_t i = 0; i < fc->n_schemas; i++)
 		pairs[i] = fg_apf_pair(&w->stats.apf, fc->levels[fc->schema_level[i]].name, fc->schema_names[i]);
 	free(w->pair_of_schema);
 	w->pair_of_schema = pairs;

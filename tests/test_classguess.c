@@ -58,11 +58,6 @@ TEST(learns_per_class_within_bounds)
 	CHECK_EQ(fg_classguess_get(&g, fg_classguess_index(0, FG_VERB_OTHER), 0), 1 * MS);
 	fg_classguess_learn(&g, g.n, 5 * MS); /* past the table: ignored */
 	CHECK_EQ(fg_classguess_get(&g, g.n, 5000 * MS), 1000 * MS);
-	fg_classguess_forget_group(&g, 1); /* another level takes the slot */
-	CHECK_EQ(fg_classguess_get(&g, get, 3 * MS), 3 * MS);
-	CHECK_EQ(fg_classguess_get(&g, list, 3 * MS), 3 * MS);
-	CHECK_EQ(fg_classguess_get(&g, fg_classguess_index(0, FG_VERB_WATCH), 3 * MS), 1 * MS); /* group 0 kept */
-	fg_classguess_forget_group(&g, 99); /* past the table: nothing */
 	fg_classguess_set_bounds(&g, 50 * MS, 10 * MS); /* max below min: min */
 	CHECK_EQ(g.max_ns, 50 * MS);
 	fg_classguess_fini(&g);

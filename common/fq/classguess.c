@@ -46,13 +46,6 @@ int fg_classguess_init(struct fg_classguess *g, uint32_t n_groups, uint64_t min_
 	return 0;
 }
 
-void fg_classguess_forget_group(struct fg_classguess *g, uint32_t group)
-{
-	uint32_t first = fg_classguess_index(group, FG_VERB_GET);
-	if (first < g->n)
-		memset(&g->e[first], 0, FG_VERB_CLASSES * sizeof(*g->e));
-}
-
 void fg_classguess_fini(struct fg_classguess *g)
 {
 	free(g->e);

@@ -8,12 +8,11 @@
  * one duration G per level; fairgate's queue sets learn G per level; this
  * refines it per verb class (workEstimates: PerClass, the default).
  *
- * A class is a group — the worker's priority level — and one of five verb
- * classes: get, list, watch, mutating (create, update, patch, delete,
- * deletecollection), other (any other verb, non-resource requests).  (Not
- * per flow schema: the request slot has no room left under its 128-byte
- * budget for a schema index, and a level with one G is what the KEP
- * prices; docs/fair-queuing.md §5.)  Its
+ * A class is a group — the worker's (priority level, flow schema) pair
+ * (apfstats.h: fg_apf_pair, by name, so it outlives configurations that
+ * keep both names) — and one of five verb classes: get, list, watch,
+ * mutating (create, update, patch, delete, deletecollection), other (any
+ * other verb, non-resource requests).  Its
  * estimate is the mean of its first FG_CLASSGUESS_FIRST durations, then an
  * exponentially weighted mean (weight 1/FG_CLASSGUESS_EWMA); a class with
  * no completion yet takes the level's guess.  Every estimate given out is
@@ -59,8 +58,6 @@ static inline uint32_t fg_classguess_index(uint32_t group, enum fg_verb_class c)
 
 /* A table for n_groups groups, nothing learned; 0 or -ENOMEM. */
 int fg_classguess_init(struct fg_classguess *g, uint32_t n_groups, uint64_t min_ns, uint64_t max_ns);
-/* A group starts afresh (a new level in its slot). */
-void fg_classguess_forget_group(struct fg_classguess *g, uint32_t group);
 void fg_classguess_fini(struct fg_classguess *g);
 void fg_classguess_set_bounds(struct fg_classguess *g, uint64_t min_ns, uint64_t max_ns);
 

@@ -78,7 +78,8 @@ const struct fg_setting fg_settings_table[] = {
 	  "Adaptive: the most seats the levels share; 0: 4 x serverConcurrencyLimit" },
 	{ "workEstimates", "work-estimates", FG_SET_ENUM, FIELD(work_estimates), 0, 0, true,
 	  "how a request is priced in its queue: `PerClass` with the service time learned per (priority level, "
-	  "verb class: get, list, watch, mutating, other), or `PerLevel` with its level's alone (fair-queuing.md)",
+	  "flow schema, verb class: get, list, watch, mutating, other), or `PerLevel` with its level's alone "
+	  "(fair-queuing.md)",
 	  work_estimates_names },
 	{ "workEstimateMin", "work-estimate-min", FG_SET_DURATION, FIELD(work_estimate_min_ns), 1000, 3600 * 1000 * MS, true,
 	  "the least service time a class is priced with" },

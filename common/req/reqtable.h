@@ -58,8 +58,8 @@ struct fg_req {
 	};
 	struct fg_endpoint client; /* where the answer goes: the datagram's sender */
 	uint8_t level;         /* the worker's runtime level (< FG_MAX_LEVELS) */
-	uint8_t verb_class;    /* its service-time estimate's class with level (classguess.h) */
-	uint16_t pair;         /* (level, schema) statistics entry (apfstats.h) */
+	uint8_t verb_class;    /* its service-time estimate's class with pair (classguess.h) */
+	uint16_t pair;         /* (level, schema) statistics entry (apfstats.h), the estimate's group */
 	uint8_t state;
 	uint8_t backend;       /* index into the config's backends while executing */
 	uint16_t pkt_off, pkt_len, pkt_cap; /* the held datagram: its message at pkt_handle + pkt_off */

@@ -117,7 +117,7 @@ struct fg_level_stats {
 };
 
 /* One backend as this worker's pool sees it (backendpool.h). */
-#define FG_WORK_CLASSES_EXPORTED (FG_MAX_LEVELS * 5u) /* level slots x verb classes (classguess.h) */
+#define FG_WORK_CLASSES_EXPORTED (FG_APF_PAIRS * 5u) /* (level, schema) pairs x verb classes (classguess.h) */
 
 struct fg_backend_stats {
 	uint32_t outstanding;          /* seats executing there */
