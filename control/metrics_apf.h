@@ -36,7 +36,7 @@ void fg_metrics_busy(struct fg_expfmt *e, struct fg_worker_stats *const *ws, uns
 void fg_metrics_backends(struct fg_expfmt *e, const struct fg_config *cfg, struct fg_worker_stats *const *ws,
 			 unsigned n_workers);
 
-/* fairgate_work_estimate_seconds{priority_level, verb}: the service time
+/* fairgate_work_estimate_seconds{priority_level, flow_schema, verb}: the service time
  * each class is priced with (workEstimates PerClass, classguess.h), the
  * largest over the workers; classes without a completion are left out.
  * cfg read under RCU by the caller. */

@@ -11,7 +11,9 @@
  * (never on the fast path); requests carry their pair's index.  Pairs are
  * never taken back while the daemon runs, so a pair's counters never go
  * backwards; past FG_APF_PAIRS pairs a worker counts new ones in entry 0,
- * named FG_APF_OTHER for both labels.  Labels are levels and schemas only —
+ * named FG_APF_OTHER for both labels.  The pairs are kept whether the
+ * series are (flowcontrolMetrics) or not: they are also the groups of the
+ * per-class work estimates (classguess.h).  Labels are levels and schemas only —
  * never flows or clients — so a scrape's size is bounded by FG_APF_PAIRS.
  *
  * Histograms keep one count per bucket (not cumulative: the worker adds 1 to

@@ -194,11 +194,13 @@ struct fg_worker_stats {
 	struct fg_level_stats levels[FG_MAX_LEVELS];
 	uint32_t n_backends;                   /* backends[] entries in the followed configuration */
 	struct fg_backend_stats backends[FG_MAX_BACKENDS];
-	/* workEstimates PerClass: each (level slot, verb class)'s service
-	 * time as it is priced, by classguess index (0: none yet). */
+	/* workEstimates PerClass: each ((level, schema) pair, verb class)'s
+	 * service time as it is priced, by classguess index (0: none yet). */
 	uint64_t work_estimate_ns[FG_WORK_CLASSES_EXPORTED];
 	uint8_t apf_metrics;                   /* flowcontrolMetrics: apf and the levels' R are kept */
-	struct fg_apf_stats apf;               /* per (level, schema): flowcontrolMetrics */
+	/* Per (level, schema): the pairs' names always (the work estimates'
+	 * classes), their series with flowcontrolMetrics. */
+	struct fg_apf_stats apf;
 };
 
 #define FG_BUSY_WINDOW_NS 1000000000ull
