@@ -175,13 +175,20 @@ static uint32_t retry_after_ms(struct fg_worker *w, const struct fg_config *cfg,
 
 /* answerLoad: put the level's LOAD attribute (control/load.h publishes its
  * value) first in the answer pkt holds, for a client answerLoad names; an
- * answer that would then pass `most` bytes goes without it (counted). */
+ * answer that would then pass `most` bytes, or the attribute count, goes
+ * without it (counted).  A relayed answer's own LOAD attributes are blanked
+ * first, whoever the client (a backend does not speak for fairgate). */
 static void attach_load(struct fg_worker *w, const struct fg_config *cfg, struct fg_pkt *pkt, uint32_t level,
-			uint32_t most)
+			uint32_t most, bool relayed)
 {
+	int attrs = relayed ? fg_proto_blank_loads(pkt->data, pkt->len) : 0;
 	if (level >= FG_MAX_LEVELS ||
 	    (cfg->answer_load == FG_ANSWER_LOAD_TRUSTED && !fg_trust_source(&cfg->trust, pkt->peer.ip)))
 		return;
+	if (attrs < 0 || attrs >= (int)FG_PROTO_MAX_ATTRS) { /* a client could not decode it with one more */
+		FG_STAT_ADD(w->stats.answers_without_load, 1);
+		return;
+	}
 	uint64_t value = __atomic_load_n(&w->stats.levels[level].answer_load, __ATOMIC_RELAXED);
 	uint32_t cap = w->io.ops->max_datagram ? w->io.ops->max_datagram : FG_PROTO_MAX_DATAGRAM;
 	if (cap > pkt->cap)
@@ -209,7 +216,7 @@ static void reject_request(struct fg_worker *w, const struct fg_config *cfg, str
 	pkt->len = (uint32_t)fg_proto_encode_reject(pkt->data, pkt->cap, client_id, reason,
 						    retry_after_ms(w, cfg, level, reason, now));
 	if (unlikely(cfg->answer_load) && asked)
-		attach_load(w, cfg, pkt, level, asked);
+		attach_load(w, cfg, pkt, level, asked, false);
 	send_pkt(w, pkt, true);
 }
 
@@ -771,7 +778,7 @@ static void handle_answer(struct fg_worker *w, const struct fg_config *cfg, stru
 	fg_proto_set_request_id(pkt->data, r->client_id);
 	pkt->peer = r->client;
 	if (unlikely(cfg->answer_load))
-		attach_load(w, cfg, pkt, r->level, UINT32_MAX);
+		attach_load(w, cfg, pkt, r->level, UINT32_MAX, true);
 	leave_executing(w, slot, now, hdr->type == FG_MSG_REJECT ? LEFT_BACKEND_REJECT : LEFT_RESPONSE);
 	send_pkt(w, pkt, true);
 }

@@ -321,15 +321,38 @@ TEST(load_attribute_on_answers)
 	n = fg_proto_encode(buf, sizeof(buf), &m);
 	CHECK_EQ(fg_proto_decode(buf, (size_t)n, &d), FG_PROTO_OK);
 	CHECK(d.load.present && d.load.level_permille == 1250 && d.load.wait_us == 4000000);
-	/* Wrong length in an answer: refused. */
+	/* Another length in an answer: unknown, skipped (forward compatibility). */
 	const uint8_t short_load[] = { 0, FG_ATTR_LOAD, 0, 4, 1, 2, 3, 4 };
 	size_t hl = with_attrs(buf, short_load, sizeof(short_load));
 	buf[3] = FG_MSG_RESPONSE;
-	CHECK_EQ(fg_proto_decode(buf, hl, &d), FG_PROTO_EATTR_LEN);
+	CHECK_EQ(fg_proto_decode(buf, hl, &d), FG_PROTO_OK);
+	CHECK(!d.load.present && d.n_unknown_attrs == 1);
 	/* In a request: unknown, skipped, whatever its length. */
 	buf[3] = FG_MSG_REQUEST;
 	CHECK_EQ(fg_proto_decode(buf, hl, &d), FG_PROTO_OK);
 	CHECK(!d.load.present && d.n_unknown_attrs == 1);
+}
+
+/* A backend's own LOAD attributes are blanked to PADDING in place (the
+ * length kept, the count returned); an attribute area that does not parse
+ * is left alone. */
+TEST(backend_loads_blanked)
+{
+	uint8_t buf[256];
+	struct fg_msg m, d;
+	fg_msg_init(&m, FG_MSG_RESPONSE, 9);
+	m.user = fg_str_of("u");
+	m.load = (struct fg_answer_load){ 1, 777, 888, 999 }; /* the backend's claim */
+	int n = fg_proto_encode(buf, sizeof(buf), &m);
+	CHECK_EQ(fg_proto_decode(buf, (size_t)n, &d), FG_PROTO_OK);
+	CHECK(d.load.present && d.load.level_permille == 777);
+	CHECK_EQ(fg_proto_blank_loads(buf, (size_t)n), 2);
+	CHECK_EQ(fg_proto_decode(buf, (size_t)n, &d), FG_PROTO_OK);
+	CHECK(!d.load.present && d.n_unknown_attrs == 1 && str_is(d.user, "u"));
+	buf[7] = (uint8_t)(buf[7] + 1); /* header length one past the attributes: the last one truncated */
+	CHECK_EQ(fg_proto_blank_loads(buf, (size_t)n), -EINVAL);
+	buf[6] = 0xff; /* header length past the datagram */
+	CHECK_EQ(fg_proto_blank_loads(buf, (size_t)n), -EINVAL);
 }
 
 TEST(error_names_are_distinct)

@@ -68,12 +68,10 @@ static enum fg_proto_err decode_attrs(const uint8_t *p, size_t n, struct fg_msg 
 			return FG_PROTO_EATTR_TRUNC;
 		if (++count > FG_PROTO_MAX_ATTRS)
 			return FG_PROTO_ETOO_MANY;
-		if (type == FG_ATTR_LOAD && m->hdr.type != FG_MSG_REQUEST) {
-			if (alen != FG_PROTO_LOAD_LEN)
-				return FG_PROTO_EATTR_LEN;
+		if (type == FG_ATTR_LOAD && m->hdr.type != FG_MSG_REQUEST && alen == FG_PROTO_LOAD_LEN) {
 			if (!m->load.present) /* the first is fairgate's (proto.h) */
 				m->load = (struct fg_answer_load){ 1, rd16(p), rd16(p + 2), rd32(p + 4) };
-		} else if (type == 0 || type > FG_ATTR__MAX) {
+		} else if (type == 0 || type > FG_ATTR__MAX) { /* a LOAD of another length too */
 			m->n_unknown_attrs++;
 		} else {
 			if (alen > FG_PROTO_MAX_STR)
@@ -269,6 +267,26 @@ void fg_proto_load_value(uint8_t out[FG_PROTO_LOAD_LEN], const struct fg_answer_
 	wr16(out, l->level_permille);
 	wr16(out + 2, l->instance_permille);
 	wr32(out + 4, l->wait_us);
+}
+
+int fg_proto_blank_loads(uint8_t *buf, size_t len)
+{
+	size_t hdr_len = rd16(buf + OFF_HDR_LEN), off = FG_PROTO_HDR_LEN;
+	if (len < FG_PROTO_HDR_LEN || hdr_len < FG_PROTO_HDR_LEN || hdr_len > len)
+		return -EINVAL;
+	int count = 0;
+	while (off < hdr_len) {
+		if (hdr_len - off < FG_PROTO_ATTR_HDR)
+			return -EINVAL;
+		uint16_t type = rd16(buf + off), alen = rd16(buf + off + 2);
+		if (alen > hdr_len - off - FG_PROTO_ATTR_HDR)
+			return -EINVAL;
+		if (type == FG_ATTR_LOAD)
+			wr16(buf + off, FG_ATTR_PADDING);
+		count++;
+		off += FG_PROTO_ATTR_HDR + alen;
+	}
+	return count;
 }
 
 int fg_proto_insert_load(uint8_t *buf, size_t len, size_t cap, const uint8_t value[FG_PROTO_LOAD_LEN])

@@ -63,9 +63,11 @@ enum fg_attr_type {
 	FG_ATTR_PATH = 9, /* non-resource path; present => non-resource request */
 	FG_ATTR_COOKIE = 10, /* opaque bytes (NUL allowed): an address-validation cookie fairgate sent */
 	FG_ATTR__MAX = 10,   /* the request attributes */
-	/* Answers only (a request's is skipped as unknown): fairgate's load
-	 * state for the tier in front, FG_PROTO_LOAD_LEN bytes (struct
-	 * fg_answer_load); the first one is fairgate's, later ones ignored. */
+	/* Answers only (a request's, or one of another length, is skipped as
+	 * unknown): fairgate's load state for the tier in front,
+	 * FG_PROTO_LOAD_LEN bytes (struct fg_answer_load).  With answerLoad on,
+	 * fairgate blanks a backend's own (fg_proto_blank_loads) and puts its
+	 * own first; a decoder takes the first. */
 	FG_ATTR_LOAD = 11,
 	FG_ATTR_PADDING = 0xfffe, /* ignored (skipped as unknown): makes a request long enough for a cookie */
 };
@@ -175,6 +177,12 @@ int fg_proto_encode_cookie_reject(uint8_t *buf, size_t cap, uint64_t request_id,
 
 /* The LOAD attribute's value for these figures (saturating), FG_PROTO_LOAD_LEN bytes. */
 void fg_proto_load_value(uint8_t out[FG_PROTO_LOAD_LEN], const struct fg_answer_load *load);
+
+/* A relayed answer's own LOAD attributes (a backend's claim) become
+ * PADDING in place, so that only fairgate's can be read as one.  Returns
+ * the answer's attribute count, or -EINVAL when its attribute area does not
+ * parse (left as it came).  Bounded by its header length, never past len. */
+int fg_proto_blank_loads(uint8_t *buf, size_t len);
 
 /* Put a LOAD attribute with this value first among the attributes of the
  * message in buf[0..len) (its header checked: fg_proto_decode_header), moving

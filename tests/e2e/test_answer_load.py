@@ -5,12 +5,16 @@ by default; with `all` every answer carries it first among its attributes
 and the instance's in thousandths and the level's estimated wait, idle 0,
 under a flood above 1000 with a wait; a REJECT fairgate makes carries it
 only where it stays no longer than the request it answers; `trusted` gives
-it to trusted sources only."""
+it to trusted sources only.  A backend's own LOAD attribute never reaches
+the client as fairgate's (blanked to padding); an answer with no room left
+(8192 bytes, or already 320 attributes) goes without, counted, and still
+decodes."""
 import re
 import socket
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 
 import fgtest as t
@@ -112,6 +116,57 @@ apply_settings("{answerLoad: trusted, trustedSources: [127.0.0.1/32]}")
 time.sleep(0.2)
 h, attrs, _ = ask(payload=t.service(1000))
 t.check(h["type"] == RESPONSE and load_of(attrs) is not None, "trusted: a trusted source gets it")
+
+# A hostile backend: its own LOAD, answers at the size limit, answers with
+# the most attributes a message may carry.
+fake = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+fake.bind(("127.0.0.1", 0))
+fake.settimeout(0.2)
+stop = threading.Event()
+
+
+def fake_backend():
+    while not stop.is_set():
+        try:
+            data, peer = fake.recvfrom(65536)
+        except socket.timeout:
+            continue
+        h = t.decode_header(data)
+        body = data[h["hdr_len"]:]
+        if body.startswith(b"LOAD"):
+            attrs = t.attr(ATTR_LOAD, struct.pack(">HHI", 777, 888, 999)) + t.attr(1, b"kept")
+            out = body
+        elif body.startswith(b"BIG"):
+            attrs = t.attr(ATTR_LOAD, struct.pack(">HHI", 777, 888, 999))
+            out = b"x" * (8192 - 40 - len(attrs))
+        else:  # MANY: 320 attributes, the most a message may carry
+            attrs = b"".join(t.attr(0x7000, b"a") for _ in range(320))
+            out = body
+        hdr = struct.pack(t.HDR, 0x4647, 1, RESPONSE, 0, 40 + len(attrs), h["id"], 0, 0, 0, 0, 0, 0, 0, 0)
+        fake.sendto(hdr + attrs + out, peer)
+
+
+threading.Thread(target=fake_backend, daemon=True).start()
+d2 = t.Daemon([f"127.0.0.1:{fake.getsockname()[1]}"], ["--answer-load", "all", "--address-validation", "off"])
+host, port = d2.addr.split(":")
+time.sleep(0.3)
+h, attrs, body = ask(payload=b"LOAD-body")
+t.check(h["type"] == RESPONSE and load_of(attrs) is not None and load_of(attrs)[0] != 777,
+        f"a backend's own LOAD does not reach the client as fairgate's ({load_of(attrs)})")
+t.check([a for a in attrs if a[0] == ATTR_LOAD] == attrs[:1] and (1, b"kept") in attrs and body == b"LOAD-body",
+        "the backend's LOAD blanked, its other attributes and payload kept")
+h, attrs, body = ask(payload=b"BIG")
+t.check(h["type"] == RESPONSE and len(body) + h["hdr_len"] == 8192 and load_of(attrs) is None,
+        f"an 8192-byte answer goes without, the backend's LOAD blanked ({load_of(attrs)})")
+h, attrs, body = ask(payload=b"MANY")
+t.check(h["type"] == RESPONSE and len(attrs) == 320 and load_of(attrs) is None,
+        f"an answer with 320 attributes goes without, still decodable ({len(attrs)})")
+st2 = d2.status()
+t.check(st2["counters"]["answersWithoutLoad"] == 2, f"both counted ({st2['counters']['answersWithoutLoad']})")
+stop.set()
+t.check(t.invariant_holds(d2.wait_idle()), "invariant holds with the hostile backend")
+t.check(d2.stop()[0] == 0, "clean exit with the hostile backend")
+host, port = d.addr.split(":")
 
 st = d.status()
 t.check("answersWithoutLoad" in st["counters"], "status counts answers without room for it")
