@@ -150,6 +150,7 @@ struct fg_sim {
 	struct sim_backends backends;  /* n 0: none, a request executes for its execTime */
 	uint32_t capacity_usable, capacity_total; /* the pool's, as the levels follow it (0 of 0: all) */
 	uint64_t refusals, refusals_seen; /* by any level; at the last backend tick (the pressure signal) */
+	uint64_t held_seen;               /* backends.held at the last backend tick */
 	uint32_t *held;                /* dispatched requests waiting for backend room, oldest first */
 	size_t held_head, n_held, cap_held;
 	int64_t now;
@@ -1175,7 +1176,10 @@ static void handle(struct fg_sim *s, const struct event *e)
 		return;
 	}
 	if (e->type == EV_BACKEND_TICK) {
-		if (sim_backends_tick(&s->backends, s->backends.adaptive && seats_pressed(s), s->n_held > 0, s->now)) {
+		/* Held since the last tick (a hold may be shorter than a tick), as a worker looks. */
+		bool held = s->n_held > 0 || s->backends.held != s->held_seen;
+		s->held_seen = s->backends.held;
+		if (sim_backends_tick(&s->backends, s->backends.adaptive && seats_pressed(s), held, s->now)) {
 			follow_capacity(s);
 			start_held(s);
 		}

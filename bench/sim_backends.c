@@ -311,7 +311,7 @@ bool sim_backends_tick(struct sim_backends *bs, bool pressed, bool held, int64_t
 {
 	uint32_t changes = bs->pool.changes;
 	if (bs->adaptive) {
-		fg_backendpool_set_pressure(&bs->pool, pressed, held);
+		fg_backendpool_set_pressure(&bs->pool, pressed, held, held); /* one pool for every worker */
 		fg_backendpool_refresh(&bs->pool, (uint64_t)now);
 	}
 	if (bs->n_samples + (size_t)bs->n > bs->cap_samples) {

@@ -315,8 +315,15 @@ static void publish_periodic(struct fg_worker *w, uint64_t now)
 			FG_STAT_SET(w->stats.work_estimate_ns[i], /* what it is priced with: within the bounds */
 				    w->classguess.e[i].samples ? fg_classguess_get(&w->classguess, i, 0) : 0);
 	}
-	if (w->adaptive.on)
-		fg_backendpool_set_pressure(&w->pool, levels_pressed(w), w->held.head != FG_REQ_NIL);
+	if (w->adaptive.on) {
+		/* Held since the last look (a hold may last less than a look's
+		 * interval), at any worker: the backends' limits bind. */
+		uint64_t holds = FG_STAT_GET(w->stats.held_for_backend);
+		bool held_here = holds != w->adaptive.holds_seen || w->held.head != FG_REQ_NIL;
+		w->adaptive.holds_seen = holds;
+		bool held = w->board ? fg_worker__held_anywhere(w, held_here) : held_here;
+		fg_backendpool_set_pressure(&w->pool, levels_pressed(w), held_here, held);
+	}
 	fg_backendpool_refresh(&w->pool, now);
 	for (uint32_t b = 0; b < w->pool.n; b++) {
 		fg_worker__publish_backend(w, b, now);

@@ -140,6 +140,8 @@ struct fg_worker {
 		bool on;
 		uint32_t start, max;
 		uint64_t refusals_seen; /* the levels' refusals for want of seats, at the last look */
+		uint64_t holds_seen;    /* requests held for backend room (held_for_backend), at the last look */
+		uint64_t board_held_seen; /* several workers: the sum of their held_looks at the last look */
 	} adaptive;
 	struct fg_cookie_jar cookies; /* address validation; every worker of a set shares the master */
 	struct fg_level_rt levels[FG_MAX_LEVELS];

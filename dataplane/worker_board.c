@@ -199,6 +199,19 @@ void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now)
 		}
 }
 
+bool fg_worker__held_anywhere(struct fg_worker *w, bool held_here)
+{
+	struct fg_board *b = w->board;
+	if (held_here) /* this worker is the line's only writer */
+		FG_STAT_SET(b->capacity[w->id].held_looks, FG_STAT_GET(b->capacity[w->id].held_looks) + 1);
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < b->n_workers; i++)
+		sum += FG_STAT_GET(b->capacity[i].held_looks);
+	bool any = sum != w->adaptive.board_held_seen;
+	w->adaptive.board_held_seen = sum;
+	return any;
+}
+
 uint32_t fg_worker__local_weight(struct fg_worker *w, uint32_t level, const struct fg_fc_match *match,
 				 uint32_t *queue)
 {

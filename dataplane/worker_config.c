@@ -279,7 +279,9 @@ int fg_worker_configure(struct fg_worker *w, const struct fg_config *cfg, uint64
 		} else {
 			fg_retry_after_init(&w->levels[level_slot].retry, now / FG_NS_PER_SEC);
 			struct fg_level_stats *ls = &w->stats.levels[level_slot];
-			memset(ls, 0, sizeof(*ls));
+			/* All but answer_load, which the control thread writes (stats.h). */
+			memset(ls, 0, offsetof(struct fg_level_stats, answer_load));
+			__atomic_store_n(&ls->answer_load, 0, __ATOMIC_RELAXED);
 			snprintf(ls->name, sizeof(ls->name), "%s", l->name);
 			w->levels[level_slot].used = true;
 			__atomic_store_n(&ls->used, 1, __ATOMIC_RELEASE);

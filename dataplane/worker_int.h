@@ -29,6 +29,9 @@ void fg_worker__follow_grants(struct fg_worker *w, uint64_t now);
  * levels are new (a configuration followed): every level's limits follow
  * it (fg_qs_set_capacity). */
 void fg_worker__follow_capacity(struct fg_worker *w, uint64_t now);
+/* Several workers, Adaptive: publish whether this worker held requests for
+ * backend room since its last look, and whether any worker did since then. */
+bool fg_worker__held_anywhere(struct fg_worker *w, bool held_here);
 /* Several workers: the queue of this worker's queue set a classified
  * request joins (*queue) and the weight it queues with there: its flow's
  * share at this worker from the allotter's last round (thousandths of a

@@ -357,7 +357,7 @@ TEST(slot_following_another_address_starts_afresh)
  * seats are overbooked over them while the levels are pressed and the
  * backends have room (10% a call), back while requests wait for backend
  * room, slowly back when nothing presses, never under the limits, at most
- * Max; each move counted in changes. */
+ * Max; each move counted in changes; none left after a Static capacity. */
 TEST(levels_overbook_the_learned_limits_while_pressed)
 {
 	struct fg_backendpool p;
@@ -369,33 +369,38 @@ TEST(levels_overbook_the_learned_limits_while_pressed)
 	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
 	CHECK_EQ(usable, 16);
 	CHECK_EQ(total, 160);
-	fg_backendpool_set_pressure(&p, true, false); /* pressed, the backends empty */
+	fg_backendpool_set_pressure(&p, true, false, false); /* pressed, the backends empty */
 	CHECK_EQ(p.overbook_milli, 1100);
 	CHECK(p.changes != seen);
 	for (int k = 0; k < 9; k++)
-		fg_backendpool_set_pressure(&p, true, false);
+		fg_backendpool_set_pressure(&p, true, false, false);
 	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
 	CHECK(usable >= 40 && usable <= 42); /* 16 x 1.1^10 */
 	CHECK_EQ(p.b[0].capacity, 8);        /* what the backends get stays theirs */
 	/* The backends' limits nearly used: no more overbooking. */
 	p.b[0].outstanding = p.b[1].outstanding = 8;
 	uint32_t was = p.overbook_milli;
-	fg_backendpool_set_pressure(&p, true, false);
+	fg_backendpool_set_pressure(&p, true, false, false);
 	CHECK_EQ(p.overbook_milli, was);
 	/* Requests held for backend room: back by a tenth a call. */
-	fg_backendpool_set_pressure(&p, true, true);
+	fg_backendpool_set_pressure(&p, true, true, true);
 	CHECK_EQ(p.overbook_milli, was - was / 10);
 	/* Nothing presses: slowly back, never under the limits. */
 	for (int k = 0; k < 400; k++)
-		fg_backendpool_set_pressure(&p, false, false);
+		fg_backendpool_set_pressure(&p, false, false, false);
 	CHECK_EQ(p.overbook_milli, 1000);
 	/* Max bounds what the levels get. */
 	p.b[0].outstanding = p.b[1].outstanding = 0;
 	for (int k = 0; k < 100; k++)
-		fg_backendpool_set_pressure(&p, true, false);
+		fg_backendpool_set_pressure(&p, true, false, false);
 	CHECK_EQ(p.overbook_milli, FG_BACKENDPOOL_MAX_OVERBOOK * 1000);
 	fg_backendpool_levels_capacity(&p, 160, 640, &usable, &total);
 	CHECK_EQ(usable, 640);
+	/* Static (a live mode change): no overbooking left for a later Adaptive start. */
+	seen = p.changes;
+	fg_backendpool_set_capacity(&p, 0, 8);
+	CHECK_EQ(p.overbook_milli, 1000);
+	CHECK(p.changes != seen);
 	free(p.adapt);
 }
 

@@ -174,16 +174,20 @@ void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t 
 	if (i < p->n)
 		p->b[i].adaptive = false;
 	set_capacity_in_force(p, i, seats);
+	if (p->overbook_milli != 1000) { /* Static: a later Adaptive start overbooks nothing */
+		p->overbook_milli = 1000;
+		p->changes++;
+	}
 }
 
-void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held)
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held_here, bool held)
 {
 	uint64_t limits = 0, outstanding = 0;
 	for (uint32_t i = 0; i < p->n; i++) {
 		const struct fg_backend *b = &p->b[i];
 		if (!b->adaptive)
 			continue;
-		fg_adapt_pressure(&p->adapt[i], levels_pressed || held);
+		fg_adapt_pressure(&p->adapt[i], levels_pressed || held_here);
 		if (b->admin == FG_BACKEND_ENABLED && b->state == FG_BACKEND_UP) {
 			limits += b->capacity;
 			outstanding += b->outstanding;

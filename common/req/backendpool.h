@@ -130,7 +130,8 @@ bool fg_backendpool_follow(struct fg_backendpool *p, uint32_t i, uint32_t ip, ui
 /* The number of slots in use (at most FG_MAX_BACKENDS). */
 void fg_backendpool_set_count(struct fg_backendpool *p, uint32_t n);
 
-/* This worker's part of backend i's capacity (0: no limit), as given. */
+/* This worker's part of backend i's capacity (0: no limit), as given
+ * (Static: the levels' overbooking, if any, is back to none). */
 void fg_backendpool_set_capacity(struct fg_backendpool *p, uint32_t i, uint32_t seats);
 
 /* Backend i's capacity is learned (serverConcurrencyLimitMode: Adaptive,
@@ -159,8 +160,11 @@ void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t
 /*
  * Adaptive mode, every FG_ADAPT_INTERVAL_NS or so: whether requests waited
  * or were refused in the levels for want of seats (levels_pressed), and
- * whether requests the levels admitted wait for backend room (held).
- * Either keeps an unused limit from decaying (fg_adapt_pressure).  The
+ * whether requests the levels admitted waited for backend room since the
+ * last call, here (held_here) or at any worker (held: with several
+ * workers, one worker's overbooking feeds the allotter's split for all).
+ * Either of this pool's own keeps its unused limits from decaying
+ * (fg_adapt_pressure).  The
  * learned limits stay what each backend takes; what the levels may use of
  * them moves instead: a level gets only its share of the seats (and what it
  * borrows), so the seats the levels share are overbooked — by 10% a call
@@ -171,7 +175,7 @@ void fg_backendpool_learn_latency(struct fg_backendpool *p, uint32_t i, uint32_t
  * changes.
  */
 #define FG_BACKENDPOOL_MAX_OVERBOOK 100u
-void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held);
+void fg_backendpool_set_pressure(struct fg_backendpool *p, bool levels_pressed, bool held_here, bool held);
 
 /* Adaptive mode: what the levels scale by (the limits' start, total, and
  * the usable learned limits overbooked, at most max), for

@@ -119,6 +119,10 @@ struct fg_level_board {
  * the sums over the workers (fg_qs_scale_by_capacity; 0 of 0: no scaling). */
 struct fg_worker_capacity {
 	uint32_t usable, total;
+	/* Adaptive: the worker's looks (every ~100 ms) that found requests
+	 * held for backend room, counted, so that every worker takes back the
+	 * levels' overbooking when any one is held (backendpool.h). */
+	uint64_t held_looks;
 } __attribute__((aligned(FG_CACHE_LINE)));
 
 struct fg_board {
