@@ -81,9 +81,21 @@ TEST(every_error_reported_and_nothing_changed)
 	CHECK(strstr(e.text, "spec.serverConcurrencyLimit: must be in [1, 1000000], got 0"));
 	CHECK(strstr(e.text, "spec.maxRequests: must be an integer"));
 	CHECK(strstr(e.text, "spec.queueWaitLimit: must be a duration"));
-	CHECK(strstr(e.text, "spec.backendTimeout: must be at least 1000000ns"));
+	CHECK(strstr(e.text, "spec.backendTimeout: must be at least 1ms, got 1us"));
 	CHECK(strstr(e.text, "spec.bogus: unknown field"));
 	CHECK(!memcmp(&s, &before, sizeof(s)));
+}
+
+/* A negative duration is told as such, not as a malformed one (issue 30). */
+TEST(negative_duration_named)
+{
+	struct fg_settings s;
+	fg_settings_defaults(&s);
+	struct fg_errors e;
+	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\","
+			   "\"spec\":{\"queueWaitLimit\":\"-2s\"}}", &e),
+		 -EINVAL);
+	CHECK(strstr(e.text, "spec.queueWaitLimit: must not be negative, got -2s"));
 }
 
 TEST(malformed_json)
@@ -165,7 +177,7 @@ TEST(workers_and_allotment_period)
 			   "\"workers\":0,\"allotmentPeriod\":\"10us\"}}", &e), -EINVAL);
 	CHECK_EQ(e.count, 2);
 	CHECK(strstr(e.text, "spec.workers: must be in [1, 64], got 0"));
-	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at least 100000ns"));
+	CHECK(strstr(e.text, "spec.allotmentPeriod: must be at least 100us, got 10us"));
 	CHECK_EQ(apply(&s, "{\"apiVersion\":\"fairgate.dev/v1alpha1\",\"kind\":\"FairgateSettings\",\"spec\":{"
 			   "\"workers\":\"two\",\"allotmentPeriod\":5}}", &e), -EINVAL);
 	CHECK_EQ(e.count, 2);

@@ -235,10 +235,13 @@ int fg_setting_set_text(const struct fg_setting *row, struct fg_settings *s, con
 	case FG_SET_DURATION: {
 		int64_t ns;
 		char d[32];
+		if (text[0] == '-')
+			return fg_reason(-EINVAL, why, whylen, "must not be negative, got %s", text);
 		if (fg_duration_parse(text, strlen(text), &ns) || ns < 0)
 			return fg_reason(-EINVAL, why, whylen, "must be a duration string such as \"1.5s\" or \"250ms\"");
 		if (ns < row->lo)
-			return fg_reason(-EINVAL, why, whylen, "must be at least %" PRId64 "ns", row->lo);
+			return fg_reason(-EINVAL, why, whylen, "must be at least %s, got %s", fg_duration_format(row->lo, d, sizeof(d)),
+					 text);
 		if (row->hi && ns > row->hi)
 			return fg_reason(-EINVAL, why, whylen, "must be at most %s", fg_duration_format(row->hi, d, sizeof(d)));
 		*(int64_t *)field(row, s) = ns;
