@@ -585,7 +585,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	bool load = !strcmp(url, "/debug/fairgate/load");
 	if (!metrics && !healthz && !readyz && !load)
 		return reply(c, MHD_HTTP_NOT_FOUND,
-			     "not found: the paths are /metrics, /healthz, /readyz and /debug/fairgate/load\n", NULL);
+			     h->view.vis ? "not found: the paths are /metrics, /healthz, /readyz, /debug/fairgate/load, "
+					   FG_HTTP_DEBUG_PREFIX "dump_priority_levels, dump_queues and dump_requests, and "
+					   FG_HTTP_VISIBILITY_PREFIX "LEVEL/pendingrequests\n"
+					 : "not found: the paths are /metrics, /healthz, /readyz and /debug/fairgate/load\n",
+			     NULL);
 	char arg[49] = "";
 	if (MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, first_arg, arg) > 0) {
 		char line[128];

@@ -63,6 +63,9 @@ t.check(st == 200, "HEAD /healthz 200")
 # Bad requests: each a status and one line.
 st, _, body = get(addr, "/nope")
 t.check(st == 404 and body.count("\n") == 1, f"unknown path: 404 and one line ({st} {body!r})")
+t.check(all(p in body for p in ("/metrics", "/healthz", "/readyz", "/debug/fairgate/load", "dump_priority_levels",
+                                 "dump_queues", "dump_requests", "pendingrequests")),
+        "the 404 names every path served")
 st, hd, body = get(addr, "/metrics", method="POST", extra=b"Content-Length: 0\r\n")
 t.check(st == 405 and hd.get("allow") == "GET, HEAD", f"POST: 405 with Allow: GET, HEAD ({st} {hd.get('allow')})")
 st, _, body = get(addr, "/metrics?debug=1")
