@@ -505,6 +505,14 @@ static int cmd_delete(const char *path, int argc, char **argv)
 	if (ctl_opt_file(argc, argv))
 		return cmd_delete_file(path, argc, argv);
 	if (argc != 3 || fg_fc_kind_parse(argv[1]) < 0) {
+		/* Say what is wrong with what was typed, then how it goes. */
+		if (argc >= 2 && fg_fc_kind_parse(argv[1]) < 0)
+			fprintf(stderr, "fairgatectl delete: unknown kind \"%.64s\"\n", argv[1]);
+		else if (argc < 3)
+			fprintf(stderr, "fairgatectl delete: %s\n", argc < 2 ? "a kind and a name are needed" : "a name is needed");
+		else
+			fprintf(stderr, "fairgatectl delete: one object at a time (got %d arguments; -f FILE deletes several)\n",
+				argc - 1);
 		fprintf(stderr, "usage: fairgatectl delete flowschema|prioritylevelconfiguration|fairsharing NAME\n");
 		return 2;
 	}

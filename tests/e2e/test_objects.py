@@ -97,6 +97,11 @@ else:
     t.check(False, "tests/conformance/kubectl-dump.yaml exists")
 for f in (typo, dangling, level):
     os.unlink(f)
+# A mistyped delete says what is wrong before the usage line (issue 30).
+for args, why in ((("foo", "bar"), 'unknown kind "foo"'), (("flowschema",), "a name is needed"),
+                  (("flowschema", "a", "b"), "one object at a time")):
+    p = ctl("delete", *args)
+    t.check(p.returncode == 2 and why in p.stderr and "usage:" in p.stderr, f"delete {' '.join(args)}: {why}")
 rc, _ = d.stop()
 t.check(rc == 0, "clean exit")
 t.finish()
